@@ -1,0 +1,87 @@
+// pybind11 module pyhipbench._core: the launch plan and the timed loop.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "pyhipbench/runtime.hpp"
+
+namespace py = pybind11;
+using namespace pyhipbench;
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "pyhipbench's C++ core: launch plans and the timed launch loop";
+
+  py::exception<DriverError> driver_error(m, "DriverError", PyExc_RuntimeError);
+  py::exception<KernelFault> kernel_fault(m, "KernelFault", driver_error);
+  py::register_exception<LibraryError>(m, "LibraryError", PyExc_OSError);
+  // Attach the driver's details to the Python exception, so callers can act
+  // on the code, not only read the message.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const KernelFault& e) {
+      py::object error = py::module_::import("pyhipbench._core").attr("KernelFault")(e.what());
+      error.attr("call") = e.call();
+      error.attr("code") = e.code();
+      error.attr("driver_message") = e.message();
+      error.attr("context_usable") = e.context_usable();
+      PyErr_SetObject(error.get_type().ptr(), error.ptr());
+    } catch (const DriverError& e) {
+      py::object error = py::module_::import("pyhipbench._core").attr("DriverError")(e.what());
+      error.attr("call") = e.call();
+      error.attr("code") = e.code();
+      error.attr("driver_message") = e.message();
+      PyErr_SetObject(error.get_type().ptr(), error.ptr());
+    }
+  });
+
+  py::class_<LaunchPlan>(m, "LaunchPlan")
+      .def(py::init([](uintptr_t function, std::string kernel_name,
+                       std::array<uint32_t, 3> grid, std::array<uint32_t, 3> block,
+                       uint32_t shared_bytes, uintptr_t stream, std::vector<py::bytes> arg_sets,
+                       std::vector<size_t> arg_offsets) {
+             std::vector<std::string> sets(arg_sets.begin(), arg_sets.end());
+             return std::make_unique<LaunchPlan>(function, std::move(kernel_name),
+                                                 LaunchConfig{grid, block, shared_bytes, stream},
+                                                 sets, std::move(arg_offsets));
+           }),
+           py::arg("function"), py::arg("kernel_name"), py::arg("grid"), py::arg("block"),
+           py::arg("shared_bytes"), py::arg("stream"), py::arg("arg_sets"), py::arg("arg_offsets"))
+      .def_property_readonly("sets", &LaunchPlan::sets)
+      .def_property_readonly("arg_count", &LaunchPlan::arg_count)
+      .def_property_readonly("kernel_name", &LaunchPlan::kernel_name)
+      .def("arg_pointers", [](LaunchPlan& plan, size_t set) {
+             // The kernelParams addresses of one set, for tests of the packing.
+             if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
+             std::vector<uintptr_t> out;
+             void** args = plan.args(set);
+             for (size_t a = 0; a < plan.arg_count(); ++a) out.push_back(reinterpret_cast<uintptr_t>(args[a]));
+             return out;
+           }, py::arg("set"))
+      .def("params_address", [](LaunchPlan& plan, size_t set) {
+             // Where set `set`'s kernelParams array lives: what the driver is handed.
+             if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
+             return reinterpret_cast<uintptr_t>(plan.args(set));
+           }, py::arg("set"));
+
+  py::class_<Runtime>(m, "Runtime")
+      .def_property_readonly("backend", &Runtime::backend)
+      .def_property_readonly("library_path", &Runtime::library_path)
+      .def("run",
+           [](Runtime& runtime, LaunchPlan& plan, size_t iterations, size_t first_set) {
+             Timings timings;
+             {
+               py::gil_scoped_release release;
+               timings = runtime.run(plan, iterations, first_set);
+             }
+             py::array_t<double> times(static_cast<py::ssize_t>(timings.times_us.size()));
+             std::copy(timings.times_us.begin(), timings.times_us.end(), times.mutable_data());
+             return py::make_tuple(times, timings.host_us);
+           },
+           py::arg("plan"), py::arg("iterations"), py::arg("first_set") = 0,
+           "Runs `iterations` timed launches; returns (per-launch µs as float64 array, "
+           "host µs spent issuing them all).");
+
+  m.def("load_runtime", &load_runtime, py::arg("backend"), py::arg("library_path") = "",
+        "Loads the driver library of `backend` ('cuda' or 'hip').");
+}

@@ -1,0 +1,87 @@
+// The HIP runtime (libamdhip64), resolved at run time, adapted to TimedLoop.
+#include <memory>
+#include <string>
+
+#include "dynamic_library.hpp"
+#include "timed_loop.hpp"
+
+namespace pyhipbench {
+namespace {
+
+using hipError_t = int;
+using hipFunction_t = void*;
+using hipStream_t = void*;
+using hipEvent_t = void*;
+
+class HipDriver {
+ public:
+  using Event = hipEvent_t;
+  static constexpr const char* kBackend = "hip";
+  static constexpr const char* kEventCreate = "hipEventCreate";
+  static constexpr const char* kEventSynchronize = "hipEventSynchronize";
+  static constexpr const char* kEventElapsedTime = "hipEventElapsedTime";
+
+  explicit HipDriver(const std::string& path)
+      : library_(path, "HIP runtime", "PYHIPBENCH_HIP_LIBRARY") {
+    library_.resolve(ext_module_launch_kernel_, "hipExtModuleLaunchKernel");
+    library_.resolve(event_create_, "hipEventCreate");
+    library_.resolve(event_record_, "hipEventRecord");
+    library_.resolve(event_synchronize_, "hipEventSynchronize");
+    library_.resolve(event_elapsed_time_, "hipEventElapsedTime");
+    library_.resolve(event_destroy_, "hipEventDestroy");
+    library_.resolve(get_error_name_, "hipGetErrorName");
+    library_.resolve(get_error_string_, "hipGetErrorString");
+  }
+
+  const DynamicLibrary& library() const { return library_; }
+
+  // hipExtModuleLaunchKernel records the two events around exactly this
+  // dispatch. Its sizes are global work sizes (threads), not block counts; the
+  // Python layer has checked that grid x block fits in 32 bits.
+  Status launch(const LaunchPlan& plan, void** args, Event start, Event stop) {
+    const LaunchConfig& c = plan.config();
+    const hipError_t r = ext_module_launch_kernel_(
+        reinterpret_cast<hipFunction_t>(plan.function()), c.grid[0] * c.block[0],
+        c.grid[1] * c.block[1], c.grid[2] * c.block[2], c.block[0], c.block[1], c.block[2],
+        c.shared_bytes, reinterpret_cast<hipStream_t>(c.stream), args, nullptr, start, stop, 0);
+    return {r, "hipExtModuleLaunchKernel"};
+  }
+
+  int event_create(Event* event) { return event_create_(event); }
+  int event_destroy(Event event) { return event_destroy_(event); }
+  int event_record(Event event) { return event_record_(event, nullptr); }
+  int event_synchronize(Event event) { return event_synchronize_(event); }
+  int elapsed_ms(float* ms, Event start, Event stop) { return event_elapsed_time_(ms, start, stop); }
+
+  DriverError error(const char* call, int code) const {
+    const char* name = get_error_name_(code);
+    const char* message = get_error_string_(code);
+    if (name == nullptr) name = "unknown HIP error";
+    if (message == nullptr) message = "no description";
+    return DriverError(call, code, name, message,
+                       std::string(call) + " failed: " + name + " (" + std::to_string(code) +
+                           "): " + message);
+  }
+
+ private:
+  DynamicLibrary library_;
+  hipError_t (*ext_module_launch_kernel_)(hipFunction_t, uint32_t, uint32_t, uint32_t, uint32_t,
+                                          uint32_t, uint32_t, size_t, hipStream_t, void**, void**,
+                                          hipEvent_t, hipEvent_t, uint32_t);
+  hipError_t (*event_create_)(hipEvent_t*);
+  hipError_t (*event_record_)(hipEvent_t, hipStream_t);
+  hipError_t (*event_synchronize_)(hipEvent_t);
+  hipError_t (*event_elapsed_time_)(float*, hipEvent_t, hipEvent_t);
+  hipError_t (*event_destroy_)(hipEvent_t);
+  const char* (*get_error_name_)(hipError_t);
+  const char* (*get_error_string_)(hipError_t);
+};
+
+}  // namespace
+
+std::unique_ptr<Runtime> load_hip_runtime(const std::string& library_path) {
+  const std::string path = choose_library(library_path, "PYHIPBENCH_HIP_LIBRARY", "libamdhip64.so");
+  return std::make_unique<TimedLoop<HipDriver>>(std::make_unique<HipDriver>(path));
+}
+
+}  // namespace pyhipbench

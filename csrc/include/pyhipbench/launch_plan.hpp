@@ -1,0 +1,54 @@
+// A kernel launch with R precomputed argument sets, packed before timing.
+//
+// Each set holds the kernel's argument values laid out in one buffer, and an
+// array of pointers into that buffer: the `void** kernelParams` that both
+// cuLaunchKernel and hipExtModuleLaunchKernel take. Building the pointer arrays
+// here, once, is what lets the timed loop allocate nothing.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pyhipbench {
+
+struct LaunchConfig {
+  std::array<uint32_t, 3> grid{1, 1, 1};   // blocks per dimension
+  std::array<uint32_t, 3> block{1, 1, 1};  // threads per block per dimension
+  uint32_t shared_bytes = 0;               // dynamic shared memory, bytes
+  uintptr_t stream = 0;                    // driver stream handle; 0 = default stream
+};
+
+class LaunchPlan {
+ public:
+  // `function`: a CUfunction / hipFunction_t as an integer.
+  // `arg_sets[s]`: the packed argument bytes of set s; every set has the same
+  // layout, given by `arg_offsets` (byte offset of each argument in a set).
+  LaunchPlan(uintptr_t function, std::string kernel_name, LaunchConfig config,
+             const std::vector<std::string>& arg_sets, std::vector<size_t> arg_offsets);
+  // The pointer arrays point into this object's own storage: no copies.
+  LaunchPlan(const LaunchPlan&) = delete;
+  LaunchPlan& operator=(const LaunchPlan&) = delete;
+
+  uintptr_t function() const { return function_; }
+  const std::string& kernel_name() const { return kernel_name_; }
+  const LaunchConfig& config() const { return config_; }
+  size_t sets() const { return sets_; }
+  size_t arg_count() const { return arg_offsets_.size(); }
+  // The kernelParams array of set `s`, valid for the plan's lifetime.
+  void** args(size_t s) { return arg_count() == 0 ? nullptr : &pointers_[s * arg_count()]; }
+
+ private:
+  uintptr_t function_;
+  std::string kernel_name_;
+  LaunchConfig config_;
+  size_t sets_;
+  std::vector<size_t> arg_offsets_;
+  size_t set_stride_;                          // bytes between sets in storage_, aligned
+  std::vector<std::max_align_t> storage_;      // all sets' argument bytes
+  std::vector<void*> pointers_;            // sets_ x arg_count() pointers into storage_
+};
+
+}  // namespace pyhipbench

@@ -1,0 +1,30 @@
+#include "pyhipbench/runtime.hpp"
+
+namespace pyhipbench {
+
+std::unique_ptr<Runtime> load_cuda_runtime(const std::string& library_path);
+std::unique_ptr<Runtime> load_hip_runtime(const std::string& library_path);
+
+DriverError::DriverError(std::string call, int code, std::string name, std::string message,
+                         std::string what)
+    : std::runtime_error(std::move(what)),
+      call_(std::move(call)),
+      code_(code),
+      name_(std::move(name)),
+      message_(std::move(message)) {}
+
+KernelFault::KernelFault(const DriverError& cause, const std::string& kernel, bool context_usable)
+    : DriverError(cause.call(), cause.code(), cause.name(), cause.message(),
+                  "kernel '" + kernel + "' faulted while running: " + cause.what() +
+                      (context_usable ? "; the device context is still usable"
+                                      : "; the device context is no longer usable (a sticky "
+                                        "error): start a new process to use the GPU again")),
+      context_usable_(context_usable) {}
+
+std::unique_ptr<Runtime> load_runtime(const std::string& backend, const std::string& library_path) {
+  if (backend == "cuda") return load_cuda_runtime(library_path);
+  if (backend == "hip") return load_hip_runtime(library_path);
+  throw std::invalid_argument("unknown backend '" + backend + "'; expected 'cuda' or 'hip'");
+}
+
+}  // namespace pyhipbench

@@ -1,0 +1,28 @@
+"""pyhipbench: GPU kernel timing for autotuners.
+
+A C++ launch loop (pyhipbench._core) times each launch with driver events while
+rotating R copies of the argument buffers, so no iteration reads the previous
+one's cached data. Python sets the run up: devices and memory through
+hip-python or cuda-bindings, parameter checks from the code object, the
+rotation count, statistics.
+"""
+from .args import Pointer, Scalar, float16, float32, float64, int8, int16, int32, int64, shared
+from .args import uint8, uint16, uint32, uint64
+from .bench import bench
+from .device import Device, available_backends
+from .errors import BenchError, DriverError, KernelFault, LibraryError, NoDeviceError
+from .launch_config import LaunchConfig
+from .memory import DeviceArray
+from .module import Kernel, Module
+from .result import Result
+from .rotation import Rotation, RotationCapped, plan_rotation
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "bench", "Device", "available_backends", "DeviceArray", "Module", "Kernel", "LaunchConfig",
+    "Result", "Rotation", "RotationCapped", "plan_rotation", "shared", "Pointer", "Scalar",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64",
+    "BenchError", "DriverError", "KernelFault", "LibraryError", "NoDeviceError",
+]

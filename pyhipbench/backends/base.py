@@ -1,0 +1,59 @@
+"""What a backend provides: the thin, explicit layer over one driver API.
+
+A backend wraps one vendor's Python bindings (hip-python, cuda-bindings) for
+one device. Handles and device pointers cross this boundary as plain ints, the
+form the C++ core takes them in. Every failing driver call raises
+`pyhipbench.errors.DriverError` naming the call and the driver's message.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    backend: str               # "cuda" or "hip"
+    index: int                 # device ordinal
+    name: str                  # marketing name, e.g. "NVIDIA H200"
+    arch: str                  # "sm_90", "gfx942"
+    compute_units: int         # SMs (NVIDIA) or CUs (AMD)
+    l2_bytes: int              # L2 size the runtime reports, bytes
+    llc_bytes: int             # last-level cache, bytes (see archs.last_level_cache_bytes)
+    total_bytes: int           # device memory, bytes
+    max_threads_per_block: int
+    max_block: tuple[int, int, int]  # per-dimension block limits, threads
+    max_grid: tuple[int, int, int]   # per-dimension grid limits, blocks
+    max_shared_bytes: int      # dynamic + static shared memory per block, bytes
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One kernel parameter as the code object (or driver) describes it."""
+    name: str
+    offset: int  # byte offset in the kernel's argument buffer
+    size: int    # bytes
+
+
+class Backend(Protocol):
+    name: str  # "cuda" or "hip"
+
+    def properties(self) -> DeviceProperties: ...
+    def memory_info(self) -> tuple[int, int]:
+        """(free, total) device memory, bytes."""
+    def allocate(self, nbytes: int) -> int: ...
+    def free(self, address: int) -> None: ...
+    def copy_to_device(self, address: int, host: np.ndarray) -> None: ...
+    def copy_to_host(self, host: np.ndarray, address: int) -> None: ...
+    def copy_device(self, destination: int, source: int, nbytes: int) -> None: ...
+    def load_module(self, image: bytes) -> int: ...
+    def unload_module(self, module: int) -> None: ...
+    def function(self, module: int, name: str) -> int:
+        """The kernel's function handle; raises DriverError if absent."""
+    def kernel_params(self, module: int, function: int) -> list[KernelParam] | None:
+        """The parameters as the driver reports them, or None where it cannot."""
+    def kernel_names(self, module: int) -> list[str] | None:
+        """The module's kernels as the driver reports them, or None where it cannot."""
+    def synchronize(self) -> None: ...

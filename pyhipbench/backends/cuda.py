@@ -1,0 +1,124 @@
+"""The CUDA backend: cuda-bindings' driver API for one NVIDIA device.
+
+It makes the device's primary context current on the calling thread; the C++
+core then launches into that context from the same thread.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..archs import last_level_cache_bytes
+from ..errors import NoDeviceError, driver_error
+from .base import DeviceProperties, KernelParam
+
+
+def _driver() -> Any:
+    try:
+        from cuda.bindings import driver
+    except ImportError as e:
+        raise NoDeviceError(
+            "the CUDA backend needs cuda-bindings: pip install 'pyhipbench[cuda]'") from e
+    return driver
+
+
+class CudaBackend:
+    name = "cuda"
+
+    def __init__(self, index: int) -> None:
+        self._cu = cu = _driver()
+        try:
+            self._check("cuInit", cu.cuInit(0))
+        except RuntimeError as e:  # cuda-bindings raises this when libcuda is absent
+            raise NoDeviceError(f"no CUDA driver: {e} (install the NVIDIA driver)") from e
+        count = self._check("cuDeviceGetCount", cu.cuDeviceGetCount())
+        if not 0 <= index < count:
+            raise NoDeviceError(f"no CUDA device {index}: this machine has {count}")
+        self._device = self._check("cuDeviceGet", cu.cuDeviceGet(index))
+        self._context = self._check("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self._device))
+        self._check("cuCtxSetCurrent", cu.cuCtxSetCurrent(self._context))
+        self._index = index
+
+    def _check(self, call: str, result: tuple) -> Any:
+        """Unpacks cuda-bindings' (error, value...) tuple; raises DriverError on failure."""
+        error, *values = result
+        if error != self._cu.CUresult.CUDA_SUCCESS:
+            _, name = self._cu.cuGetErrorName(error)
+            _, message = self._cu.cuGetErrorString(error)
+            raise driver_error(call, int(error), _text(name), _text(message))
+        return values[0] if len(values) == 1 else tuple(values) or None
+
+    def _attribute(self, name: str) -> int:
+        attribute = getattr(self._cu.CUdevice_attribute, "CU_DEVICE_ATTRIBUTE_" + name)
+        return int(self._check("cuDeviceGetAttribute", self._cu.cuDeviceGetAttribute(attribute, self._device)))
+
+    def properties(self) -> DeviceProperties:
+        name = _text(self._check("cuDeviceGetName", self._cu.cuDeviceGetName(256, self._device)))
+        arch = f"sm_{self._attribute('COMPUTE_CAPABILITY_MAJOR')}{self._attribute('COMPUTE_CAPABILITY_MINOR')}"
+        l2 = self._attribute("L2_CACHE_SIZE")
+        total = int(self._check("cuDeviceTotalMem", self._cu.cuDeviceTotalMem(self._device)))
+        return DeviceProperties(
+            backend=self.name, index=self._index, name=name, arch=arch,
+            compute_units=self._attribute("MULTIPROCESSOR_COUNT"),
+            l2_bytes=l2, llc_bytes=last_level_cache_bytes(arch, l2), total_bytes=total,
+            max_threads_per_block=self._attribute("MAX_THREADS_PER_BLOCK"),
+            max_block=tuple(self._attribute(f"MAX_BLOCK_DIM_{d}") for d in "XYZ"),
+            max_grid=tuple(self._attribute(f"MAX_GRID_DIM_{d}") for d in "XYZ"),
+            max_shared_bytes=self._attribute("MAX_SHARED_MEMORY_PER_BLOCK"),
+        )
+
+    def driver_version(self) -> int:
+        """The driver's CUDA version, as 1000 x major + 10 x minor (13000 = CUDA 13.0)."""
+        return int(self._check("cuDriverGetVersion", self._cu.cuDriverGetVersion()))
+
+    def memory_info(self) -> tuple[int, int]:
+        free, total = self._check("cuMemGetInfo", self._cu.cuMemGetInfo())
+        return int(free), int(total)
+
+    def allocate(self, nbytes: int) -> int:
+        return int(self._check("cuMemAlloc", self._cu.cuMemAlloc(nbytes)))
+
+    def free(self, address: int) -> None:
+        self._check("cuMemFree", self._cu.cuMemFree(address))
+
+    def copy_to_device(self, address: int, host: np.ndarray) -> None:
+        self._check("cuMemcpyHtoD", self._cu.cuMemcpyHtoD(address, host.ctypes.data, host.nbytes))
+
+    def copy_to_host(self, host: np.ndarray, address: int) -> None:
+        self._check("cuMemcpyDtoH", self._cu.cuMemcpyDtoH(host.ctypes.data, address, host.nbytes))
+
+    def copy_device(self, destination: int, source: int, nbytes: int) -> None:
+        self._check("cuMemcpyDtoD", self._cu.cuMemcpyDtoD(destination, source, nbytes))
+
+    def load_module(self, image: bytes) -> int:
+        # PTX must be NUL-terminated; a trailing NUL is harmless for binaries.
+        return int(self._check("cuModuleLoadData", self._cu.cuModuleLoadData(image + b"\0")))
+
+    def unload_module(self, module: int) -> None:
+        self._check("cuModuleUnload", self._cu.cuModuleUnload(module))
+
+    def function(self, module: int, name: str) -> int:
+        return int(self._check("cuModuleGetFunction", self._cu.cuModuleGetFunction(module, name.encode())))
+
+    def kernel_names(self, module: int) -> list[str]:
+        count = self._check("cuModuleGetFunctionCount", self._cu.cuModuleGetFunctionCount(module))
+        functions = self._check("cuModuleEnumerateFunctions", self._cu.cuModuleEnumerateFunctions(count, module))
+        return sorted(_text(self._check("cuFuncGetName", self._cu.cuFuncGetName(f))) for f in functions)
+
+    def kernel_params(self, module: int, function: int) -> list[KernelParam]:
+        params = []
+        while True:
+            error, offset, size = self._cu.cuFuncGetParamInfo(function, len(params))
+            if error == self._cu.CUresult.CUDA_ERROR_INVALID_VALUE:
+                return params  # past the last parameter
+            self._check("cuFuncGetParamInfo", (error,))
+            params.append(KernelParam(f"param_{len(params)}", int(offset), int(size)))
+
+    def synchronize(self) -> None:
+        self._check("cuCtxSynchronize", self._cu.cuCtxSynchronize())
+
+
+def _text(value: bytes | str) -> str:
+    """A C string from the driver: up to the first NUL (names come in fixed-size buffers)."""
+    return (value.decode(errors="replace") if isinstance(value, bytes) else value).split("\0", 1)[0]

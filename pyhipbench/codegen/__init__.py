@@ -1,0 +1,160 @@
+"""From a kernel's LLVM IR to a loadable code object.
+
+``compile_ir`` parses and verifies the IR, finds its kernels, injects the
+prologue (on AMD by default the instruction-cache flush), and generates an
+HSACO (AMD, proven by disassembly to start every kernel with the prologue)
+or PTX (NVIDIA). See docs/codegen.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import ir
+from ..archs import base_arch
+from . import amdgpu, nvptx
+from .amdgpu import CodegenError
+from .verify import KernelEntry, Verification, VerificationError
+
+__all__ = [
+    "CodeObject",
+    "CodegenError",
+    "KernelEntry",
+    "Verification",
+    "VerificationError",
+    "compile_for_device",
+    "compile_ir",
+    "triple_of",
+]
+
+_AMD_TARGET = re.compile(r"gfx[0-9]+[0-9a-f]*")
+_NVIDIA_TARGET = re.compile(r"sm_[0-9]+[af]?")
+_NO_FLUSH_ON_NVIDIA = (
+    "NVIDIA GPUs have no instruction-cache invalidation: neither PTX nor the CUDA "
+    "driver API exposes one, so icache_flush=True cannot be honoured for {target}. "
+    "Code rotation (benchmarking several loaded copies of the module) is the "
+    "alternative and is not built yet; pass icache_flush=False or leave it unset."
+)
+
+
+@dataclass(frozen=True)
+class CodeObject:
+    """A loadable code object and what went into it.
+
+    ``data`` is an HSACO (ELF, ``format == "hsaco"``) or PTX text
+    (``format == "ptx"``); ``target`` is the processor (``"gfx942"``,
+    ``"sm_90"``); ``kernels`` are the kernel names; ``verification`` is the
+    AMD first-instruction proof (None when nothing was injected, and on NVIDIA).
+    """
+
+    data: bytes
+    format: str
+    target: str
+    kernels: tuple[str, ...]
+    verification: Verification | None = None
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write ``data`` to ``path``; returns the path."""
+        path = Path(path)
+        path.write_bytes(self.data)
+        return path
+
+
+def triple_of(target: str) -> str:
+    """The LLVM target triple for a processor name: gfx* or sm_*."""
+    if _AMD_TARGET.fullmatch(target):
+        return amdgpu.TRIPLE
+    if _NVIDIA_TARGET.fullmatch(target):
+        return nvptx.TRIPLE
+    raise ValueError(
+        f"unknown target {target!r}: expected an AMD processor gfxNNN (e.g. gfx90a, "
+        "gfx942, gfx950, gfx1100) or an NVIDIA one sm_NN (e.g. sm_90)"
+    )
+
+
+def _check_module_target(module: ir.Module, target: str, triple: str) -> None:
+    if not module.triple:
+        # A module without a triple takes the target's.
+        module.ref.triple = triple
+    elif module.triple != triple:
+        raise ir.IRError(
+            f"the IR's target triple is {module.triple!r}, but target {target} "
+            f"needs {triple!r}"
+        )
+    others = sorted(module.target_cpus - {target})
+    if others:
+        # Functions carry the processor they were compiled for; codegen honours
+        # it over the target machine and would mix two ISAs in one object.
+        raise ir.IRError(
+            f'the IR was generated for {", ".join(others)} (function attribute "target-cpu"), '
+            f"not {target}: regenerate it for {target} or compile for {others[0]}"
+        )
+
+
+def compile_ir(
+    source: str | bytes | os.PathLike | ir.Module,
+    target: str,
+    *,
+    icache_flush: bool | None = None,
+    prologue: str | None = None,
+    code_object_version: int = 5,
+    ptx_version: int | None = None,
+) -> CodeObject:
+    """Compile a module's kernels for ``target`` ("gfx942", "sm_90", ...).
+
+    A HIP target ID with features ("gfx942:sramecc+:xnack-", as devices
+    report it) compiles for its processor ("gfx942"): a code object that
+    names no xnack/sramecc setting loads under either.
+
+    ``source``: IR text (``str``), IR text or bitcode (``bytes``), a path to
+    either (``os.PathLike``), or a parsed ``ir.Module``.
+    ``icache_flush``: inject ``s_icache_inv`` + 16 ``s_nop`` first in every
+    kernel; default True on AMD; True on NVIDIA is an error (no such flush).
+    ``prologue``: assembly for the target (AMDGPU asm, or PTX) injected at
+    each kernel's entry, after the flush when both are asked for.
+    ``code_object_version``: AMD HSACO version, 5 by default (ROCm < 6.3
+    rejects LLVM 22's default, 6).
+    ``ptx_version``: PTX ISA version times ten (e.g. 80); None for LLVM's
+    minimum for the sm.
+    """
+    target = base_arch(target)
+    triple = triple_of(target)
+    module = source if isinstance(source, ir.Module) else ir.parse(source)
+    _check_module_target(module, target, triple)
+    kernels = ir.find_kernels(module)
+    if triple == nvptx.TRIPLE:
+        if icache_flush:
+            raise ValueError(_NO_FLUSH_ON_NVIDIA.format(target=target))
+        data = nvptx.compile_module(
+            module, kernels, target, prologue=prologue, ptx_version=ptx_version
+        )
+        return CodeObject(data, "ptx", target, tuple(kernels))
+    if ptx_version is not None:
+        raise ValueError(f"ptx_version applies to NVIDIA targets, not {target}")
+    injected = [amdgpu.FLUSH] if icache_flush in (None, True) else []
+    injected += [prologue] if prologue is not None else []
+    data, verification = amdgpu.compile_module(
+        module,
+        kernels,
+        target,
+        prologue="\n".join(injected) if injected else None,
+        code_object_version=code_object_version,
+    )
+    return CodeObject(data, "hsaco", target, tuple(kernels), verification)
+
+
+def compile_for_device(source: str | bytes | os.PathLike | ir.Module, device, **options) -> CodeObject:
+    """``compile_ir`` for ``device``'s processor (a ``pyhipbench.Device``).
+
+    On NVIDIA, PTX newer than the installed driver loads is compiled again at
+    the newest version it does load, unless ``ptx_version`` was given.
+    """
+    code = compile_ir(source, device.arch, **options)
+    if code.format == "ptx" and options.get("ptx_version") is None:
+        limit = nvptx.max_ptx_version(device.backend.driver_version())
+        if nvptx.ptx_version_of(code.data) > limit:
+            code = compile_ir(source, device.arch, **options, ptx_version=limit)
+    return code

@@ -1,0 +1,50 @@
+; The demo's kernels for AMD GPUs, hand-written LLVM IR with no processor
+; named: `pyhipbench demo` compiles it for the device present (with the
+; instruction-cache flush) through pyhipbench.codegen.
+target triple = "amdgcn-amd-amdhsa"
+
+declare ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()
+declare i32 @llvm.amdgcn.workgroup.id.x()
+declare i32 @llvm.amdgcn.workitem.id.x()
+
+; copy(src, dst, n): dst[i] = src[i] for i < n, float32, grid-stride loop.
+; Block and grid sizes come from the dispatch packet (workgroup_size_x at
+; byte 4, grid_size_x, in work-items, at byte 12).
+define amdgpu_kernel void @copy(ptr addrspace(1) noalias readonly %src, ptr addrspace(1) noalias %dst, i64 %n) {
+entry:
+  %packet = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()
+  %block.ptr = getelementptr i8, ptr addrspace(4) %packet, i64 4
+  %block16 = load i16, ptr addrspace(4) %block.ptr, align 4
+  %block = zext i16 %block16 to i64
+  %grid.ptr = getelementptr i8, ptr addrspace(4) %packet, i64 12
+  %grid32 = load i32, ptr addrspace(4) %grid.ptr, align 4
+  %stride = zext i32 %grid32 to i64
+  %group32 = call i32 @llvm.amdgcn.workgroup.id.x()
+  %group = zext i32 %group32 to i64
+  %lane32 = call i32 @llvm.amdgcn.workitem.id.x()
+  %lane = zext i32 %lane32 to i64
+  %base = mul i64 %group, %block
+  %first = add i64 %base, %lane
+  br label %loop
+
+loop:
+  %i = phi i64 [ %first, %entry ], [ %next, %body ]
+  %done = icmp sge i64 %i, %n
+  br i1 %done, label %exit, label %body
+
+body:
+  %from = getelementptr float, ptr addrspace(1) %src, i64 %i
+  %value = load float, ptr addrspace(1) %from, align 4
+  %to = getelementptr float, ptr addrspace(1) %dst, i64 %i
+  store float %value, ptr addrspace(1) %to, align 4
+  %next = add i64 %i, %stride
+  br label %loop
+
+exit:
+  ret void
+}
+
+; empty(): its time is the launch and event overhead.
+define amdgpu_kernel void @empty() {
+  ret void
+}

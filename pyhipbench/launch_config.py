@@ -1,0 +1,45 @@
+"""Grid, block and shared memory of a launch, checked against the device's limits."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .backends.base import DeviceProperties
+from .errors import BenchError
+
+Dims = int | tuple[int, ...]
+
+
+def _dims(name: str, value: Dims) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise BenchError(f"{name}={value!r}: expected 1 to 3 integers")
+    if any(d < 1 for d in dims):
+        raise BenchError(f"{name}={value!r}: every dimension must be >= 1")
+    return dims + (1,) * (3 - len(dims))
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    grid: tuple[int, int, int]   # blocks per dimension
+    block: tuple[int, int, int]  # threads per block per dimension
+    shared_bytes: int = 0        # dynamic shared memory, bytes
+
+    @classmethod
+    def checked(cls, grid: Dims, block: Dims, shared_bytes: int, props: DeviceProperties) -> "LaunchConfig":
+        config = cls(_dims("grid", grid), _dims("block", block), shared_bytes)
+        for axis, (g, b, max_g, max_b) in enumerate(zip(config.grid, config.block, props.max_grid, props.max_block)):
+            xyz = "xyz"[axis]
+            if b > max_b:
+                raise BenchError(f"block {xyz} = {b} exceeds the device's limit {max_b}")
+            if g > max_g:
+                raise BenchError(f"grid {xyz} = {g} exceeds the device's limit {max_g}")
+            # hipExtModuleLaunchKernel takes global sizes (grid x block) as 32-bit values.
+            if props.backend == "hip" and g * b >= 1 << 32:
+                raise BenchError(f"grid {xyz} x block {xyz} = {g * b} threads exceeds HIP's 32-bit global size")
+        threads = config.block[0] * config.block[1] * config.block[2]
+        if threads > props.max_threads_per_block:
+            raise BenchError(f"block {config.block} has {threads} threads; the device allows "
+                             f"{props.max_threads_per_block} per block")
+        if not isinstance(shared_bytes, int) or not 0 <= shared_bytes <= props.max_shared_bytes:
+            raise BenchError(f"shared_bytes={shared_bytes!r}: expected 0 to {props.max_shared_bytes} bytes")
+        return config

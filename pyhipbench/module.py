@@ -1,0 +1,62 @@
+"""A loaded code object and the kernels in it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .backends.base import Backend, KernelParam
+from .errors import BenchError
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel: its function handle and its parameter list (offsets and sizes, bytes)."""
+    name: str
+    handle: int
+    params: tuple[KernelParam, ...]
+    module: "Module" = field(repr=False)
+
+    @property
+    def device(self):
+        return self.module.device
+
+    @property
+    def arg_bytes(self) -> int:
+        """Size of the packed argument buffer, bytes."""
+        return max((p.offset + p.size for p in self.params), default=0)
+
+
+class Module:
+    """A code object loaded on a device. `params_by_kernel` is what the code object says,
+    or None when only the driver can tell (cubin, fatbin)."""
+
+    def __init__(self, device, handle: int, image_format: str,
+                 params_by_kernel: dict[str, list[KernelParam]] | None) -> None:
+        self.device = device
+        self.handle = handle
+        self.format = image_format
+        self._params = params_by_kernel
+        self._kernels: dict[str, Kernel] = {}
+
+    @property
+    def _backend(self) -> Backend:
+        return self.device.backend
+
+    def kernel_names(self) -> list[str]:
+        if self._params is not None:
+            return sorted(self._params)
+        return self._backend.kernel_names(self.handle) or []
+
+    def kernel(self, name: str) -> Kernel:
+        """The kernel called `name`; BenchError listing the module's kernels if none is."""
+        if name in self._kernels:
+            return self._kernels[name]
+        names = self.kernel_names()
+        if name not in names:
+            listed = ", ".join(names) or "none"
+            raise BenchError(f"no kernel {name!r} in this {self.format} module; its kernels: {listed}")
+        handle = self._backend.function(self.handle, name)
+        params = self._params[name] if self._params is not None else self._backend.kernel_params(self.handle, handle)
+        if params is None:
+            raise BenchError(f"cannot read the parameters of kernel {name!r} from this {self.format} module")
+        kernel = self._kernels[name] = Kernel(name, handle, tuple(params), self)
+        return kernel

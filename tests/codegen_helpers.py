@@ -1,0 +1,37 @@
+"""Shared by the IR/codegen tests: test data, and the LLVM toolchain rule.
+
+The AMD code generation tests need llvm-mc, ld.lld and llvm-objdump. Where
+they are missing the tests skip with the reason, except in CI (CI=true),
+where a missing toolchain is a failure: CI must run the real code
+generation and disassembly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pyhipbench.toolchain import Toolchain, ToolchainError, find_toolchain
+
+IR_DATA = Path(__file__).parent / "data" / "ir"
+AMD_TARGETS = ("gfx90a", "gfx942", "gfx950", "gfx1100")
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def require(what: str, reason: str) -> None:
+    """Skip with ``reason`` for want of ``what``; fail instead in CI."""
+    if in_ci():
+        pytest.fail(f"CI must provide {what}: {reason}")
+    pytest.skip(f"needs {what}: {reason}")
+
+
+def require_toolchain(mcpu: str) -> Toolchain:
+    try:
+        return find_toolchain(mcpu)
+    except ToolchainError as e:
+        require(f"an LLVM toolchain for {mcpu}", str(e))

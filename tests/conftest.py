@@ -1,0 +1,48 @@
+"""Shared fixtures: the fake driver libraries, and a Device over them."""
+from __future__ import annotations
+
+import pytest
+
+from fakes.build import build_fake
+from fakes.driver import FakeDriver
+from fakes.host_backend import HostBackend
+
+import pyhipbench as hb
+from pyhipbench import _core
+
+
+@pytest.fixture(scope="session")
+def fake_libraries(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("fake-drivers")
+    return {"cuda": build_fake(directory, "libcuda.so.1"), "hip": build_fake(directory, "libamdhip64.so")}
+
+
+@pytest.fixture(params=["cuda", "hip"])
+def backend_name(request):
+    return request.param
+
+
+@pytest.fixture
+def fake_driver(fake_libraries, backend_name):
+    return FakeDriver(fake_libraries[backend_name])
+
+
+@pytest.fixture
+def fake_driver_cuda(fake_libraries):
+    return FakeDriver(fake_libraries["cuda"])
+
+
+@pytest.fixture
+def fake_driver_hip(fake_libraries):
+    return FakeDriver(fake_libraries["hip"])
+
+
+@pytest.fixture
+def runtime(fake_libraries, backend_name, fake_driver):
+    return _core.load_runtime(backend_name, str(fake_libraries[backend_name]))
+
+
+@pytest.fixture
+def device(runtime, backend_name):
+    """A Device whose memory is host memory and whose driver is the fake."""
+    return hb.Device.from_backend(HostBackend(backend=backend_name), runtime)

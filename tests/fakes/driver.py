@@ -1,0 +1,35 @@
+"""Reads and steers a loaded fake driver library (fake_driver.c) through ctypes."""
+from __future__ import annotations
+
+import ctypes
+
+
+class FakeRecord(ctypes.Structure):
+    _fields_ = [("call", ctypes.c_char * 40), ("function", ctypes.c_size_t),
+                ("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32 * 3),
+                ("shared_bytes", ctypes.c_uint64), ("stream", ctypes.c_size_t),
+                ("params", ctypes.c_size_t), ("arg_values", ctypes.c_uint64 * 8),
+                ("start_event", ctypes.c_size_t), ("stop_event", ctypes.c_size_t),
+                ("event", ctypes.c_size_t)]
+
+
+class FakeDriver:
+    """Controls and reads one loaded fake driver library."""
+
+    def __init__(self, path) -> None:
+        self.path = str(path)
+        self.lib = ctypes.CDLL(self.path)  # the same handle the core's dlopen gets
+        self.lib.fake_get_record.restype = ctypes.POINTER(FakeRecord)
+        self.lib.fake_set_launch_ms.argtypes = [ctypes.c_double]
+        self.lib.fake_fail.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        self.lib.fake_reset()
+
+    def records(self, call: str | None = None) -> list[FakeRecord]:
+        all_records = [self.lib.fake_get_record(i).contents for i in range(self.lib.fake_record_count())]
+        return [r for r in all_records if call is None or r.call.decode() == call]
+
+    def fail(self, call: str, code: int, after: int = 0, sticky: bool = False) -> None:
+        self.lib.fake_fail(call.encode(), code, after, int(sticky))
+
+    def read_args(self, n: int) -> None:
+        self.lib.fake_set_args_to_read(n)

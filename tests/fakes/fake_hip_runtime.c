@@ -1,0 +1,443 @@
+/* The rest of a fake HIP runtime: the calls pyhipbench's HipBackend makes
+ * through hip-python (device queries, memory, modules, versions).
+ *
+ * Compiled together with fake_driver.c (which has the launch, event and error
+ * name symbols) into one libamdhip64.so, so hip-python and the C++ core load
+ * the same fake, as they load the same runtime on a real machine.
+ *
+ * One fake device: an MI300X (gfx942) that reports a 4 MiB L2 and 304 CUs.
+ * Device memory is host memory, so copies really copy and tests can check
+ * contents. Modules must be AMDGPU ELF code objects; kernels are looked up in
+ * the ELF symbol table, as the real runtime finds them by symbol.
+ *
+ * Environment, read at each call so one process can change it:
+ *   FAKE_HIP_DEVICE_COUNT     devices reported (default 1; 0 = no device)
+ *   FAKE_HIP_INIT_ERROR       the hipError_t hipInit returns (default 0, success)
+ *   FAKE_HIP_RUNTIME_VERSION  what hipRuntimeGetVersion returns, as HIP encodes
+ *                             it: major*10000000 + minor*100000 + patch
+ *                             (default FAKE_HIP_DEFAULT_VERSION: tests/fakes/build.py
+ *                             sets it to the installed hip-python's HIP version)
+ */
+#include <elf.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef FAKE_HIP_DEFAULT_VERSION
+#define FAKE_HIP_DEFAULT_VERSION 70253211 /* HIP 7.2.53211, what hip-python 7.2.2 was built for */
+#endif
+
+#ifndef EM_AMDGPU
+#define EM_AMDGPU 224
+#endif
+
+/* hipError_t values used here (from hip-python's hipError_t enum). */
+enum {
+  hipSuccess = 0,
+  hipErrorInvalidValue = 1,
+  hipErrorOutOfMemory = 2,
+  hipErrorNoDevice = 100,
+  hipErrorInvalidDevice = 101,
+  hipErrorInvalidImage = 200,
+  hipErrorInvalidResourceHandle = 400,
+  hipErrorNotFound = 500,
+};
+
+/* hipDeviceProp_tR0600, the struct hipGetDevicePropertiesR0600 fills. Field
+ * order and types follow hip-python 7.2's chip.pxd; the offsets asserted below
+ * were measured through hip-python's own accessors (set a field, find the
+ * changed byte), and the tests read every field set here back through
+ * hip-python. */
+typedef struct {
+  /* In HIP's header these are one-bit fields: the whole struct is 4 bytes. */
+  unsigned hasGlobalInt32Atomics : 1, hasGlobalFloatAtomicExch : 1, hasSharedInt32Atomics : 1,
+      hasSharedFloatAtomicExch : 1, hasFloatAtomicAdd : 1, hasGlobalInt64Atomics : 1,
+      hasSharedInt64Atomics : 1, hasDoubles : 1, hasWarpVote : 1, hasWarpBallot : 1,
+      hasWarpShuffle : 1, hasFunnelShift : 1, hasThreadFenceSystem : 1, hasSyncThreadsExt : 1,
+      hasSurfaceFuncs : 1, has3dGrid : 1, hasDynamicParallelism : 1;
+} fake_device_arch;
+
+typedef struct {
+  char name[256];
+  char uuid[16];
+  char luid[8];
+  unsigned int luidDeviceNodeMask;
+  size_t totalGlobalMem;
+  size_t sharedMemPerBlock;
+  int regsPerBlock;
+  int warpSize;
+  size_t memPitch;
+  int maxThreadsPerBlock;
+  int maxThreadsDim[3];
+  int maxGridSize[3];
+  int clockRate;
+  size_t totalConstMem;
+  int major;
+  int minor;
+  size_t textureAlignment;
+  size_t texturePitchAlignment;
+  int deviceOverlap;
+  int multiProcessorCount;
+  int kernelExecTimeoutEnabled;
+  int integrated;
+  int canMapHostMemory;
+  int computeMode;
+  int maxTexture1D;
+  int maxTexture1DMipmap;
+  int maxTexture1DLinear;
+  int maxTexture2D[2];
+  int maxTexture2DMipmap[2];
+  int maxTexture2DLinear[3];
+  int maxTexture2DGather[2];
+  int maxTexture3D[3];
+  int maxTexture3DAlt[3];
+  int maxTextureCubemap;
+  int maxTexture1DLayered[2];
+  int maxTexture2DLayered[3];
+  int maxTextureCubemapLayered[2];
+  int maxSurface1D;
+  int maxSurface2D[2];
+  int maxSurface3D[3];
+  int maxSurface1DLayered[2];
+  int maxSurface2DLayered[3];
+  int maxSurfaceCubemap;
+  int maxSurfaceCubemapLayered[2];
+  size_t surfaceAlignment;
+  int concurrentKernels;
+  int ECCEnabled;
+  int pciBusID;
+  int pciDeviceID;
+  int pciDomainID;
+  int tccDriver;
+  int asyncEngineCount;
+  int unifiedAddressing;
+  int memoryClockRate;
+  int memoryBusWidth;
+  int l2CacheSize;
+  int persistingL2CacheMaxSize;
+  int maxThreadsPerMultiProcessor;
+  int streamPrioritiesSupported;
+  int globalL1CacheSupported;
+  int localL1CacheSupported;
+  size_t sharedMemPerMultiprocessor;
+  int regsPerMultiprocessor;
+  int managedMemory;
+  int isMultiGpuBoard;
+  int multiGpuBoardGroupID;
+  int hostNativeAtomicSupported;
+  int singleToDoublePrecisionPerfRatio;
+  int pageableMemoryAccess;
+  int concurrentManagedAccess;
+  int computePreemptionSupported;
+  int canUseHostPointerForRegisteredMem;
+  int cooperativeLaunch;
+  int cooperativeMultiDeviceLaunch;
+  size_t sharedMemPerBlockOptin;
+  int pageableMemoryAccessUsesHostPageTables;
+  int directManagedMemAccessFromHost;
+  int maxBlocksPerMultiProcessor;
+  int accessPolicyMaxWindowSize;
+  size_t reservedSharedMemPerBlock;
+  int hostRegisterSupported;
+  int sparseHipArraySupported;
+  int hostRegisterReadOnlySupported;
+  int timelineSemaphoreInteropSupported;
+  int memoryPoolsSupported;
+  int gpuDirectRDMASupported;
+  unsigned int gpuDirectRDMAFlushWritesOptions;
+  int gpuDirectRDMAWritesOrdering;
+  unsigned int memoryPoolSupportedHandleTypes;
+  int deferredMappingHipArraySupported;
+  int ipcEventSupported;
+  int clusterLaunch;
+  int unifiedFunctionPointers;
+  int reserved[63];
+  int hipReserved[32];
+  char gcnArchName[256];
+  size_t maxSharedMemoryPerMultiProcessor;
+  int clockInstructionRate;
+  fake_device_arch arch;
+  unsigned int* hdpMemFlushCntl;
+  unsigned int* hdpRegFlushCntl;
+  int cooperativeMultiDeviceUnmatchedFunc;
+  int cooperativeMultiDeviceUnmatchedGridDim;
+  int cooperativeMultiDeviceUnmatchedBlockDim;
+  int cooperativeMultiDeviceUnmatchedSharedMem;
+  int isLargeBar;
+  int asicRevision;
+} fake_device_prop;
+
+/* Measured through hip-python 7.2.2 (hipDeviceProp_t.c_sizeof() and setters). */
+_Static_assert(sizeof(fake_device_prop) == 1472, "hipDeviceProp_tR0600 is 1472 bytes");
+_Static_assert(offsetof(fake_device_prop, totalGlobalMem) == 288, "totalGlobalMem");
+_Static_assert(offsetof(fake_device_prop, sharedMemPerBlock) == 296, "sharedMemPerBlock");
+_Static_assert(offsetof(fake_device_prop, maxThreadsPerBlock) == 320, "maxThreadsPerBlock");
+_Static_assert(offsetof(fake_device_prop, multiProcessorCount) == 388, "multiProcessorCount");
+_Static_assert(offsetof(fake_device_prop, l2CacheSize) == 616, "l2CacheSize");
+_Static_assert(offsetof(fake_device_prop, unifiedFunctionPointers) == 776, "unifiedFunctionPointers");
+_Static_assert(offsetof(fake_device_prop, maxSharedMemoryPerMultiProcessor) == 1416,
+               "maxSharedMemoryPerMultiProcessor");
+_Static_assert(offsetof(fake_device_prop, isLargeBar) == 1464, "isLargeBar");
+
+#define FAKE_TOTAL_BYTES 192000000000ull /* 192 GB, as pyhipbench's mi300x profile */
+
+static int env_int(const char* name, int fallback) {
+  const char* text = getenv(name);
+  return text && *text ? atoi(text) : fallback;
+}
+
+static int device_count(void) { return env_int("FAKE_HIP_DEVICE_COUNT", 1); }
+
+static int current_device;
+
+/* ---- initialization, versions, devices ---- */
+int hipInit(unsigned flags) {
+  if (flags != 0) return hipErrorInvalidValue;
+  return env_int("FAKE_HIP_INIT_ERROR", hipSuccess);
+}
+
+int hipRuntimeGetVersion(int* version) {
+  if (!version) return hipErrorInvalidValue;
+  *version = env_int("FAKE_HIP_RUNTIME_VERSION", FAKE_HIP_DEFAULT_VERSION);
+  return hipSuccess;
+}
+
+int hipDriverGetVersion(int* version) { return hipRuntimeGetVersion(version); }
+
+/* As ROCm: no GPU is an error, not a count of zero. */
+int hipGetDeviceCount(int* count) {
+  if (!count) return hipErrorInvalidValue;
+  *count = device_count();
+  return *count > 0 ? hipSuccess : hipErrorNoDevice;
+}
+
+int hipSetDevice(int device) {
+  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
+  current_device = device;
+  return hipSuccess;
+}
+
+int hipGetDevice(int* device) {
+  if (!device) return hipErrorInvalidValue;
+  *device = current_device;
+  return hipSuccess;
+}
+
+int hipGetDevicePropertiesR0600(fake_device_prop* prop, int device) {
+  if (!prop) return hipErrorInvalidValue;
+  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
+  memset(prop, 0, sizeof *prop);
+  strcpy(prop->name, "AMD Instinct MI300X (fake)");
+  strcpy(prop->gcnArchName, "gfx942:sramecc+:xnack-");
+  prop->totalGlobalMem = FAKE_TOTAL_BYTES;
+  prop->sharedMemPerBlock = 64 * 1024;
+  prop->warpSize = 64;
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = 1024;
+  prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 1024;
+  prop->maxGridSize[0] = 2147483647;
+  prop->maxGridSize[1] = 65536;
+  prop->maxGridSize[2] = 65536;
+  prop->major = 9;
+  prop->minor = 4;
+  prop->multiProcessorCount = 304;
+  prop->l2CacheSize = 4 * 1024 * 1024; /* one XCD's L2, as HIP reports on MI300X */
+  prop->maxSharedMemoryPerMultiProcessor = 64 * 1024;
+  prop->isLargeBar = 1;
+  return hipSuccess;
+}
+
+/* ---- memory: host memory standing in for device memory ---- */
+typedef struct allocation {
+  char* base;
+  size_t bytes;
+  struct allocation* next;
+} allocation;
+
+static allocation* allocations;
+static size_t allocated_bytes;
+
+/* The live allocation holding [address, address + bytes), or NULL. */
+static allocation* find_range(const void* address, size_t bytes) {
+  const char* p = address;
+  for (allocation* a = allocations; a; a = a->next)
+    if (p >= a->base && p <= a->base + a->bytes && bytes <= (size_t)(a->base + a->bytes - p)) return a;
+  return NULL;
+}
+
+int hipMalloc(void** ptr, size_t bytes) {
+  if (!ptr) return hipErrorInvalidValue;
+  *ptr = NULL;
+  if (bytes == 0) return hipSuccess; /* as HIP: nothing allocated, NULL returned */
+  if (bytes > FAKE_TOTAL_BYTES - allocated_bytes) return hipErrorOutOfMemory;
+  allocation* a = malloc(sizeof *a);
+  if (!a) return hipErrorOutOfMemory;
+  a->base = aligned_alloc(256, (bytes + 255) / 256 * 256); /* HIP aligns allocations to >= 256 B */
+  if (!a->base) { free(a); return hipErrorOutOfMemory; }
+  a->bytes = bytes;
+  a->next = allocations;
+  allocations = a;
+  allocated_bytes += bytes;
+  *ptr = a->base;
+  return hipSuccess;
+}
+
+int hipFree(void* ptr) {
+  if (!ptr) return hipSuccess;
+  for (allocation** link = &allocations; *link; link = &(*link)->next) {
+    allocation* a = *link;
+    if (a->base == ptr) {
+      *link = a->next;
+      allocated_bytes -= a->bytes;
+      free(a->base);
+      free(a);
+      return hipSuccess;
+    }
+  }
+  return hipErrorInvalidValue;
+}
+
+int hipMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  if (!free_bytes || !total_bytes) return hipErrorInvalidValue;
+  *total_bytes = FAKE_TOTAL_BYTES;
+  *free_bytes = FAKE_TOTAL_BYTES - allocated_bytes;
+  return hipSuccess;
+}
+
+/* Device ranges must lie inside one live allocation, so tests catch copies
+ * past the end of a buffer. */
+int hipMemcpyHtoD(void* device, const void* host, size_t bytes) {
+  if (!find_range(device, bytes) || (!host && bytes)) return hipErrorInvalidValue;
+  memcpy(device, host, bytes);
+  return hipSuccess;
+}
+
+int hipMemcpyDtoH(void* host, void* device, size_t bytes) {
+  if (!find_range(device, bytes) || (!host && bytes)) return hipErrorInvalidValue;
+  memcpy(host, device, bytes);
+  return hipSuccess;
+}
+
+int hipMemcpyDtoD(void* destination, void* source, size_t bytes) {
+  if (!find_range(destination, bytes) || !find_range(source, bytes)) return hipErrorInvalidValue;
+  memmove(destination, source, bytes);
+  return hipSuccess;
+}
+
+int hipDeviceSynchronize(void) { return hipSuccess; }
+
+/* ---- modules: AMDGPU ELF code objects ---- */
+typedef struct fake_function {
+  char name[256];
+  struct fake_function* next;
+} fake_function;
+
+typedef struct module {
+  unsigned char* image; /* a copy: the caller may free its buffer after loading, as with HIP */
+  size_t bytes;
+  fake_function* functions; /* handles given out, valid until unload */
+  struct module* next;
+} module;
+
+static module* modules;
+
+static int is_live_module(const module* m) {
+  for (module* each = modules; each; each = each->next)
+    if (each == m) return 1;
+  return 0;
+}
+
+/* The ELF64 header if `image` is an AMDGPU code object, else NULL. The size is
+ * not passed to hipModuleLoadData, so it is read from the headers: the section
+ * header table ends the file ld.lld writes. */
+static const Elf64_Ehdr* amdgpu_elf(const void* image, size_t* bytes) {
+  const Elf64_Ehdr* header = image;
+  if (memcmp(header->e_ident, ELFMAG, SELFMAG) != 0) return NULL;
+  if (header->e_ident[EI_CLASS] != ELFCLASS64 || header->e_machine != EM_AMDGPU) return NULL;
+  if (header->e_shentsize != sizeof(Elf64_Shdr)) return NULL;
+  *bytes = header->e_shoff + (size_t)header->e_shnum * sizeof(Elf64_Shdr);
+  return header;
+}
+
+int hipModuleLoadData(module** out, const void* image) {
+  if (!out || !image) return hipErrorInvalidValue;
+  *out = NULL;
+  size_t bytes;
+  if (!amdgpu_elf(image, &bytes)) return hipErrorInvalidImage;
+  module* m = calloc(1, sizeof *m);
+  if (!m) return hipErrorOutOfMemory;
+  m->image = malloc(bytes);
+  if (!m->image) { free(m); return hipErrorOutOfMemory; }
+  memcpy(m->image, image, bytes);
+  m->bytes = bytes;
+  m->next = modules;
+  modules = m;
+  *out = m;
+  return hipSuccess;
+}
+
+int hipModuleUnload(module* m) {
+  for (module** link = &modules; *link; link = &(*link)->next) {
+    if (*link == m) {
+      *link = m->next;
+      while (m->functions) {
+        fake_function* next = m->functions->next;
+        free(m->functions);
+        m->functions = next;
+      }
+      free(m->image);
+      free(m);
+      return hipSuccess;
+    }
+  }
+  return hipErrorInvalidResourceHandle;
+}
+
+/* Whether the symbol table holds `name` with type `type`. */
+static int has_symbol(const module* m, const char* name, int type) {
+  const Elf64_Ehdr* header = (const Elf64_Ehdr*)m->image;
+  const Elf64_Shdr* sections = (const Elf64_Shdr*)(m->image + header->e_shoff);
+  for (int s = 0; s < header->e_shnum; ++s) {
+    if (sections[s].sh_type != SHT_SYMTAB && sections[s].sh_type != SHT_DYNSYM) continue;
+    if (sections[s].sh_link >= header->e_shnum) continue;
+    const Elf64_Shdr* strings = &sections[sections[s].sh_link];
+    if (sections[s].sh_offset + sections[s].sh_size > m->bytes ||
+        strings->sh_offset + strings->sh_size > m->bytes)
+      continue;
+    const Elf64_Sym* symbols = (const Elf64_Sym*)(m->image + sections[s].sh_offset);
+    const char* names = (const char*)(m->image + strings->sh_offset);
+    size_t count = sections[s].sh_size / sizeof(Elf64_Sym);
+    for (size_t i = 0; i < count; ++i) {
+      if (symbols[i].st_name >= strings->sh_size) continue;
+      if (ELF64_ST_TYPE(symbols[i].st_info) == type && strcmp(names + symbols[i].st_name, name) == 0)
+        return 1;
+    }
+  }
+  return 0;
+}
+
+/* A kernel is its code (an STT_FUNC symbol `name`) plus its kernel descriptor
+ * (the object `name.kd`), which is what the real runtime dispatches from; a
+ * device function has no descriptor and is not found. As HIP, one name gives
+ * one handle. */
+int hipModuleGetFunction(fake_function** out, module* m, const char* name) {
+  if (!out || !name) return hipErrorInvalidValue;
+  *out = NULL;
+  if (!is_live_module(m)) return hipErrorInvalidResourceHandle;
+  char descriptor[sizeof ((fake_function*)0)->name + 3];
+  if (strlen(name) >= sizeof ((fake_function*)0)->name) return hipErrorNotFound;
+  for (fake_function* f = m->functions; f; f = f->next)
+    if (strcmp(f->name, name) == 0) { *out = f; return hipSuccess; }
+  strcpy(descriptor, name);
+  strcat(descriptor, ".kd");
+  if (!has_symbol(m, name, STT_FUNC) || !has_symbol(m, descriptor, STT_OBJECT)) return hipErrorNotFound;
+  fake_function* f = calloc(1, sizeof *f);
+  if (!f) return hipErrorOutOfMemory;
+  strcpy(f->name, name);
+  f->next = m->functions;
+  m->functions = f;
+  *out = f;
+  return hipSuccess;
+}

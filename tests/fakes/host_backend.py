@@ -1,0 +1,74 @@
+"""A Backend whose "device memory" is host memory: for CPU tests of bench().
+
+Addresses are real host addresses, so the fake driver (fake_driver.c) can read
+the argument values each launch was given, and tests can read buffers back.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import replace
+
+import numpy as np
+
+from pyhipbench.backends.base import DeviceProperties, KernelParam
+from pyhipbench.codeobject import kernels
+
+MiB = 1 << 20
+
+FAKE_PROPERTIES = DeviceProperties(
+    backend="cuda", index=0, name="Fake GPU", arch="sm_90", compute_units=4,
+    l2_bytes=4 * MiB, llc_bytes=4 * MiB, total_bytes=1024 * MiB,
+    max_threads_per_block=1024, max_block=(1024, 1024, 64), max_grid=(2**31 - 1, 65535, 65535),
+    max_shared_bytes=48 * 1024)
+
+
+class HostBackend:
+    def __init__(self, free_bytes: int = 900 * MiB, **properties) -> None:
+        self._properties = replace(FAKE_PROPERTIES, **properties)
+        self.name = self._properties.backend
+        self.free_bytes = free_bytes
+        self.live: dict[int, ctypes.Array] = {}
+        self.modules: dict[int, dict[str, list[KernelParam]]] = {}
+
+    def properties(self) -> DeviceProperties:
+        return self._properties
+
+    def memory_info(self) -> tuple[int, int]:
+        return self.free_bytes, self._properties.total_bytes
+
+    def allocate(self, nbytes: int) -> int:
+        buffer = ctypes.create_string_buffer(nbytes)
+        self.live[ctypes.addressof(buffer)] = buffer
+        return ctypes.addressof(buffer)
+
+    def free(self, address: int) -> None:
+        del self.live[address]
+
+    def copy_to_device(self, address: int, host: np.ndarray) -> None:
+        ctypes.memmove(address, host.ctypes.data, host.nbytes)
+
+    def copy_to_host(self, host: np.ndarray, address: int) -> None:
+        ctypes.memmove(host.ctypes.data, address, host.nbytes)
+
+    def copy_device(self, destination: int, source: int, nbytes: int) -> None:
+        ctypes.memmove(destination, source, nbytes)
+
+    def load_module(self, image: bytes) -> int:
+        handle = 0x1000 + 0x100 * len(self.modules)
+        self.modules[handle] = kernels(image)
+        return handle
+
+    def unload_module(self, module: int) -> None:
+        del self.modules[module]
+
+    def function(self, module: int, name: str) -> int:
+        return module + 1 + sorted(self.modules[module]).index(name)
+
+    def kernel_names(self, module: int) -> list[str]:
+        return sorted(self.modules[module])
+
+    def kernel_params(self, module: int, function: int) -> list[KernelParam] | None:
+        return None
+
+    def synchronize(self) -> None:
+        pass

@@ -1,0 +1,24 @@
+"""GPU tests: run on the device machine, skipped elsewhere with the reason."""
+from __future__ import annotations
+
+import pytest
+
+import pyhipbench as hb
+
+
+def _cuda_reason() -> str | None:
+    try:
+        hb.Device("cuda")
+    except (hb.NoDeviceError, hb.LibraryError) as e:
+        return f"needs an NVIDIA GPU with its driver and cuda-bindings: {e}"
+    return None
+
+
+CUDA_SKIP = _cuda_reason()
+
+
+@pytest.fixture(scope="session")
+def cuda_device():
+    if CUDA_SKIP:
+        pytest.skip(CUDA_SKIP)
+    return hb.Device("cuda")

@@ -1,0 +1,32 @@
+"""The CLI on an NVIDIA GPU: info, and run from LLVM IR to a JSON result."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pyhipbench import cli
+
+IR = Path(__file__).parent.parent / "data" / "ir" / "copy_sm_90.ll"
+
+
+def test_info(cuda_device, capsys):
+    assert cli.main(["info", "--backend", "cuda", "--size", "16M"]) == 0
+    out = capsys.readouterr().out
+    assert f"device         0: {cuda_device.name}\n" in out and "arch           sm_90" in out
+    assert "rotation       8 sets for 16777216 bytes" in out  # 2 x ceil(60 MiB / 16 MiB)
+
+
+def test_run_compiles_ir_and_times_it(cuda_device, tmp_path, capsys):
+    out_json = tmp_path / "result.json"
+    n = 1 << 20
+    code = cli.main(["run", str(IR), "--kernel", "copy", "--grid", str(n // 256), "--block", "256",
+                     "--arg", f"array:float32:{n}:random", "--arg", f"array:float32:{n}",
+                     "--arg", f"int64:{n}", "--iterations", "50", "--backend", "cuda",
+                     "--json", str(out_json)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "target: sm_90 (ptx" in printed and "copy on NVIDIA H200" in printed
+    result = json.loads(out_json.read_text())
+    assert result["kernel"] == "copy" and result["iterations"] == 50
+    assert result["rotation"]["sets"] == 2 * -(-cuda_device.properties.llc_bytes // (8 * n))
+    assert 0 < result["stats_us"]["median"] < 1000

@@ -1,0 +1,106 @@
+"""On an NVIDIA GPU: correct output in every rotated set, plausible times, driver agreement."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pyhipbench as hb
+from pyhipbench.argument_sets import ArgumentSets
+from pyhipbench.bench import make_plan
+from pyhipbench.launch_config import LaunchConfig
+
+DATA = Path(__file__).parent / "data"
+KERNELS = resources.files("pyhipbench") / "kernels"
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def copy(cuda_device):
+    return cuda_device.load_module(KERNELS / "copy.ptx").kernel("copy")
+
+
+def test_copy_is_right_in_every_rotated_set(cuda_device, copy):
+    n = 1 << 20
+    src = cuda_device.array(np.random.default_rng(0).random(n, dtype=np.float32))
+    dst = cuda_device.array(np.zeros(n, np.float32))
+    config = LaunchConfig.checked(n // 256, 256, 0, cuda_device.properties)
+    with ArgumentSets(cuda_device, copy.params, [src, dst, hb.int64(n)], 5) as sets:
+        times, _ = cuda_device.runtime.run(make_plan(copy, config, sets), 5, 0)
+        for s in range(5):
+            assert sets.array(s, dst).address != dst.address or s == 0
+            np.testing.assert_array_equal(sets.array(s, dst).to_numpy(), src.to_numpy())
+    assert (times > 0).all()
+
+
+def test_bench_times_are_plausible(cuda_device, copy):
+    n = 64 * MiB // 4
+    src = cuda_device.array(np.ones(n, np.float32))
+    dst = cuda_device.empty_like(src)
+    grid = cuda_device.properties.compute_units * 8
+    warm = hb.bench(copy, grid, 256, [src, dst, hb.int64(n)], iterations=50, rotate=1)
+    cold = hb.bench(copy, grid, 256, [src, dst, hb.int64(n)], iterations=50, rotate="auto")
+    np.testing.assert_array_equal(dst.to_numpy(), np.ones(n, np.float32))
+    for res in (warm, cold):
+        tb_per_s = 2 * n * 4 / (res.median_us * 1e-6) / 1e12
+        assert 0.3 < tb_per_s < 6.0, res.summary()  # H200 HBM3e peaks at 4.8 TB/s
+        assert res.min_us > 1.0 and res.host_us_per_iteration < res.median_us * 10
+    assert warm.rotation.sets == 1 and cold.rotation.sets == 2  # 128 MiB set > 60 MiB L2
+    print(warm.summary())
+    print(cold.summary())
+
+
+def test_empty_kernel_overhead(cuda_device):
+    empty = cuda_device.load_module(KERNELS / "empty.ptx").kernel("empty")
+    res = hb.bench(empty, 1, 1, [], iterations=200, rotate=1)
+    assert 0 < res.median_us < 50, res.summary()
+    print(res.summary())
+
+
+def test_ptx_parameters_match_the_driver(cuda_device, copy):
+    assert list(copy.params) == [
+        hb.backends.KernelParam(f"copy_param_{n}", 8 * i, 8) for i, n in enumerate(("src", "dst", "n"))]
+    reported = cuda_device.backend.kernel_params(copy.module.handle, copy.handle)
+    assert [(p.offset, p.size) for p in reported] == [(p.offset, p.size) for p in copy.params]
+
+
+@pytest.mark.parametrize("kind", ["cubin", "fatbin"])
+def test_cubin_and_fatbin_parameters_come_from_the_driver(cuda_device, tmp_path, kind):
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not Path(nvcc).exists():
+        pytest.skip("needs nvcc to build a cubin")
+    out = tmp_path / f"axpy.{kind}"
+    subprocess.run([nvcc, f"--{kind}", "-arch=sm_90", "-o", str(out), str(DATA / "axpy.cu")], check=True)
+    module = cuda_device.load_module(out)
+    assert module.format == kind and module.kernel_names() == ["axpy"]
+    axpy = module.kernel("axpy")
+    assert [(p.offset, p.size) for p in axpy.params] == [(0, 4), (8, 8), (16, 8), (24, 4), (28, 1)]
+    n = 4096
+    x = cuda_device.array(np.full(n, 2, np.float32))
+    y = cuda_device.array(np.ones(n, np.float32))
+    hb.bench(axpy, n // 256, 256, [hb.float32(3.0), hb.shared(x), hb.shared(y), hb.int32(n), hb.int8(1)],
+             iterations=2, warmup=0)
+    np.testing.assert_array_equal(y.to_numpy(), np.full(n, 13, np.float32))  # 1 + 2 x (3 x 2)
+    with pytest.raises(hb.BenchError, match="argument 4 \\(param_4\\) of kernel 'axpy' is int32 \\(4 B\\), but the parameter is 1 bytes"):
+        hb.bench(axpy, 1, 1, [hb.float32(3.0), x, y, hb.int32(n), hb.int32(1)], iterations=2)
+
+
+def test_a_faulting_kernel_names_itself_and_the_context_state(cuda_device):
+    # In a child process: the fault poisons the CUDA context for the rest of its life.
+    script = f"""
+import pyhipbench as hb
+dev = hb.Device("cuda")
+fault = dev.load_module({str(DATA / 'fault.ptx')!r}).kernel("fault")
+try:
+    hb.bench(fault, 1, 1, [hb.Pointer(0)], iterations=1, warmup=0)
+except hb.KernelFault as e:
+    print("FAULT", e.code, e.context_usable, e)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "FAULT 700 False kernel 'fault' faulted while running" in out.stdout, out.stdout + out.stderr
+    assert "illegal memory access" in out.stdout and "no longer usable" in out.stdout

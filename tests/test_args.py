@@ -1,0 +1,51 @@
+"""Typed scalars, pointers, and packing arguments at the code object's offsets."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+import pyhipbench as hb
+from pyhipbench.args import check_args, pack_args
+from pyhipbench.backends import KernelParam
+
+
+@pytest.mark.parametrize("make,value,packed", [
+    (hb.int8, -2, b"\xfe"), (hb.uint8, 255, b"\xff"), (hb.int16, -1, b"\xff\xff"),
+    (hb.uint16, 513, b"\x01\x02"), (hb.int32, -5, struct.pack("<i", -5)),
+    (hb.uint32, 2**32 - 1, b"\xff" * 4), (hb.int64, 1 << 40, struct.pack("<q", 1 << 40)),
+    (hb.uint64, 2**64 - 1, b"\xff" * 8), (hb.float16, 1.5, np.float16(1.5).tobytes()),
+    (hb.float32, 0.25, struct.pack("<f", 0.25)), (hb.float64, -2.5, struct.pack("<d", -2.5)),
+])
+def test_scalars_pack_to_their_size(make, value, packed):
+    scalar = make(value)
+    assert scalar.pack() == packed and scalar.nbytes == len(packed)
+
+
+@pytest.mark.parametrize("make,value,message", [
+    (hb.int32, 2**31, r"int32\(2147483648\): out of range \[-2147483648, 2147483647\]"),
+    (hb.uint8, -1, r"uint8\(-1\): out of range \[0, 255\]"),
+    (hb.int64, 1.5, r"int64\(1.5\): expected an integer"),
+    (hb.int32, True, r"int32\(True\): expected an integer"),
+    (hb.float32, "1", r"float32\('1'\): expected a number"),
+])
+def test_bad_scalars(make, value, message):
+    with pytest.raises(hb.BenchError, match=message):
+        make(value)
+
+
+def test_pack_places_values_at_offsets_with_padding():
+    params = [KernelParam("a", 0, 4), KernelParam("p", 8, 8), KernelParam("c", 16, 1)]
+    buffer = pack_args(params, [hb.float32(1.0), hb.Pointer(0x1234), hb.uint8(7)], lambda a: 0)
+    assert buffer == struct.pack("<f4xQB", 1.0, 0x1234, 7)
+
+
+def test_check_args_names_the_parameter():
+    params = [KernelParam("n", 0, 4)]
+    with pytest.raises(hb.BenchError, match=r"argument 0 \(n\) of kernel 'k' is int64 \(8 B\), but the parameter is 4 bytes"):
+        check_args("k", params, [hb.int64(1)])
+    with pytest.raises(hb.BenchError, match=r"kernel 'k' takes 1 arguments \(n \(4 B\)\), got 0"):
+        check_args("k", params, [])
+    with pytest.raises(hb.BenchError, match="shared\\(\\) takes a device array, got ndarray"):
+        hb.shared(np.zeros(3))

@@ -1,0 +1,162 @@
+"""bench() end to end on the CPU: host memory for the device, the fake driver for the loop."""
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import pyhipbench as hb
+
+MiB = 1 << 20
+COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
+LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
+
+
+@pytest.fixture
+def copy(device):
+    return device.load_module(COPY_PTX).kernel("copy")
+
+
+def arrays(device, n=1024):
+    src = device.array(np.arange(n, dtype=np.float32))
+    return src, device.empty_like(src)
+
+
+def test_each_launch_gets_its_sets_copies_in_turn(device, copy, fake_driver, backend_name):
+    fake_driver.read_args(3)
+    src, dst = arrays(device, 1 << 18)  # 1 MiB each: a 2 MiB set against a 4 MiB LLC -> 4 sets
+    res = hb.bench(copy, 4, 256, [src, dst, hb.int64(1 << 18)], iterations=9, warmup=3)
+    assert res.rotation.sets == 4 and res.cache_state == "dirty-cold"
+    launches = fake_driver.records(LAUNCH[backend_name])
+    assert len(launches) == 12
+    sources = [r.arg_values[0] for r in launches]
+    assert sources[0] == src.address                       # set 0 is the caller's arrays
+    assert len(set(sources[:4])) == 4                      # four different sets...
+    assert sources == [sources[i % 4] for i in range(12)]  # ...used in turn, warm-up included
+    destinations = [r.arg_values[1] for r in launches]
+    assert len(set(zip(sources, destinations))) == 4 and len(set(destinations)) == 4
+    assert all(r.arg_values[2] == 1 << 18 for r in launches)
+    assert res.iterations == 9 and res.warmup == 3
+    assert len(device.backend.live) == 2                   # copies freed, originals kept
+
+
+def test_copies_start_with_the_originals_contents(device, copy):
+    src, dst = arrays(device)
+    sets = hb.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
+    with sets:
+        for s in range(3):
+            assert np.array_equal(sets.array(s, src).to_numpy(), src.to_numpy())
+        assert sets.array(0, src) is src and sets.array(1, src) is not src
+    assert len(device.backend.live) == 2
+
+
+def test_shared_arrays_and_pointers_do_not_rotate(device, copy, fake_driver, backend_name):
+    fake_driver.read_args(2)
+    src, dst = arrays(device)
+    res = hb.bench(copy, 1, 64, [hb.shared(src), hb.Pointer(dst.address), hb.int64(8)],
+                   iterations=4, warmup=0, rotate="auto")
+    assert res.rotation.sets == 1 and res.cache_state == "warm"
+    assert "nothing to rotate" in res.rotation.reason
+    assert {(r.arg_values[0], r.arg_values[1]) for r in fake_driver.records(LAUNCH[backend_name])} == {
+        (src.address, dst.address)}
+
+
+def test_rotation_counts_an_array_passed_twice_once(device, copy):
+    src, _ = arrays(device, 1 << 18)
+    res = hb.bench(copy, 1, 64, [src, src, hb.int64(4)], iterations=8, warmup=0)
+    assert res.rotation.set_bytes == 1 * MiB and res.rotation.sets == 8
+
+
+def test_result_statistics_and_json(device, copy, fake_driver):
+    fake_driver.lib.fake_set_launch_ms(0.010)
+    src, dst = arrays(device)
+    res = hb.bench(copy, (2, 1), (128,), [src, dst, hb.int64(1024)], iterations=10, warmup=1, rotate=2)
+    assert res.median_us == pytest.approx(10.0, rel=1e-4)
+    assert res.min_us == pytest.approx(10.0, rel=1e-4) and res.max_us == pytest.approx(10.0, rel=1e-4)
+    assert res.stdev_us == pytest.approx(0.0, abs=1e-3) and res.percentile_us(90) == pytest.approx(10.0, rel=1e-4)
+    data = json.loads(json.dumps(res.to_dict()))
+    assert data["rotation"]["sets"] == 2 and "caller" in data["rotation"]["reason"]
+    assert data["grid"] == [2, 1, 1] and data["block"] == [128, 1, 1]
+    assert data["cache_state"] == "dirty-cold" and data["device"]["arch"] == "sm_90"
+    assert len(data["times_us"]) == 10 and data["timer"] == "events"
+    assert "median 10.00 µs" in res.summary() and "2 set(s)" in res.summary()
+
+
+# ---- bad input: one clear error, nothing launched ---------------------------
+
+BAD = [
+    (dict(args="count"), "takes 3 arguments \\(copy_param_src \\(8 B\\), copy_param_dst \\(8 B\\), copy_param_n \\(8 B\\)\\), got 2"),
+    (dict(args="size"), "argument 2 \\(copy_param_n\\) of kernel 'copy' is int32 \\(4 B\\), but the parameter is 8 bytes"),
+    (dict(args="type"), "argument 2 \\(copy_param_n\\) of kernel 'copy' is a int; expected"),
+    (dict(grid=0), "grid=0: every dimension must be >= 1"),
+    (dict(block=(2048,)), "block x = 2048 exceeds the device's limit 1024"),
+    (dict(block=(32, 32, 2)), "block \\(32, 32, 2\\) has 2048 threads; the device allows 1024"),
+    (dict(grid=(1, 70000)), "grid y = 70000 exceeds the device's limit 65535"),
+    (dict(grid=(1, 2, 3, 4)), "expected 1 to 3 integers"),
+    (dict(shared_bytes=1 << 20), "shared_bytes=1048576: expected 0 to 49152 bytes"),
+    (dict(iterations=3, rotate=4), "iterations=3 is fewer than the 4 rotated sets"),
+    (dict(iterations=0), "iterations=0: expected an integer >= 1"),
+    (dict(warmup=-1), "warmup=-1: expected an integer >= 0"),
+    (dict(rotate=0), "rotate=0: expected 'auto' or a set count >= 1"),
+    (dict(rotate=100_000), "rotate=100000 sets of 8192 bytes cannot fit in device memory"),
+]
+
+
+@pytest.mark.parametrize("change,message", BAD)
+def test_bad_input_is_named_and_nothing_launches(device, copy, fake_driver, change, message):
+    change = dict(change)
+    src, dst = arrays(device)
+    args = {"count": [src, dst], "size": [src, dst, hb.int32(1)], "type": [src, dst, 5]}.get(
+        change.pop("args", None), [src, dst, hb.int64(1024)])
+    call = dict(grid=4, block=256, iterations=10, warmup=0) | change
+    before = len(device.backend.live)
+    with pytest.raises(hb.BenchError, match=message):
+        hb.bench(copy, call.pop("grid"), call.pop("block"), args, **call)
+    assert fake_driver.records() == []
+    assert len(device.backend.live) == before
+
+
+def test_sets_that_cannot_fit_are_refused(fake_libraries, fake_driver_cuda):
+    from fakes.host_backend import HostBackend
+    runtime = hb._core.load_runtime("cuda", str(fake_libraries["cuda"]))
+    device = hb.Device.from_backend(HostBackend(free_bytes=300 * MiB), runtime)
+    copy = device.load_module(COPY_PTX).kernel("copy")
+    src = device.empty(24 * MiB, np.uint8)   # a second 48 MiB set does not fit in 300 - 256 MiB headroom
+    dst = device.empty(24 * MiB, np.uint8)
+    with pytest.raises(hb.BenchError, match="rotated sets cannot fit in device memory"):
+        hb.bench(copy, 1, 1, [src, dst, hb.int64(1)], iterations=10)
+    assert fake_driver_cuda.records() == []
+
+
+def test_capped_rotation_warns_by_how_much(fake_libraries, fake_driver_cuda):
+    from fakes.host_backend import HostBackend
+    runtime = hb._core.load_runtime("cuda", str(fake_libraries["cuda"]))
+    device = hb.Device.from_backend(HostBackend(free_bytes=256 * MiB + 3 * MiB), runtime)
+    copy = device.load_module(COPY_PTX).kernel("copy")
+    src, dst = device.empty(256 * 1024, np.uint8), device.empty(256 * 1024, np.uint8)  # 0.5 MiB set
+    with pytest.warns(hb.RotationCapped, match="capped from 16 to 7 sets"):
+        res = hb.bench(copy, 1, 1, [src, dst, hb.int64(1)], iterations=10, warmup=0)
+    assert res.rotation.sets == 7 and res.rotation.wanted == 16 and "9 sets short" in res.rotation.reason
+
+
+def test_unknown_kernel_lists_the_modules_kernels(device):
+    with pytest.raises(hb.BenchError, match="no kernel 'cpy' in this ptx module; its kernels: copy"):
+        device.load_module(COPY_PTX).kernel("cpy")
+
+
+def test_unsupported_dtype(device):
+    with pytest.raises(hb.BenchError, match="unsupported array dtype <U3"):
+        device.array(np.array(["abc"]))
+    with pytest.raises(hb.BenchError, match="unsupported array dtype object"):
+        device.empty(4, object)
+
+
+def test_not_a_code_object(device, tmp_path):
+    junk = tmp_path / "kernel.bin"
+    junk.write_bytes(b"hello, not a kernel")
+    with pytest.raises(hb.BenchError, match="not a code object .* expected PTX text, a cubin, a fatbin or an HSACO"):
+        device.load_module(junk)
+    with pytest.raises(hb.BenchError, match="is not a file"):
+        device.load_module(tmp_path / "missing.ptx")

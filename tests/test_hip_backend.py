@@ -1,0 +1,388 @@
+"""HipBackend through hip-python, against the fake HIP runtime (tests/fakes/fake_hip_runtime.c).
+
+No AMD GPU is needed: hip-python loads the fake libamdhip64.so, whose device
+memory is host memory and whose modules must be real AMDGPU code objects.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fakes.conftest_fixtures import fake_hip_library, run_with_fake  # noqa: F401 (fixture)
+from pyhipbench.backends.hip import check_versions, decode_hip_version
+from pyhipbench.errors import NoDeviceError
+
+MiB = 1 << 20
+
+hip = pytest.importorskip("hip", reason="needs hip-python (pip install hip-python==7.2.2.562.43)")
+
+# A kernel and a device function for gfx942: the kernel has a descriptor (add_one.kd), the helper none.
+KERNEL_ASM = """
+.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
+.amdhsa_code_object_version 5
+.text
+.globl add_one
+.p2align 8
+.type add_one,@function
+add_one:
+  s_load_dwordx2 s[0:1], s[0:1], 0x0
+  v_lshlrev_b32 v0, 2, v0
+  s_waitcnt lgkmcnt(0)
+  global_load_dword v1, v0, s[0:1]
+  s_waitcnt vmcnt(0)
+  v_add_u32 v1, 1, v1
+  global_store_dword v0, v1, s[0:1]
+  s_endpgm
+.Ladd_one_end:
+.size add_one, .Ladd_one_end-add_one
+
+.globl helper
+.p2align 2
+.type helper,@function
+helper:
+  s_setpc_b64 s[30:31]
+.Lhelper_end:
+.size helper, .Lhelper_end-helper
+
+.rodata
+.p2align 6
+.amdhsa_kernel add_one
+  .amdhsa_user_sgpr_kernarg_segment_ptr 1
+  .amdhsa_kernarg_size 8
+  .amdhsa_next_free_vgpr 2
+  .amdhsa_next_free_sgpr 2
+  .amdhsa_accum_offset 4
+.end_amdhsa_kernel
+
+.amdgpu_metadata
+---
+amdhsa.version: [ 1, 2 ]
+amdhsa.target: amdgcn-amd-amdhsa--gfx942
+amdhsa.kernels:
+  - .name: add_one
+    .symbol: add_one.kd
+    .kernarg_segment_size: 8
+    .kernarg_segment_align: 8
+    .group_segment_fixed_size: 0
+    .private_segment_fixed_size: 0
+    .wavefront_size: 64
+    .sgpr_count: 2
+    .vgpr_count: 2
+    .max_flat_workgroup_size: 256
+    .args:
+      - .name: data
+        .offset: 0
+        .size: 8
+        .value_kind: global_buffer
+        .address_space: global
+...
+.end_amdgpu_metadata
+"""
+
+
+def find_tool(name: str) -> str:
+    """An LLVM tool, versioned (Debian's llvm-22 packages) or not; skips, or fails in CI, if absent."""
+    for candidate in (f"{name}-22", name):
+        path = shutil.which(candidate)
+        if path:
+            return path
+    message = f"{name} (apt-get install llvm-22 lld-22) to build a test code object"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI must provide {message}")
+    pytest.skip(f"needs {message}")
+
+
+@pytest.fixture(scope="module")
+def hsaco(tmp_path_factory) -> Path:
+    """A gfx942 code object holding kernel add_one and device function helper."""
+    directory = tmp_path_factory.mktemp("hsaco")
+    source, obj, out = directory / "kernel.s", directory / "kernel.o", directory / "kernel.hsaco"
+    source.write_text(KERNEL_ASM)
+    subprocess.run([find_tool("llvm-mc"), "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
+                    str(source), "-o", str(obj)], check=True, capture_output=True)
+    subprocess.run([find_tool("ld.lld"), "-shared", str(obj), "-o", str(out)], check=True, capture_output=True)
+    return out
+
+
+def run_hip(library: Path | None, script: str, **env: str) -> dict:
+    """Runs `script` in a child process over the fake; by default the fake reports this hip-python's HIP version."""
+    return run_with_fake(library, script, env)
+
+
+# ---- the fake matches hip-python ----
+
+def test_fake_device_struct_has_hip_pythons_size():
+    size = hip.hip.hipDeviceProp_t().c_sizeof()
+    assert size == 1472, (f"fake_hip_runtime.c mirrors hip-python 7.2's hipDeviceProp_tR0600 (1472 bytes); "
+                          f"this hip-python ({hip._version.__version__}) has {size}: update the fake")
+
+
+# ---- device ----
+
+def test_properties_report_the_device_and_infinity_cache(fake_hip_library):
+    out = run_hip(fake_hip_library, """
+        from dataclasses import asdict
+        from pyhipbench.archs import base_arch
+        p = HipBackend(0).properties()
+        report(**asdict(p), base=base_arch(p.arch))
+    """)
+    assert out["backend"] == "hip" and out["index"] == 0
+    assert out["name"] == "AMD Instinct MI300X (fake)"
+    assert out["arch"] == "gfx942:sramecc+:xnack-"  # kept as HIP reports it
+    assert out["base"] == "gfx942"
+    assert out["compute_units"] == 304
+    assert out["l2_bytes"] == 4 * MiB  # one XCD's L2, as HIP reports on MI300X
+    assert out["llc_bytes"] == 256 * MiB  # the Infinity Cache, from archs' table
+    assert out["total_bytes"] == 192 * 10**9
+    assert out["max_threads_per_block"] == 1024
+    assert out["max_block"] == [1024, 1024, 1024]
+    assert out["max_grid"] == [2**31 - 1, 65536, 65536]
+    assert out["max_shared_bytes"] == 64 * 1024
+
+
+def test_device_index_out_of_range_names_the_range(fake_hip_library):
+    out = run_hip(fake_hip_library, """
+        try:
+            HipBackend(3)
+        except Exception as e:
+            report(**failure(e))
+    """)
+    assert out["type"] == "NoDeviceError"
+    assert "index 3" in out["message"] and "0..0" in out["message"]
+
+
+@pytest.mark.parametrize("env, call", [({"FAKE_HIP_DEVICE_COUNT": "0"}, "hipGetDeviceCount"),
+                                       ({"FAKE_HIP_INIT_ERROR": "100"}, "hipInit")])
+def test_no_device_is_a_no_device_error(fake_hip_library, env, call):
+    out = run_hip(fake_hip_library, """
+        try:
+            HipBackend(0)
+        except Exception as e:
+            report(**failure(e))
+    """, **env)
+    assert out["type"] == "NoDeviceError"
+    assert f"HIP found no GPU ({call}: no device)" in out["message"]
+    assert "rocm-smi" in out["message"]
+
+
+def test_other_init_failures_are_driver_errors(fake_hip_library):
+    out = run_hip(fake_hip_library, """
+        try:
+            HipBackend(0)
+        except Exception as e:
+            report(**failure(e))
+    """, FAKE_HIP_INIT_ERROR="1")
+    assert out["type"] == "DriverError"
+    assert out["call"] == "hipInit" and out["code"] == 1
+
+
+def test_missing_hip_python_says_how_to_install_it(fake_hip_library):
+    out = run_hip(fake_hip_library, """
+        sys.modules["hip"] = None  # makes `import hip` fail as if hip-python were not installed
+        try:
+            HipBackend(0)
+        except Exception as e:
+            report(**failure(e))
+    """)
+    assert out["type"] == "NoDeviceError"
+    assert 'pip install "hip-python~=MAJOR.MINOR.0"' in out["message"]
+
+
+def test_missing_runtime_says_what_was_tried_and_how_to_fix(tmp_path):
+    missing = tmp_path / "libamdhip64.so"
+    out = run_hip(None, """
+        try:
+            HipBackend(0)
+        except Exception as e:
+            report(**failure(e))
+    """, PYHIPBENCH_HIP_LIBRARY=str(missing))
+    assert out["type"] == "NoDeviceError"
+    assert str(missing) in out["message"]
+    assert "ROCm" in out["message"] and "LD_LIBRARY_PATH" in out["message"]
+
+
+# ---- version pairing ----
+
+def test_fake_reports_the_installed_hip_pythons_version(fake_hip_library):
+    out = run_hip(fake_hip_library, """
+        from hip import hip
+        report(version=hip.hipRuntimeGetVersion()[1])
+    """)
+    assert out["version"] == hip.HIP_VERSION
+
+
+def test_version_mismatch_names_both_versions_and_the_fix(fake_hip_library):
+    major, minor = (int(part) for part in hip._version.__version__.split(".")[:2])
+    other = (major + 1) * 10_000_000 + 3 * 100_000 + 12345
+    out = run_hip(fake_hip_library, """
+        try:
+            HipBackend(0)
+        except Exception as e:
+            report(**failure(e))
+    """, FAKE_HIP_RUNTIME_VERSION=str(other))
+    assert out["type"] == "NoDeviceError"
+    assert f"hip-python {major}.{minor}" in out["message"]
+    assert f"HIP runtime {major + 1}.3.12345" in out["message"]
+    assert f'pip install "hip-python~={major + 1}.3.0"' in out["message"]
+    assert "PYHIPBENCH_SKIP_HIP_VERSION_CHECK=1" in out["message"]
+
+
+def test_version_check_can_be_skipped(fake_hip_library):
+    out = run_hip(fake_hip_library, "report(arch=HipBackend(0).properties().arch)",
+                  FAKE_HIP_RUNTIME_VERSION="90300000", PYHIPBENCH_SKIP_HIP_VERSION_CHECK="1")
+    assert out["arch"] == "gfx942:sramecc+:xnack-"
+
+
+def test_decode_hip_version():
+    assert decode_hip_version(70253211) == (7, 2, 53211)
+    assert decode_hip_version(60443483) == (6, 4, 43483)
+
+
+def test_check_versions_compares_major_and_minor_only():
+    check_versions((7, 2), 70253211)
+    with pytest.raises(NoDeviceError, match=r"hip-python 6\.4 does not match the HIP runtime 7\.2\.53211"):
+        check_versions((6, 4), 70253211)
+
+
+# ---- memory ----
+
+def test_memory_round_trip(fake_hip_library):
+    out = run_hip(fake_hip_library, """
+        b = HipBackend(0)
+        free0, total = b.memory_info()
+        data = np.arange(1024, dtype=np.float32)
+        first, second = b.allocate(data.nbytes), b.allocate(data.nbytes)
+        free1 = b.memory_info()[0]
+        b.copy_to_device(first, data)
+        b.copy_device(second, first, data.nbytes)
+        back = np.zeros_like(data)
+        b.copy_to_host(back, second)
+        b.synchronize()
+        b.free(first)
+        b.free(second)
+        report(total=total, used=free0 - free1, freed=b.memory_info()[0] == free0,
+               equal=bool((back == data).all()))
+    """)
+    assert out["total"] == 192 * 10**9
+    assert out["used"] == 2 * 4096
+    assert out["freed"] and out["equal"]
+
+
+def test_copies_need_contiguous_writable_arrays(fake_hip_library):
+    out = run_hip(fake_hip_library, """
+        b = HipBackend(0)
+        address = b.allocate(64)
+        errors = {}
+        for label, action in [
+            ("strided", lambda: b.copy_to_device(address, np.zeros(32, np.float32)[::2])),
+            ("not_array", lambda: b.copy_to_device(address, b"x" * 16)),
+            ("read_only", lambda: b.copy_to_host(np.frombuffer(b"x" * 16, np.uint8), address)),
+            ("empty", lambda: b.allocate(0)),
+        ]:
+            try:
+                action()
+            except Exception as e:
+                errors[label] = failure(e)
+        report(**errors)
+    """)
+    assert {out[k]["type"] for k in ("strided", "not_array", "read_only", "empty")} == {"BenchError"}
+    assert "contiguous" in out["strided"]["message"]
+    assert "bytes" in out["not_array"]["message"]  # names what it got
+    assert "read-only" in out["read_only"]["message"]
+    assert "got 0" in out["empty"]["message"]
+
+
+def test_copy_past_an_allocation_is_a_driver_error(fake_hip_library):
+    out = run_hip(fake_hip_library, """
+        b = HipBackend(0)
+        address = b.allocate(16)
+        try:
+            b.copy_to_device(address, np.zeros(8, np.float32))  # 32 bytes into 16
+        except Exception as e:
+            report(**failure(e))
+    """)
+    assert out["type"] == "DriverError"
+    assert out["call"] == "hipMemcpyHtoD" and out["code"] == 1
+
+
+# ---- modules ----
+
+def test_code_object_loads_and_kernels_resolve(fake_hip_library, hsaco):
+    out = run_hip(fake_hip_library, f"""
+        b = HipBackend(0)
+        module = b.load_module(open({str(hsaco)!r}, "rb").read())
+        kernel = b.function(module, "add_one")
+        errors = {{}}
+        for label, name in [("absent", "no_such_kernel"), ("device_function", "helper")]:
+            try:
+                b.function(module, name)
+            except Exception as e:
+                errors[label] = failure(e)
+        report(module=module, kernel=kernel, again=b.function(module, "add_one"),
+               params=b.kernel_params(module, kernel), names=b.kernel_names(module), **errors)
+        b.unload_module(module)
+    """)
+    assert out["module"] != 0 and out["kernel"] != 0
+    assert out["again"] == out["kernel"]  # one name, one handle, as HIP
+    assert out["params"] is None and out["names"] is None
+    for label, name in [("absent", "no_such_kernel"), ("device_function", "helper")]:
+        error = out[label]
+        assert error["type"] == "DriverError"
+        assert error["call"] == "hipModuleGetFunction"
+        assert error["code"] == int(hip.hip.hipError_t.hipErrorNotFound)
+        assert repr(name) in error["message"]
+
+
+def test_unloaded_module_is_rejected(fake_hip_library, hsaco):
+    out = run_hip(fake_hip_library, f"""
+        b = HipBackend(0)
+        module = b.load_module(open({str(hsaco)!r}, "rb").read())
+        b.unload_module(module)
+        try:
+            b.unload_module(module)
+        except Exception as e:
+            report(**failure(e))
+    """)
+    assert out["type"] == "DriverError" and out["call"] == "hipModuleUnload"
+
+
+def test_images_that_are_not_amdgpu_code_objects_are_rejected(fake_hip_library):
+    # The fake library itself is an ELF, but a host (x86-64) one.
+    out = run_hip(fake_hip_library, f"""
+        b = HipBackend(0)
+        errors = {{}}
+        for label, image in [("text", b"not a code object at all"),
+                             ("host_elf", open({str(fake_hip_library)!r}, "rb").read())]:
+            try:
+                b.load_module(image)
+            except Exception as e:
+                errors[label] = failure(e)
+        report(**errors)
+    """)
+    for label in ("text", "host_elf"):
+        assert out[label]["type"] == "DriverError"
+        assert out[label]["call"] == "hipModuleLoadData"
+        assert out[label]["code"] == int(hip.hip.hipError_t.hipErrorInvalidImage)
+
+
+# ---- one runtime per process ----
+
+def test_library_from_env_is_the_one_hip_python_uses(fake_hip_library):
+    # With PYHIPBENCH_HIP_LIBRARY set and nothing on the loader path, hip-python
+    # must open that file: an allocation made through HipBackend shows in the
+    # free memory that library reports when opened directly (the same handle
+    # the C++ core's dlopen gets).
+    out = run_hip(None, f"""
+        import ctypes
+        b = HipBackend(0)
+        b.allocate(1 << 20)
+        library = ctypes.CDLL({str(fake_hip_library)!r})
+        free, total = ctypes.c_size_t(), ctypes.c_size_t()
+        library.hipMemGetInfo(ctypes.byref(free), ctypes.byref(total))
+        report(used=total.value - free.value)
+    """, PYHIPBENCH_HIP_LIBRARY=str(fake_hip_library))
+    assert out["used"] == 1 << 20
