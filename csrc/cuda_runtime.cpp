@@ -61,9 +61,7 @@ class CudaDriver {
     const char* message = nullptr;
     if (get_error_name_(code, &name) != 0 || name == nullptr) name = "unknown CUDA error";
     if (get_error_string_(code, &message) != 0 || message == nullptr) message = "no description";
-    return DriverError(call, code, name, message,
-                       std::string(call) + " failed: " + name + " (" + std::to_string(code) +
-                           "): " + message);
+    return DriverError(call, code, name, message);
   }
 
  private:

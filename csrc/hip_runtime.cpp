@@ -58,9 +58,7 @@ class HipDriver {
     const char* message = get_error_string_(code);
     if (name == nullptr) name = "unknown HIP error";
     if (message == nullptr) message = "no description";
-    return DriverError(call, code, name, message,
-                       std::string(call) + " failed: " + name + " (" + std::to_string(code) +
-                           "): " + message);
+    return DriverError(call, code, name, message);
   }
 
  private:

@@ -91,8 +91,7 @@ class TimedLoop final : public Runtime {
   [[noreturn]] void fail(const LaunchPlan& plan, const char* call, int status) {
     DriverError error = driver_->error(call, status);
     if (!is_kernel_fault(status)) {
-      throw DriverError(error.call(), error.code(), error.name(), error.message(),
-                        std::string(error.what()) + " (kernel '" + plan.kernel_name() + "')");
+      throw DriverError(error, std::string(error.what()) + " (kernel '" + plan.kernel_name() + "')");
     }
     throw KernelFault(error, plan.kernel_name(), context_usable());
   }

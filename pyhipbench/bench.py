@@ -21,16 +21,17 @@ from .memory import DeviceArray
 from .module import Kernel
 from .result import Result
 from .rotation import plan_rotation
+from .stream import Stream
 
 
 def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
           iterations: int = 100, warmup: int = 10, rotate: int | str = "auto",
-          shared_bytes: int = 0, stream: int = 0) -> Result:
+          shared_bytes: int = 0, stream: Stream | None = None) -> Result:
     """Times `iterations` launches of `kernel` (µs each) after `warmup` untimed ones.
 
     `rotate`: "auto" sizes R from the last-level cache and free memory; an int
     sets R (1 = warm). Arrays wrapped in `shared()` are not rotated. `stream`
-    is a raw driver stream handle (0 = the default stream).
+    is a `Device.stream()` (None = the default stream).
     """
     device = kernel.device
     props = device.properties
@@ -48,7 +49,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
                          f"every set must be used: ask for >= {rotation.sets} iterations or fewer sets")
 
     with ArgumentSets(device, kernel.params, args, rotation.sets) as sets:
-        plan = make_plan(kernel, config, sets, stream)
+        plan = make_plan(kernel, config, sets, stream.handle if stream else 0)
         device.runtime.run(plan, warmup, 0)
         times_us, host_us = device.runtime.run(plan, iterations, warmup % rotation.sets)
     return Result(kernel.name, _device_facts(props), config, rotation, times_us, warmup,

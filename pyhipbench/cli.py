@@ -34,11 +34,7 @@ def _open_device(backend: str | None):
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    try:
-        device = _open_device(args.backend)
-    except NoDeviceError as e:
-        print(f"pyhipbench info: {e}", file=sys.stderr)
-        return 1
+    device = _open_device(args.backend)
     p = device.properties
     free, total = device.memory_info()
     print(f"backend        {p.backend} (driver library {device.runtime.library_path})")
@@ -169,11 +165,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .bench import bench
     from .codegen import compile_for_device
     from .codeobject import read_image
-    try:
-        device = _open_device(args.backend)
-    except NoDeviceError as e:
-        print(f"pyhipbench run: {e}", file=sys.stderr)
-        return 1
+    device = _open_device(args.backend)
     if args.input.suffix in (".ll", ".bc"):
         code = compile_for_device(args.input, device, icache_flush=False if args.no_icache_flush else None)
         print(cli_compile.describe(code))
@@ -234,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
+    except NoDeviceError as e:
+        print(f"pyhipbench {args.command}: {e}", file=sys.stderr)
+        return 1
     except BenchError as e:
         print(f"pyhipbench {args.command}: {e}", file=sys.stderr)
         return 2

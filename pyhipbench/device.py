@@ -11,6 +11,7 @@ from .backends.base import Backend, DeviceProperties
 from .errors import NoDeviceError
 from .memory import DeviceArray
 from .module import Module
+from .stream import Stream
 
 
 def available_backends() -> list[str]:
@@ -89,6 +90,10 @@ class Device:
         device_array = self.empty(host.shape, host.dtype)
         device_array.copy_from(host)
         return device_array
+
+    def stream(self) -> Stream:
+        """A new stream on this device."""
+        return Stream(self)
 
     def synchronize(self) -> None:
         self.backend.synchronize()

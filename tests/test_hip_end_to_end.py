@@ -39,7 +39,9 @@ src = device.array(np.arange(n, dtype=np.float32))
 dst = device.empty_like(src)
 fake = FakeDriver("libamdhip64.so")
 fake.read_args(3)
-result = hb.bench(copy, n // 256, 256, [src, dst, hb.int64(n)], iterations=6, warmup=2, rotate=4)
+stream = device.stream()
+result = hb.bench(copy, n // 256, 256, [src, dst, hb.int64(n)], iterations=6, warmup=2, rotate=4,
+                  stream=stream)
 launches = fake.records("hipExtModuleLaunchKernel")
 report(arch=device.arch, llc=device.properties.llc_bytes, format=module.format,
        verified=code.verification.ok, kernels=module.kernel_names(),
@@ -50,7 +52,8 @@ report(arch=device.arch, llc=device.properties.llc_bytes, format=module.format,
        global_x=[r.grid[0] for r in launches], local_x=[r.block[0] for r in launches],
        events=[[r.start_event, r.stop_event] for r in launches],
        functions=sorted({{r.function for r in launches}}), copy_handle=copy.handle,
-       sets=result.rotation.sets, times=list(result.times_us))
+       sets=result.rotation.sets, times=list(result.times_us),
+       streams=sorted({{r.stream for r in launches}}), stream=stream.handle)
 """)
     assert report["arch"].startswith("gfx942") and report["llc"] == 256 << 20
     assert report["format"] == "hsaco" and report["verified"] is True
@@ -66,6 +69,7 @@ report(arch=device.arch, llc=device.properties.llc_bytes, format=module.format,
     assert report["global_x"] == [(1 << 16)] * 8 and report["local_x"] == [256] * 8  # grid x block
     assert all(start and stop for start, stop in report["events"])
     assert report["sets"] == 4 and len(report["times"]) == 6
+    assert report["streams"] == [report["stream"]] and report["stream"] != 0
 
 
 def test_demo_on_hip_compiles_the_bundled_ir_for_the_device(fake_hip_library):

@@ -115,6 +115,16 @@ class CudaBackend:
             self._check("cuFuncGetParamInfo", (error,))
             params.append(KernelParam(f"param_{len(params)}", int(offset), int(size)))
 
+    def create_stream(self) -> int:
+        """A new stream (blocking: ordered with the legacy default stream, where copies run)."""
+        return int(self._check("cuStreamCreate", self._cu.cuStreamCreate(0)))
+
+    def destroy_stream(self, stream: int) -> None:
+        self._check("cuStreamDestroy", self._cu.cuStreamDestroy(stream))
+
+    def synchronize_stream(self, stream: int) -> None:
+        self._check("cuStreamSynchronize", self._cu.cuStreamSynchronize(stream))
+
     def synchronize(self) -> None:
         self._check("cuCtxSynchronize", self._cu.cuCtxSynchronize())
 

@@ -219,6 +219,17 @@ class HipBackend:
         """None: HIP has no portable kernel listing (pyhipbench reads the HSACO's metadata instead)."""
         return None
 
+    def create_stream(self) -> int:
+        """A new stream (blocking: ordered with the null stream, where copies run)."""
+        self._use_device()
+        return int(self._check("hipStreamCreate", self._hip.hipStreamCreate()))
+
+    def destroy_stream(self, stream: int) -> None:
+        self._check("hipStreamDestroy", self._hip.hipStreamDestroy(stream))
+
+    def synchronize_stream(self, stream: int) -> None:
+        self._check("hipStreamSynchronize", self._hip.hipStreamSynchronize(stream))
+
     def synchronize(self) -> None:
         self._use_device()
         self._check("hipDeviceSynchronize", self._hip.hipDeviceSynchronize())

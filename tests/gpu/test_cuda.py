@@ -55,6 +55,18 @@ def test_bench_times_are_plausible(cuda_device, copy):
     print(cold.summary())
 
 
+def test_bench_on_a_stream(cuda_device, copy):
+    n = 1 << 20
+    src = cuda_device.array(np.arange(n, dtype=np.float32))
+    dst = cuda_device.array(np.zeros(n, np.float32))
+    stream = cuda_device.stream()
+    res = hb.bench(copy, n // 256, 256, [src, dst, hb.int64(n)], iterations=20, rotate=1, stream=stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(dst.to_numpy(), src.to_numpy())
+    assert res.median_us > 0
+    stream.close()
+
+
 def test_empty_kernel_overhead(cuda_device):
     empty = cuda_device.load_module(KERNELS / "empty.ptx").kernel("empty")
     res = hb.bench(empty, 1, 1, [], iterations=200, rotate=1)

@@ -17,8 +17,10 @@ namespace pyhipbench {
 // A driver call returned an error.
 class DriverError : public std::runtime_error {
  public:
-  DriverError(std::string call, int code, std::string name, std::string message,
-              std::string what);
+  // what(): "<call> failed: <name> (<code>): <message>".
+  DriverError(std::string call, int code, std::string name, std::string message);
+  // The same error with what() replaced, e.g. to add which kernel it concerns.
+  DriverError(const DriverError& cause, std::string what);
   const std::string& call() const { return call_; }      // e.g. "cuLaunchKernel"
   int code() const { return code_; }                     // the driver's error code
   const std::string& name() const { return name_; }      // e.g. "CUDA_ERROR_INVALID_VALUE"
