@@ -80,13 +80,16 @@ class Spin:
 
 
 def python_loop(iterations: int, function: int) -> float:
+    """The same calls from Python; each call's status is checked, as a real loop must."""
     from cuda.bindings import driver as cu
+    ok = cu.CUresult.CUDA_SUCCESS
     events = [cu.cuEventCreate(0)[1] for _ in range(2 * iterations)]
     start = time.perf_counter()
     for i in range(iterations):
-        cu.cuEventRecord(events[2 * i], 0)
-        cu.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0)
-        cu.cuEventRecord(events[2 * i + 1], 0)
+        if (cu.cuEventRecord(events[2 * i], 0)[0] != ok
+                or cu.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0)[0] != ok
+                or cu.cuEventRecord(events[2 * i + 1], 0)[0] != ok):
+            raise RuntimeError(f"Python loop: a driver call failed at iteration {i}")
     issued = time.perf_counter()
     cu.cuEventSynchronize(events[-1])
     for e in events:

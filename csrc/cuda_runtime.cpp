@@ -35,6 +35,15 @@ class CudaDriver {
 
   const DynamicLibrary& library() const { return library_; }
 
+  void check(const LaunchPlan&) const {}  // cuLaunchKernel validates sizes itself
+
+  // After these the context is unusable: illegal address, launch timeout,
+  // assert, stack error, illegal instruction, misaligned address, invalid
+  // address space, invalid PC, launch failed.
+  static bool is_kernel_fault(int code) {
+    return code == 700 || code == 702 || code == 710 || (code >= 714 && code <= 719);
+  }
+
   // cuLaunchKernel has no event arguments: the events are recorded on the
   // launch's stream right before and after it.
   Status launch(const LaunchPlan& plan, void** args, Event start, Event stop) {

@@ -1,5 +1,7 @@
 // The HIP runtime (libamdhip64), resolved at run time, adapted to TimedLoop.
+#include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "dynamic_library.hpp"
@@ -35,9 +37,28 @@ class HipDriver {
 
   const DynamicLibrary& library() const { return library_; }
 
+  // hipExtModuleLaunchKernel takes global work sizes (grid x block) as 32-bit values.
+  void check(const LaunchPlan& plan) const {
+    const LaunchConfig& c = plan.config();
+    for (int axis = 0; axis < 3; ++axis) {
+      const uint64_t threads = uint64_t{c.grid[axis]} * c.block[axis];
+      if (threads > UINT32_MAX) {
+        throw std::invalid_argument("grid x block = " + std::to_string(threads) + " threads on axis " +
+                                    "xyz"[axis] + " exceeds hipExtModuleLaunchKernel's 32-bit global size");
+      }
+    }
+  }
+
+  // hipErrorIllegalAddress, hipErrorLaunchTimeOut, hipErrorAssert,
+  // hipErrorLaunchFailure. On ROCm a GPU memory fault usually aborts the
+  // process (HSA's default) before any of these reaches the caller.
+  static bool is_kernel_fault(int code) {
+    return code == 700 || code == 702 || code == 710 || code == 719;
+  }
+
   // hipExtModuleLaunchKernel records the two events around exactly this
   // dispatch. Its sizes are global work sizes (threads), not block counts; the
-  // Python layer has checked that grid x block fits in 32 bits.
+  // check() has made sure grid x block fits in 32 bits.
   Status launch(const LaunchPlan& plan, void** args, Event start, Event stop) {
     const LaunchConfig& c = plan.config();
     const hipError_t r = ext_module_launch_kernel_(

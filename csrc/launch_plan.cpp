@@ -35,7 +35,8 @@ LaunchPlan::LaunchPlan(uintptr_t function, std::string kernel_name, LaunchConfig
     }
   }
   set_stride_ = round_up(set_bytes);
-  storage_.resize(set_stride_ * sets_ / sizeof(std::max_align_t) + 1);
+  const size_t bytes = set_stride_ * sets_;
+  storage_.resize((bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
   pointers_.resize(sets_ * arg_offsets_.size());
   for (size_t s = 0; s < sets_; ++s) {
     std::byte* base = reinterpret_cast<std::byte*>(storage_.data()) + s * set_stride_;

@@ -3,8 +3,11 @@
 // `Driver` adapts one driver API (see cuda_runtime.cpp, hip_runtime.cpp):
 //   Event                          the driver's event handle type
 //   kBackend, kEventCreate, kEventSynchronize, kEventElapsedTime   names
+//   void check(const LaunchPlan&)  throws std::invalid_argument if the driver
+//       cannot take the plan's launch configuration
 //   Status launch(const LaunchPlan&, void** args, Event start, Event stop)
 //       launches once with `args`, the launch bracketed by the two events
+//   static bool is_kernel_fault(int code)   a code a running kernel caused
 //   int event_create(Event*), event_destroy(Event), event_record(Event),
 //       event_synchronize(Event), elapsed_ms(float*, Event start, Event stop)
 //   DriverError error(const char* call, int code)   describes a failed call
@@ -14,6 +17,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,18 +26,11 @@
 
 namespace pyhipbench {
 
-// Codes after which CUDA (and HIP, which mirrors them) leaves the context
-// unusable: illegal address, assert, stack error, illegal instruction,
-// misaligned address, invalid address space, invalid PC, launch failed.
 // The outcome of a launch: 0, or the failing call and its error code.
 struct Status {
   int code;
   const char* call;
 };
-
-inline bool is_kernel_fault(int code) {
-  return code == 700 || code == 710 || (code >= 714 && code <= 719);
-}
 
 template <class Driver>
 class TimedLoop final : public Runtime {
@@ -46,7 +43,10 @@ class TimedLoop final : public Runtime {
   const std::string& backend() const override { return backend_; }
   const std::string& library_path() const override { return driver_->library().path(); }
 
+  // One run at a time per runtime: runs share the event pool.
   Timings run(LaunchPlan& plan, size_t iterations, size_t first_set) override {
+    std::lock_guard<std::mutex> one_run_at_a_time(running_);
+    driver_->check(plan);
     Timings timings;
     if (iterations == 0) return timings;
     grow_event_pool(2 * iterations);
@@ -90,7 +90,7 @@ class TimedLoop final : public Runtime {
 
   [[noreturn]] void fail(const LaunchPlan& plan, const char* call, int status) {
     DriverError error = driver_->error(call, status);
-    if (!is_kernel_fault(status)) {
+    if (!Driver::is_kernel_fault(status)) {
       throw DriverError(error, std::string(error.what()) + " (kernel '" + plan.kernel_name() + "')");
     }
     throw KernelFault(error, plan.kernel_name(), context_usable());
@@ -108,6 +108,7 @@ class TimedLoop final : public Runtime {
   std::unique_ptr<Driver> driver_;
   std::string backend_ = Driver::kBackend;
   std::vector<typename Driver::Event> events_;
+  std::mutex running_;
 };
 
 }  // namespace pyhipbench

@@ -6,10 +6,12 @@ to exactly that size.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from .backends.base import KernelParam
 from .errors import BenchError
 from .memory import DeviceArray
 
@@ -28,18 +30,21 @@ class Scalar:
         return np.array(self.value, dtype=self.dtype.newbyteorder("<")).tobytes()
 
 
-def _scalar(dtype: str):
+def _scalar(dtype: str) -> Callable[[int | float], Scalar]:
     dt = np.dtype(dtype)
 
     def make(value: int | float) -> Scalar:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+            raise BenchError(f"{dt.name}({value!r}): expected a number")
         if dt.kind in "iu":
             info = np.iinfo(dt)
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            if not isinstance(value, (int, np.integer)):
                 raise BenchError(f"{dt.name}({value!r}): expected an integer")
             if not info.min <= value <= info.max:
                 raise BenchError(f"{dt.name}({value}): out of range [{info.min}, {info.max}]")
-        elif not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
-            raise BenchError(f"{dt.name}({value!r}): expected a number")
+        elif np.isfinite(value) and abs(float(value)) > float(np.finfo(dt).max):
+            raise BenchError(f"{dt.name}({value!r}): out of range, the largest {dt.name} is "
+                             f"{float(np.finfo(dt).max)!r}")
         return Scalar(value, dt)
 
     make.__name__ = make.__qualname__ = dt.name
@@ -47,9 +52,17 @@ def _scalar(dtype: str):
     return make
 
 
-int8, int16, int32, int64 = (_scalar(t) for t in ("int8", "int16", "int32", "int64"))
-uint8, uint16, uint32, uint64 = (_scalar(t) for t in ("uint8", "uint16", "uint32", "uint64"))
-float16, float32, float64 = (_scalar(t) for t in ("float16", "float32", "float64"))
+int8 = _scalar("int8")
+int16 = _scalar("int16")
+int32 = _scalar("int32")
+int64 = _scalar("int64")
+uint8 = _scalar("uint8")
+uint16 = _scalar("uint16")
+uint32 = _scalar("uint32")
+uint64 = _scalar("uint64")
+float16 = _scalar("float16")
+float32 = _scalar("float32")
+float64 = _scalar("float64")
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,11 @@ class Pointer:
     """A raw device address passed as is: never rotated, never freed by pyhipbench."""
     address: int
     nbytes = 8
+
+    def __post_init__(self) -> None:
+        if isinstance(self.address, bool) or not isinstance(self.address, (int, np.integer)) \
+                or not 0 <= self.address < 1 << 64:
+            raise BenchError(f"Pointer({self.address!r}): expected an address, an integer in [0, 2**64)")
 
     def pack(self) -> bytes:
         return self.address.to_bytes(8, "little")
@@ -78,20 +96,24 @@ def shared(array: DeviceArray) -> Shared:
 Argument = DeviceArray | Shared | Scalar | Pointer
 
 
-def check_args(kernel_name: str, params, args: list) -> None:
+def check_args(kernel_name: str, params: tuple[KernelParam, ...], args: list[Argument]) -> None:
     """Count, kind and size of each argument against the kernel's parameters."""
     if len(args) != len(params):
         names = ", ".join(f"{p.name} ({p.size} B)" for p in params) or "none"
         raise BenchError(f"kernel {kernel_name!r} takes {len(params)} arguments ({names}), "
                          f"got {len(args)}")
     for i, (param, arg) in enumerate(zip(params, args)):
+        array = arg.array if isinstance(arg, Shared) else arg
+        if isinstance(array, DeviceArray) and not array.address:
+            raise BenchError(f"argument {i} ({param.name}) of kernel {kernel_name!r} is a freed "
+                             "device array; expected a live one")
         if isinstance(arg, (DeviceArray, Shared, Pointer)):
             size, what = 8, "a device pointer (8 B)"
         elif isinstance(arg, Scalar):
             size, what = arg.nbytes, f"{arg.dtype.name} ({arg.nbytes} B)"
         else:
             raise BenchError(
-                f"argument {i} ({param.name}) of kernel {kernel_name!r} is a {type(arg).__name__}; "
+                f"argument {i} ({param.name}) of kernel {kernel_name!r} is of type {type(arg).__name__}; "
                 "expected a device array, shared(array), a typed scalar such as "
                 "pyhipbench.int64(n), or pyhipbench.Pointer(address)")
         if size != param.size:
@@ -99,7 +121,8 @@ def check_args(kernel_name: str, params, args: list) -> None:
                              f"but the parameter is {param.size} bytes")
 
 
-def pack_args(params, args: list, address_of) -> bytes:
+def pack_args(params: tuple[KernelParam, ...], args: list[Argument],
+              address_of: Callable[[DeviceArray], int]) -> bytes:
     """The argument buffer of one set: each value at its parameter's offset.
     `address_of(array)` gives the device address this set uses for a rotated array."""
     buffer = bytearray(max((p.offset + p.size for p in params), default=0))

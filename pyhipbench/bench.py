@@ -13,11 +13,11 @@
 from __future__ import annotations
 
 from . import _core
+from .backends.base import DeviceProperties
 from .args import Argument, check_args
-from .argument_sets import ArgumentSets
+from .argument_sets import ArgumentSets, rotated_arrays
 from .errors import BenchError
 from .launch_config import Dims, LaunchConfig
-from .memory import DeviceArray
 from .module import Kernel
 from .result import Result
 from .rotation import plan_rotation
@@ -41,7 +41,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise BenchError(f"{name}={value!r}: expected an integer >= {low}")
 
-    rotated = {id(a): a for a in args if isinstance(a, DeviceArray)}.values()
+    rotated = rotated_arrays(args)
     free, total = device.memory_info()
     rotation = plan_rotation(sum(a.nbytes for a in rotated), props.llc_bytes, free, total, rotate)
     if iterations < rotation.sets:
@@ -50,6 +50,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
 
     with ArgumentSets(device, kernel.params, args, rotation.sets) as sets:
         plan = make_plan(kernel, config, sets, stream.handle if stream else 0)
+        device.backend.make_current()  # the loop launches into the calling thread's context
         device.runtime.run(plan, warmup, 0)
         times_us, host_us = device.runtime.run(plan, iterations, warmup % rotation.sets)
     return Result(kernel.name, _device_facts(props), config, rotation, times_us, warmup,
@@ -62,6 +63,6 @@ def make_plan(kernel: Kernel, config: LaunchConfig, sets: ArgumentSets, stream: 
                             stream, sets.packed(), [p.offset for p in kernel.params])
 
 
-def _device_facts(props) -> dict:
+def _device_facts(props: DeviceProperties) -> dict:
     return {"backend": props.backend, "index": props.index, "name": props.name, "arch": props.arch,
             "l2_bytes": props.l2_bytes, "llc_bytes": props.llc_bytes}

@@ -11,11 +11,17 @@ import numpy as np
 
 from . import archs, cli_compile
 from . import args as scalars
-from .args import shared
-from .errors import BenchError, NoDeviceError
+from .args import int64, shared
+from .bench import bench
+from .codegen import CodegenError, VerificationError, compile_for_device
+from .codeobject import read_image
+from .device import Device
+from .errors import BenchError, DriverError, LibraryError, NoDeviceError
+from .ir import IRError
 from .rotation import plan_rotation
+from .toolchain import ToolchainError
 
-MiB = 1 << 20
+MiB = archs.MiB
 
 
 def _size(text: str) -> int:
@@ -29,7 +35,6 @@ def _size(text: str) -> int:
 
 
 def _open_device(backend: str | None):
-    from .device import Device
     return Device(backend)
 
 
@@ -80,14 +85,11 @@ def _bundled_kernels(device):
     if device.backend.name == "cuda":
         copy = device.load_module(kernels / "copy.ptx").kernel("copy")
         return copy, device.load_module(kernels / "empty.ptx").kernel("empty")
-    from .codegen import compile_for_device
     module = device.load_module(compile_for_device(Path(kernels / "amdgpu.ll"), device).data)
     return module.kernel("copy"), module.kernel("empty")
 
 
 def _demo_run(device, iterations: int) -> int:
-    from .bench import bench
-    from .args import int64
     copy, empty = _bundled_kernels(device)
     p = device.properties
     print(f"{p.name} ({p.arch}), last-level cache {p.llc_bytes / MiB:.0f} MiB; "
@@ -139,32 +141,40 @@ def _rotate(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"{text!r}: expected 'auto' or a number of sets")
 
 
+ARG_FORMS = "TYPE:VALUE, array:DTYPE:COUNT[:FILL] or shared:DTYPE:COUNT[:FILL]"
+
+
 def _kernel_arg(device, text: str):
     """One --arg: a typed scalar, or a device array filled on the host."""
     kind, _, rest = text.partition(":")
     if kind in SCALAR_TYPES:
-        number = float(rest) if kind.startswith("float") else int(rest, 0)
+        try:
+            number = float(rest) if kind.startswith("float") else int(rest, 0)
+        except ValueError:
+            raise BenchError(f"--arg {text!r}: {rest!r} is not a {kind} value") from None
         return getattr(scalars, kind)(number)
-    if kind in ("array", "shared"):
-        dtype, _, rest = rest.partition(":")
-        count, _, fill = rest.partition(":")
-        fill = fill or "zeros"
-        if fill not in FILLS:
-            raise BenchError(f"--arg {text!r}: fill {fill!r} is not one of {', '.join(FILLS)}")
-        n = int(count)
-        host = {"zeros": lambda: np.zeros(n, dtype), "ones": lambda: np.ones(n, dtype),
-                "arange": lambda: np.arange(n).astype(dtype),
-                "random": lambda: np.random.default_rng(0).random(n).astype(dtype)}[fill]()
-        array = device.array(host)
-        return shared(array) if kind == "shared" else array
-    raise BenchError(f"--arg {text!r}: expected TYPE:VALUE, array:DTYPE:COUNT[:FILL] or "
-                     "shared:DTYPE:COUNT[:FILL]")
+    if kind not in ("array", "shared"):
+        raise BenchError(f"--arg {text!r}: expected {ARG_FORMS}")
+    dtype_name, _, rest = rest.partition(":")
+    count, _, fill = rest.partition(":")
+    fill = fill or "zeros"
+    try:
+        dtype = np.dtype(dtype_name)
+    except TypeError:
+        raise BenchError(f"--arg {text!r}: {dtype_name!r} is not a numpy dtype such as float32") from None
+    if not count.isdigit():
+        raise BenchError(f"--arg {text!r}: element count {count!r} is not a whole number")
+    if fill not in FILLS:
+        raise BenchError(f"--arg {text!r}: fill {fill!r} is not one of {', '.join(FILLS)}")
+    n = int(count)
+    host = {"zeros": lambda: np.zeros(n, dtype), "ones": lambda: np.ones(n, dtype),
+            "arange": lambda: np.arange(n).astype(dtype),
+            "random": lambda: np.random.default_rng(0).random(n).astype(dtype)}[fill]()
+    array = device.array(host)
+    return shared(array) if kind == "shared" else array
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .bench import bench
-    from .codegen import compile_for_device
-    from .codeobject import read_image
     device = _open_device(args.backend)
     if args.input.suffix in (".ll", ".bc"):
         code = compile_for_device(args.input, device, icache_flush=False if args.no_icache_flush else None)
@@ -173,10 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         image = read_image(args.input)
     kernel = device.load_module(image).kernel(args.kernel)
-    try:
-        kernel_args = [_kernel_arg(device, a) for a in args.arg]
-    except ValueError as e:
-        raise BenchError(f"bad --arg: {e}") from None
+    kernel_args = [_kernel_arg(device, a) for a in args.arg]
     result = bench(kernel, args.grid, args.block, kernel_args, iterations=args.iterations,
                    warmup=args.warmup, rotate=args.rotate, shared_bytes=args.shared_bytes)
     print(result.summary())
@@ -226,12 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except NoDeviceError as e:
-        print(f"pyhipbench {args.command}: {e}", file=sys.stderr)
-        return 1
-    except BenchError as e:
+    except BenchError as e:  # bad input: nothing was launched
         print(f"pyhipbench {args.command}: {e}", file=sys.stderr)
         return 2
+    except (NoDeviceError, DriverError, LibraryError, IRError, ToolchainError, CodegenError,
+            VerificationError) as e:
+        print(f"pyhipbench {args.command}: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -83,7 +83,9 @@ def ptx_kernels(ptx: str) -> dict[str, list[KernelParam]]:
                 raise BenchError(f"cannot read PTX parameter {declaration!r} of kernel {name!r}")
             element = int(bits.group(1)) // 8
             size = element * int(match.group(4) or 1)
-            align = re.search(r"\.align\s+(\d+)", match.group(1))
+            # `.align` before the type aligns the parameter; after `.ptr` it is
+            # the pointee's alignment, which does not move the parameter.
+            align = re.search(r"\.align\s+(\d+)", match.group(1)[:bits.start() - match.start(1)])
             alignment = int(align.group(1)) if align else element
             offset = -(-offset // alignment) * alignment
             params.append(KernelParam(match.group(2), offset, size))
@@ -108,7 +110,8 @@ def hsaco_kernels(image: bytes) -> dict[str, list[KernelParam]]:
 def hsaco_metadata(image: bytes) -> dict[str, Any]:
     """The msgpack AMDGPU metadata note of an HSACO (code object v3 and later)."""
     if image[4] != 2 or image[5] != 1:
-        raise BenchError("HSACO is not a 64-bit little-endian ELF")
+        raise BenchError(f"HSACO has ELF class {image[4]} and data encoding {image[5]}; "
+                         "expected a 64-bit (2) little-endian (1) ELF")
     shoff, = struct.unpack_from("<Q", image, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", image, 0x3A)
     for i in range(shnum):

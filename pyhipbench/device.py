@@ -8,7 +8,7 @@ import numpy as np
 from . import _core, codeobject
 from .backends import BACKEND_NAMES, open_backend
 from .backends.base import Backend, DeviceProperties
-from .errors import NoDeviceError
+from .errors import BenchError, NoDeviceError
 from .memory import DeviceArray
 from .module import Module
 from .stream import Stream
@@ -73,6 +73,9 @@ class Device:
         """Loads a code object (PTX, cubin, fatbin or HSACO; bytes or a path)."""
         image = codeobject.read_image(source)
         image_format = codeobject.detect_format(image)
+        if image_format not in self.backend.formats:
+            raise BenchError(f"a {image_format} code object cannot load on the {self.backend.name} "
+                             f"backend; expected {' or '.join(self.backend.formats)}")
         params = codeobject.kernels(image)
         return Module(self, self.backend.load_module(image), image_format, params)
 
@@ -82,6 +85,7 @@ class Device:
         return DeviceArray(self.backend, (shape,) if isinstance(shape, int) else shape, np.dtype(dtype))
 
     def empty_like(self, array: DeviceArray | np.ndarray) -> DeviceArray:
+        """Uninitialised device memory of `array`'s shape and dtype."""
         return self.empty(array.shape, array.dtype)
 
     def array(self, host: np.ndarray) -> DeviceArray:

@@ -46,8 +46,8 @@ class DeviceArray:
     def free(self) -> None:
         """Releases the memory now rather than when the array is collected."""
         if self.address:
-            self._backend.free(self.address)
-            self.address = 0
+            address, self.address = self.address, 0  # freed at most once, even if the driver fails
+            self._backend.free(address)
 
     def __del__(self) -> None:
         try:

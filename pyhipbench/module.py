@@ -3,8 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING
+
 from .backends.base import Backend, KernelParam
 from .errors import BenchError
+
+if TYPE_CHECKING:
+    from .device import Device
 
 
 @dataclass(frozen=True)
@@ -16,20 +21,19 @@ class Kernel:
     module: "Module" = field(repr=False)
 
     @property
-    def device(self):
+    def device(self) -> Device:
         return self.module.device
-
-    @property
-    def arg_bytes(self) -> int:
-        """Size of the packed argument buffer, bytes."""
-        return max((p.offset + p.size for p in self.params), default=0)
 
 
 class Module:
     """A code object loaded on a device. `params_by_kernel` is what the code object says,
-    or None when only the driver can tell (cubin, fatbin)."""
+    or None when only the driver can tell (cubin, fatbin).
 
-    def __init__(self, device, handle: int, image_format: str,
+    A tuner loading thousands of candidates unloads each when done: `unload()`,
+    or `with device.load_module(...) as module:`.
+    """
+
+    def __init__(self, device: Device, handle: int, image_format: str,
                  params_by_kernel: dict[str, list[KernelParam]] | None) -> None:
         self.device = device
         self.handle = handle
@@ -46,8 +50,23 @@ class Module:
             return sorted(self._params)
         return self._backend.kernel_names(self.handle) or []
 
+    def unload(self) -> None:
+        """Releases the module's code from the device; its kernels can no longer be launched."""
+        if self.handle:
+            handle, self.handle = self.handle, 0
+            self._kernels.clear()
+            self._backend.unload_module(handle)
+
+    def __enter__(self) -> Module:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.unload()
+
     def kernel(self, name: str) -> Kernel:
         """The kernel called `name`; BenchError listing the module's kernels if none is."""
+        if not self.handle:
+            raise BenchError(f"kernel {name!r}: this {self.format} module has been unloaded")
         if name in self._kernels:
             return self._kernels[name]
         names = self.kernel_names()

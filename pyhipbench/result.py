@@ -12,6 +12,12 @@ from .rotation import Rotation
 
 @dataclass(frozen=True)
 class Result:
+    """One benchmark: per-iteration times (µs), with the rotation, device and launch that made them.
+
+    Statistics are over `times_us`, the timed iterations (warm-up excluded),
+    all in µs.
+    """
+
     kernel: str
     device: dict[str, Any]        # backend, index, name, arch, l2_bytes, llc_bytes
     config: LaunchConfig
@@ -55,6 +61,7 @@ class Result:
         return float(np.percentile(self.times_us, q))
 
     def summary(self) -> str:
+        """One line: statistics (µs), cache state, rotation and why, host cost."""
         return (f"{self.kernel} on {self.device['name']} ({self.device['arch']}): "
                 f"median {self.median_us:.2f} µs, mean {self.mean_us:.2f}, min {self.min_us:.2f}, "
                 f"max {self.max_us:.2f}, stdev {self.stdev_us:.2f} over {self.iterations} iterations "

@@ -17,9 +17,9 @@ import math
 import warnings
 from dataclasses import dataclass
 
+from .archs import GiB, MiB
 from .errors import BenchError
 
-MiB = 1 << 20
 MIN_HEADROOM_BYTES = 256 * MiB  # left free for the driver, code and the kernel's scratch
 HEADROOM_FRACTION = 0.05        # of total device memory, when larger than the minimum
 
@@ -94,4 +94,4 @@ def _mib(n: int) -> str:
 
 
 def _gib(n: int) -> str:
-    return f"{n / (1 << 30):.2f} GiB"
+    return f"{n / GiB:.2f} GiB"

@@ -1,6 +1,11 @@
 """A driver stream owned by a Device: launches on it are ordered with each other."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .device import Device
+
 
 class Stream:
     """A blocking stream (ordered with the default stream, where pyhipbench's copies run).
@@ -8,7 +13,7 @@ class Stream:
     Pass it as `bench(..., stream=s)`; `handle` is the raw CUstream / hipStream_t.
     """
 
-    def __init__(self, device) -> None:
+    def __init__(self, device: Device) -> None:
         self._backend = device.backend
         self.handle = self._backend.create_stream()
 

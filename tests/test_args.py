@@ -27,7 +27,7 @@ def test_scalars_pack_to_their_size(make, value, packed):
     (hb.int32, 2**31, r"int32\(2147483648\): out of range \[-2147483648, 2147483647\]"),
     (hb.uint8, -1, r"uint8\(-1\): out of range \[0, 255\]"),
     (hb.int64, 1.5, r"int64\(1.5\): expected an integer"),
-    (hb.int32, True, r"int32\(True\): expected an integer"),
+    (hb.int32, True, r"int32\(True\): expected a number"),
     (hb.float32, "1", r"float32\('1'\): expected a number"),
 ])
 def test_bad_scalars(make, value, message):
@@ -49,3 +49,26 @@ def test_check_args_names_the_parameter():
         check_args("k", params, [])
     with pytest.raises(hb.BenchError, match="shared\\(\\) takes a device array, got ndarray"):
         hb.shared(np.zeros(3))
+
+
+@pytest.mark.parametrize("make,value,message", [
+    (hb.float32, 1e40, r"float32\(1e\+40\): out of range, the largest float32 is 3.4028234663852886e\+38"),
+    (hb.float16, 70000.0, r"float16\(70000.0\): out of range"),
+])
+def test_floats_out_of_range(make, value, message):
+    with pytest.raises(hb.BenchError, match=message):
+        make(value)
+    assert np.isinf(np.frombuffer(hb.float32(float("inf")).pack(), np.float32)[0])  # inf is a value
+
+
+@pytest.mark.parametrize("address", [-1, 1 << 64, "0x10", 1.5, True])
+def test_bad_pointers(address):
+    with pytest.raises(hb.BenchError, match=r"Pointer\(.*\): expected an address, an integer in \[0, 2\*\*64\)"):
+        hb.Pointer(address)
+
+
+def test_freed_arrays_are_refused(device):
+    array = device.empty(4, np.float32)
+    array.free()
+    with pytest.raises(hb.BenchError, match=r"argument 0 \(p\) of kernel 'k' is a freed device array"):
+        check_args("k", (KernelParam("p", 0, 8),), [hb.shared(array)])

@@ -89,7 +89,7 @@ def test_result_statistics_and_json(device, copy, fake_driver):
 BAD = [
     (dict(args="count"), "takes 3 arguments \\(copy_param_src \\(8 B\\), copy_param_dst \\(8 B\\), copy_param_n \\(8 B\\)\\), got 2"),
     (dict(args="size"), "argument 2 \\(copy_param_n\\) of kernel 'copy' is int32 \\(4 B\\), but the parameter is 8 bytes"),
-    (dict(args="type"), "argument 2 \\(copy_param_n\\) of kernel 'copy' is a int; expected"),
+    (dict(args="type"), "argument 2 \\(copy_param_n\\) of kernel 'copy' is of type int; expected"),
     (dict(grid=0), "grid=0: every dimension must be >= 1"),
     (dict(block=(2048,)), "block x = 2048 exceeds the device's limit 1024"),
     (dict(block=(32, 32, 2)), "block \\(32, 32, 2\\) has 2048 threads; the device allows 1024"),
@@ -160,3 +160,60 @@ def test_not_a_code_object(device, tmp_path):
         device.load_module(junk)
     with pytest.raises(hb.BenchError, match="is not a file"):
         device.load_module(tmp_path / "missing.ptx")
+
+
+def test_a_fault_with_rotated_sets_is_reported_not_the_failed_frees(device, copy, fake_driver, backend_name):
+    # After a sticky fault a real driver fails every call, frees included:
+    # the KernelFault must still be what the caller sees.
+    src, dst = arrays(device)
+    sync = {"cuda": "cuEventSynchronize", "hip": "hipEventSynchronize"}[backend_name]
+    fake_driver.fail(sync, 700, sticky=True)
+    device.backend.free_error = hb.errors.driver_error("cuMemFree", 700, "ILLEGAL_ADDRESS", "sticky")
+    with pytest.raises(hb.KernelFault, match="kernel 'copy' faulted while running") as info:
+        hb.bench(copy, 1, 64, [src, dst, hb.int64(1024)], iterations=4, warmup=0, rotate=3)
+    assert info.value.context_usable is False
+
+
+def test_free_tries_every_copy_and_raises_the_first_failure(device, copy):
+    src, dst = arrays(device)
+    sets = hb.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
+    device.backend.free_error = RuntimeError("cannot free")
+    with pytest.raises(RuntimeError, match="cannot free"):
+        sets.free()
+    assert all(sets.array(0, a).address for a in (src, dst)) and len(sets) == 1
+
+
+def test_bench_makes_the_device_current_and_uses_the_stream(device, copy, fake_driver, backend_name):
+    src, dst = arrays(device)
+    stream = device.stream()
+    before = device.backend.current_calls
+    hb.bench(copy, 1, 64, [src, dst, hb.int64(1024)], iterations=2, warmup=0, rotate=1, stream=stream)
+    assert device.backend.current_calls == before + 1
+    assert {r.stream for r in fake_driver.records(LAUNCH[backend_name])} == {stream.handle}
+    stream.close()
+    assert device.backend.streams == set()
+
+
+def test_hip_global_size_must_fit_in_32_bits(fake_libraries, fake_driver_hip):
+    from fakes.host_backend import HostBackend
+    runtime = hb._core.load_runtime("hip", str(fake_libraries["hip"]))
+    device = hb.Device.from_backend(HostBackend(backend="hip"), runtime)
+    empty = device.load_module((resources.files("pyhipbench") / "kernels" / "empty.ptx").read_bytes()).kernel("empty")
+    with pytest.raises(hb.BenchError, match="grid x x block x = 4294967296 threads exceeds HIP's 32-bit global size"):
+        hb.bench(empty, 1 << 24, 256, [], iterations=1)
+    assert fake_driver_hip.records() == []
+
+
+def test_unloaded_modules_give_no_kernels(device):
+    with device.load_module(COPY_PTX) as module:
+        module.kernel("copy")
+    assert device.backend.modules == {}
+    with pytest.raises(hb.BenchError, match="kernel 'copy': this ptx module has been unloaded"):
+        module.kernel("copy")
+    module.unload()  # twice is harmless
+
+
+def test_code_object_for_another_backend_is_refused(device):
+    device.backend.formats = ("hsaco",)
+    with pytest.raises(hb.BenchError, match="a ptx code object cannot load on the .* backend; expected hsaco"):
+        device.load_module(COPY_PTX)

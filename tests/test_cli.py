@@ -53,6 +53,12 @@ def test_run_arguments(device):
         cli._kernel_arg(device, "vector:3")
     with pytest.raises(hb.BenchError, match="int32\\(4294967296\\): out of range"):
         cli._kernel_arg(device, "int32:4294967296")
+    with pytest.raises(hb.BenchError, match="'foo' is not a numpy dtype such as float32"):
+        cli._kernel_arg(device, "array:foo:4")
+    with pytest.raises(hb.BenchError, match="element count 'x' is not a whole number"):
+        cli._kernel_arg(device, "array:float32:x")
+    with pytest.raises(hb.BenchError, match="'1.5' is not a int64 value"):
+        cli._kernel_arg(device, "int64:1.5")
 
 
 def test_run_without_gpu_fails_clearly(no_gpu, capsys):
@@ -64,3 +70,33 @@ def test_run_rejects_bad_dims(capsys):
     with pytest.raises(SystemExit):
         cli.main(["run", "k.ll", "--kernel", "k", "--grid", "1,x", "--block", "1"])
     assert "'1,x': expected 1 to 3 comma-separated integers" in capsys.readouterr().err
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, device):
+    monkeypatch.setattr(cli, "_open_device", lambda backend: device)
+    return device
+
+
+def test_run_a_code_object_on_the_fake(fake_gpu, tmp_path, capsys):
+    from importlib import resources
+    import json
+    ptx = resources.files("pyhipbench") / "kernels" / "copy.ptx"
+    out = tmp_path / "r.json"
+    assert cli.main(["run", str(ptx), "--kernel", "copy", "--grid", "4", "--block", "256",
+                     "--arg", "array:float32:1024:random", "--arg", "array:float32:1024",
+                     "--arg", "int64:1024", "--iterations", "12", "--rotate", "3", "--json", str(out)]) == 0
+    assert "copy on Fake GPU" in capsys.readouterr().out
+    result = json.loads(out.read_text())
+    assert result["rotation"]["sets"] == 3 and result["iterations"] == 12 and result["grid"] == [4, 1, 1]
+
+
+def test_run_reports_bad_ir_and_bad_input_without_a_traceback(fake_gpu, tmp_path, capsys):
+    bad = tmp_path / "bad.ll"
+    bad.write_text("define void @f( {")
+    assert cli.main(["run", str(bad), "--kernel", "f", "--grid", "1", "--block", "1"]) == 1
+    assert "pyhipbench run: invalid LLVM IR" in capsys.readouterr().err
+    from importlib import resources
+    ptx = resources.files("pyhipbench") / "kernels" / "copy.ptx"
+    assert cli.main(["run", str(ptx), "--kernel", "copy", "--grid", "1", "--block", "1"]) == 2
+    assert "pyhipbench run: kernel 'copy' takes 3 arguments" in capsys.readouterr().err

@@ -57,3 +57,9 @@ def test_not_a_code_object():
         detect_format(_elf(62))
     with pytest.raises(BenchError, match="not a code object"):
         detect_format(b"#!/bin/sh\n")
+
+
+def test_ptx_pointee_alignment_does_not_move_the_parameter():
+    # `.align 16` after `.ptr` is the pointee's alignment: the driver puts `p` at 8, not 16.
+    ptx = ".version 8.0\n.target sm_90\n.entry k(.param .u32 a, .param .u64 .ptr .global .align 16 p)\n{ ret; }"
+    assert ptx_kernels(ptx)["k"] == [KernelParam("a", 0, 4), KernelParam("p", 8, 8)]

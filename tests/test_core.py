@@ -138,3 +138,24 @@ def test_library_path_from_environment(fake_libraries, monkeypatch):
 def test_unknown_backend():
     with pytest.raises(ValueError, match="unknown backend 'opencl'"):
         _core.load_runtime("opencl")
+
+
+def test_hip_rejects_global_sizes_over_32_bits_before_launching(fake_libraries, fake_driver_hip):
+    runtime = _core.load_runtime("hip", str(fake_libraries["hip"]))
+    plan = _core.LaunchPlan(1, "k", (1 << 24, 1, 1), (256, 1, 1), 0, 0, [b""], [])
+    with pytest.raises(ValueError, match="grid x block = 4294967296 threads on axis x exceeds"):
+        runtime.run(plan, 1, 0)
+    assert fake_driver_hip.records() == []
+
+
+def test_concurrent_runs_on_one_runtime_are_serialised(runtime, fake_driver, backend_name):
+    import threading
+    plans = [make_plan(2) for _ in range(4)]
+    results = []
+    threads = [threading.Thread(target=lambda p=p: results.append(runtime.run(p, 300, 0)[0])) for p in plans]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all(len(r) == 300 and np.allclose(r, 4.0) for r in results)
+    assert len(fake_driver.records(LAUNCH[backend_name])) == 1200

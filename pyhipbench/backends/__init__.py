@@ -1,4 +1,4 @@
-"""Backends: hip-python (AMD, and HIP on NVIDIA) and cuda-bindings (NVIDIA)."""
+"""Backends: hip-python (AMD GPUs) and cuda-bindings (NVIDIA GPUs)."""
 from __future__ import annotations
 
 from .base import Backend, DeviceProperties, KernelParam

@@ -23,7 +23,7 @@ class DeviceProperties:
     l2_bytes: int              # L2 size the runtime reports, bytes
     llc_bytes: int             # last-level cache, bytes (see archs.last_level_cache_bytes)
     total_bytes: int           # device memory, bytes
-    max_threads_per_block: int
+    max_threads_per_block: int       # threads
     max_block: tuple[int, int, int]  # per-dimension block limits, threads
     max_grid: tuple[int, int, int]   # per-dimension grid limits, blocks
     max_shared_bytes: int      # dynamic + static shared memory per block, bytes
@@ -38,8 +38,11 @@ class KernelParam:
 
 
 class Backend(Protocol):
-    name: str  # "cuda" or "hip"
+    name: str                 # "cuda" or "hip"
+    formats: tuple[str, ...]  # code object formats its driver loads (see codeobject.FORMATS)
 
+    def make_current(self) -> None:
+        """Makes this device the calling thread's current one (context / device)."""
     def properties(self) -> DeviceProperties: ...
     def memory_info(self) -> tuple[int, int]:
         """(free, total) device memory, bytes."""

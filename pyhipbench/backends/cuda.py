@@ -1,7 +1,8 @@
 """The CUDA backend: cuda-bindings' driver API for one NVIDIA device.
 
-It makes the device's primary context current on the calling thread; the C++
-core then launches into that context from the same thread.
+Every call that needs a context first makes this device's primary context
+current on the calling thread (cheap), so several devices and threads can be
+used in turn; the C++ core then launches into that context from the same thread.
 """
 from __future__ import annotations
 
@@ -18,27 +19,37 @@ def _driver() -> Any:
     try:
         from cuda.bindings import driver
     except ImportError as e:
-        raise NoDeviceError(
-            "the CUDA backend needs cuda-bindings: pip install 'pyhipbench[cuda]'") from e
+        raise NoDeviceError("cuda-bindings is not installed (pip install 'pyhipbench[cuda]')") from e
     return driver
 
 
 class CudaBackend:
+    """One NVIDIA device through cuda-bindings' driver API; handles and addresses are ints."""
+
     name = "cuda"
+    formats = ("ptx", "cubin", "fatbin")
 
     def __init__(self, index: int) -> None:
         self._cu = cu = _driver()
         try:
-            self._check("cuInit", cu.cuInit(0))
+            error, = cu.cuInit(0)
         except RuntimeError as e:  # cuda-bindings raises this when libcuda is absent
-            raise NoDeviceError(f"no CUDA driver: {e} (install the NVIDIA driver)") from e
+            raise NoDeviceError("no CUDA driver (libcuda.so.1 cannot be loaded: install the NVIDIA driver)") from e
+        if error == cu.CUresult.CUDA_ERROR_NO_DEVICE:
+            raise NoDeviceError("the CUDA driver found no GPU (cuInit: CUDA_ERROR_NO_DEVICE)")
+        self._check("cuInit", (error,))
         count = self._check("cuDeviceGetCount", cu.cuDeviceGetCount())
         if not 0 <= index < count:
-            raise NoDeviceError(f"no CUDA device {index}: this machine has {count}")
+            raise NoDeviceError(f"CUDA device index {index} is out of range: expected 0..{count - 1} "
+                                f"({count} device(s))")
         self._device = self._check("cuDeviceGet", cu.cuDeviceGet(index))
         self._context = self._check("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self._device))
-        self._check("cuCtxSetCurrent", cu.cuCtxSetCurrent(self._context))
         self._index = index
+        self.make_current()
+
+    def make_current(self) -> None:
+        """Makes this device's context current on the calling thread."""
+        self._check("cuCtxSetCurrent", self._cu.cuCtxSetCurrent(self._context))
 
     def _check(self, call: str, result: tuple) -> Any:
         """Unpacks cuda-bindings' (error, value...) tuple; raises DriverError on failure."""
@@ -73,29 +84,37 @@ class CudaBackend:
         return int(self._check("cuDriverGetVersion", self._cu.cuDriverGetVersion()))
 
     def memory_info(self) -> tuple[int, int]:
+        self.make_current()
         free, total = self._check("cuMemGetInfo", self._cu.cuMemGetInfo())
         return int(free), int(total)
 
     def allocate(self, nbytes: int) -> int:
+        self.make_current()
         return int(self._check("cuMemAlloc", self._cu.cuMemAlloc(nbytes)))
 
     def free(self, address: int) -> None:
+        self.make_current()
         self._check("cuMemFree", self._cu.cuMemFree(address))
 
     def copy_to_device(self, address: int, host: np.ndarray) -> None:
+        self.make_current()
         self._check("cuMemcpyHtoD", self._cu.cuMemcpyHtoD(address, host.ctypes.data, host.nbytes))
 
     def copy_to_host(self, host: np.ndarray, address: int) -> None:
+        self.make_current()
         self._check("cuMemcpyDtoH", self._cu.cuMemcpyDtoH(host.ctypes.data, address, host.nbytes))
 
     def copy_device(self, destination: int, source: int, nbytes: int) -> None:
+        self.make_current()
         self._check("cuMemcpyDtoD", self._cu.cuMemcpyDtoD(destination, source, nbytes))
 
     def load_module(self, image: bytes) -> int:
+        self.make_current()
         # PTX must be NUL-terminated; a trailing NUL is harmless for binaries.
         return int(self._check("cuModuleLoadData", self._cu.cuModuleLoadData(image + b"\0")))
 
     def unload_module(self, module: int) -> None:
+        self.make_current()
         self._check("cuModuleUnload", self._cu.cuModuleUnload(module))
 
     def function(self, module: int, name: str) -> int:
@@ -117,6 +136,7 @@ class CudaBackend:
 
     def create_stream(self) -> int:
         """A new stream (blocking: ordered with the legacy default stream, where copies run)."""
+        self.make_current()
         return int(self._check("cuStreamCreate", self._cu.cuStreamCreate(0)))
 
     def destroy_stream(self, stream: int) -> None:
@@ -126,6 +146,7 @@ class CudaBackend:
         self._check("cuStreamSynchronize", self._cu.cuStreamSynchronize(stream))
 
     def synchronize(self) -> None:
+        self.make_current()
         self._check("cuCtxSynchronize", self._cu.cuCtxSynchronize())
 
 

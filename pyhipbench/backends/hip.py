@@ -43,11 +43,10 @@ def _import_hip() -> tuple[Any, Any]:
     try:
         import hip as package
         from hip import hip as bindings
-    except ImportError as error:
+    except ImportError:
         raise NoDeviceError(
-            f"the HIP backend needs hip-python, which could not be imported ({error}); install the "
-            'release matching your ROCm: pip install "hip-python~=MAJOR.MINOR.0" '
-            "(e.g. ~=6.4.0 for ROCm 6.4; see /opt/rocm/.info/version)"
+            'hip-python is not installed (pip install "hip-python~=MAJOR.MINOR.0", '
+            "MAJOR.MINOR of your ROCm, see /opt/rocm/.info/version)"
         ) from None
     return package, bindings
 
@@ -63,7 +62,12 @@ def _use_library_from_env(package: Any) -> None:
 
 def hip_python_version(package: Any) -> tuple[int, int]:
     """hip-python's (major, minor), from its version string, e.g. '7.2.2.562.43' -> (7, 2)."""
-    major, minor = package._version.__version__.split(".")[:2]
+    try:
+        version = package._version.__version__
+    except AttributeError:  # not every release has hip._version: ask the installed distribution
+        from importlib.metadata import version as distribution_version
+        version = distribution_version("hip-python")
+    major, minor = version.split(".")[:2]
     return int(major), int(minor)
 
 
@@ -76,6 +80,7 @@ class HipBackend:
     """Device `index` through hip-python; handles and device pointers are ints."""
 
     name = "hip"
+    formats = ("hsaco",)
 
     def __init__(self, index: int) -> None:
         package, self._hip = _import_hip()
@@ -89,7 +94,7 @@ class HipBackend:
         if not 0 <= index < count:
             raise NoDeviceError(
                 f"HIP device index {index} is out of range: expected 0..{count - 1} ({count} device(s))")
-        self._use_device()
+        self.make_current()
         self._properties = self._read_properties()
 
     # ---- setup ----
@@ -98,10 +103,10 @@ class HipBackend:
         """hipRuntimeGetVersion; the first call, so the one that finds out whether the library loads."""
         try:
             result = self._hip.hipRuntimeGetVersion()
-        except RuntimeError as error:  # hip-python raises RuntimeError when dlopen fails
+        except RuntimeError:  # hip-python raises RuntimeError when dlopen fails
             library = os.environ.get(HIP_LIBRARY_ENV) or DEFAULT_HIP_LIBRARY
             raise NoDeviceError(
-                f"cannot load the HIP runtime {library!r} ({error}). Install ROCm (it provides "
+                f"cannot load the HIP runtime {library!r}. Install ROCm (it provides "
                 f"{DEFAULT_HIP_LIBRARY}), and put its lib folder on the loader path, e.g. "
                 f"export LD_LIBRARY_PATH=/opt/rocm/lib:$LD_LIBRARY_PATH, or set {HIP_LIBRARY_ENV} "
                 "to the library's full path"
@@ -120,7 +125,7 @@ class HipBackend:
             )
         return self._check(call, result)
 
-    def _use_device(self) -> None:
+    def make_current(self) -> None:
         """Makes this backend's device current for the calling thread (HIP's current device is per thread)."""
         self._check("hipSetDevice", self._hip.hipSetDevice(self.index))
 
@@ -167,7 +172,7 @@ class HipBackend:
 
     def memory_info(self) -> tuple[int, int]:
         """(free, total) device memory, bytes."""
-        self._use_device()
+        self.make_current()
         free, total = self._check("hipMemGetInfo", self._hip.hipMemGetInfo())
         return int(free), int(total)
 
@@ -175,7 +180,7 @@ class HipBackend:
         """A device allocation of `nbytes` bytes (> 0); its address."""
         if nbytes <= 0:
             raise BenchError(f"allocation size must be a positive number of bytes, got {nbytes}")
-        self._use_device()
+        self.make_current()
         return int(self._check("hipMalloc", self._hip.hipMalloc(nbytes)))
 
     def free(self, address: int) -> None:
@@ -198,7 +203,7 @@ class HipBackend:
 
     def load_module(self, image: bytes) -> int:
         """Loads a code object (HSACO) onto the device; the module handle."""
-        self._use_device()
+        self.make_current()
         # hip-python takes the image as an address; the bytes stay alive for the call.
         buffer = np.frombuffer(image, dtype=np.uint8)
         return int(self._check("hipModuleLoadData", self._hip.hipModuleLoadData(buffer.ctypes.data)))
@@ -221,7 +226,7 @@ class HipBackend:
 
     def create_stream(self) -> int:
         """A new stream (blocking: ordered with the null stream, where copies run)."""
-        self._use_device()
+        self.make_current()
         return int(self._check("hipStreamCreate", self._hip.hipStreamCreate()))
 
     def destroy_stream(self, stream: int) -> None:
@@ -231,7 +236,7 @@ class HipBackend:
         self._check("hipStreamSynchronize", self._hip.hipStreamSynchronize(stream))
 
     def synchronize(self) -> None:
-        self._use_device()
+        self.make_current()
         self._check("hipDeviceSynchronize", self._hip.hipDeviceSynchronize())
 
 

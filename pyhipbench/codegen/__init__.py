@@ -75,9 +75,11 @@ def triple_of(target: str) -> str:
     )
 
 
-def _check_module_target(module: ir.Module, target: str, triple: str) -> None:
+def _for_target(module: ir.Module, target: str, triple: str) -> ir.Module:
+    """`module`, checked against the target; one without a triple gets the target's
+    (on a copy: the caller's module is left as it was)."""
     if not module.triple:
-        # A module without a triple takes the target's.
+        module = ir.Module(module.clone())
         module.ref.triple = triple
     elif module.triple != triple:
         raise ir.IRError(
@@ -92,6 +94,7 @@ def _check_module_target(module: ir.Module, target: str, triple: str) -> None:
             f'the IR was generated for {", ".join(others)} (function attribute "target-cpu"), '
             f"not {target}: regenerate it for {target} or compile for {others[0]}"
         )
+    return module
 
 
 def compile_ir(
@@ -122,8 +125,7 @@ def compile_ir(
     """
     target = base_arch(target)
     triple = triple_of(target)
-    module = source if isinstance(source, ir.Module) else ir.parse(source)
-    _check_module_target(module, target, triple)
+    module = _for_target(source if isinstance(source, ir.Module) else ir.parse(source), target, triple)
     kernels = ir.find_kernels(module)
     if triple == nvptx.TRIPLE:
         if icache_flush:
@@ -152,9 +154,10 @@ def compile_for_device(source: str | bytes | os.PathLike | ir.Module, device, **
     On NVIDIA, PTX newer than the installed driver loads is compiled again at
     the newest version it does load, unless ``ptx_version`` was given.
     """
-    code = compile_ir(source, device.arch, **options)
+    module = source if isinstance(source, ir.Module) else ir.parse(source)
+    code = compile_ir(module, device.arch, **options)
     if code.format == "ptx" and options.get("ptx_version") is None:
         limit = nvptx.max_ptx_version(device.backend.driver_version())
         if nvptx.ptx_version_of(code.data) > limit:
-            code = compile_ir(source, device.arch, **options, ptx_version=limit)
+            code = compile_ir(module, device.arch, **{**options, "ptx_version": limit})
     return code

@@ -23,12 +23,19 @@ FAKE_PROPERTIES = DeviceProperties(
 
 
 class HostBackend:
+    formats = ("ptx", "cubin", "fatbin", "hsaco")  # loads anything: it only reads parameters
     def __init__(self, free_bytes: int = 900 * MiB, **properties) -> None:
         self._properties = replace(FAKE_PROPERTIES, **properties)
         self.name = self._properties.backend
         self.free_bytes = free_bytes
         self.live: dict[int, ctypes.Array] = {}
         self.modules: dict[int, dict[str, list[KernelParam]]] = {}
+        self.streams: set[int] = set()
+        self.current_calls = 0
+        self.free_error: Exception | None = None  # raised by free(), as a driver after a fault
+
+    def make_current(self) -> None:
+        self.current_calls += 1
 
     def properties(self) -> DeviceProperties:
         return self._properties
@@ -42,6 +49,8 @@ class HostBackend:
         return ctypes.addressof(buffer)
 
     def free(self, address: int) -> None:
+        if self.free_error is not None:
+            raise self.free_error
         del self.live[address]
 
     def copy_to_device(self, address: int, host: np.ndarray) -> None:
@@ -69,6 +78,17 @@ class HostBackend:
 
     def kernel_params(self, module: int, function: int) -> list[KernelParam] | None:
         return None
+
+    def create_stream(self) -> int:
+        stream = 0x5000 + len(self.streams)
+        self.streams.add(stream)
+        return stream
+
+    def destroy_stream(self, stream: int) -> None:
+        self.streams.remove(stream)
+
+    def synchronize_stream(self, stream: int) -> None:
+        pass
 
     def synchronize(self) -> None:
         pass

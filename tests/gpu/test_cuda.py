@@ -104,12 +104,15 @@ def test_cubin_and_fatbin_parameters_come_from_the_driver(cuda_device, tmp_path,
 
 def test_a_faulting_kernel_names_itself_and_the_context_state(cuda_device):
     # In a child process: the fault poisons the CUDA context for the rest of its life.
+    # The rotated copy of q cannot be freed after it (the driver fails every call):
+    # the fault, not that, is what must surface.
     script = f"""
 import pyhipbench as hb
 dev = hb.Device("cuda")
 fault = dev.load_module({str(DATA / 'fault.ptx')!r}).kernel("fault")
+q = dev.empty(1024, "float32")
 try:
-    hb.bench(fault, 1, 1, [hb.Pointer(0)], iterations=1, warmup=0)
+    hb.bench(fault, 1, 1, [hb.Pointer(0), q], iterations=2, warmup=0, rotate=2)
 except hb.KernelFault as e:
     print("FAULT", e.code, e.context_usable, e)
 """
