@@ -40,7 +40,7 @@ LaunchPlan::LaunchPlan(uintptr_t function, std::string kernel_name, LaunchConfig
   pointers_.resize(sets_ * arg_offsets_.size());
   for (size_t s = 0; s < sets_; ++s) {
     std::byte* base = reinterpret_cast<std::byte*>(storage_.data()) + s * set_stride_;
-    std::memcpy(base, arg_sets[s].data(), set_bytes);
+    if (set_bytes > 0) std::memcpy(base, arg_sets[s].data(), set_bytes);
     for (size_t a = 0; a < arg_offsets_.size(); ++a) {
       pointers_[s * arg_offsets_.size() + a] = base + arg_offsets_[a];
     }

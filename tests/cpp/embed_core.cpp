@@ -1,0 +1,39 @@
+// A C++ tuner's use of the core, without Python: built by test_cpp_core.py
+// against csrc/include with AddressSanitizer and UBSan, and run on the fake
+// driver named by argv[1] ("cuda" or "hip") and argv[2] (its path).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "pyhipbench/runtime.hpp"
+
+using namespace pyhipbench;
+
+int main(int argc, char** argv) {
+  if (argc != 3) return 2;
+  auto runtime = load_runtime(argv[1], argv[2]);
+  // Odd set sizes and many sets: every pointer must stay inside the plan's storage.
+  for (size_t set_bytes : {1, 12, 16, 17, 40, 100}) {
+    for (size_t sets : {1, 3, 7, 64}) {
+      std::vector<std::string> arg_sets;
+      for (size_t s = 0; s < sets; ++s) arg_sets.emplace_back(set_bytes, static_cast<char>(s));
+      std::vector<size_t> offsets{0, set_bytes - 1};
+      LaunchPlan plan(0x1234, "k", LaunchConfig{}, arg_sets, offsets);
+      for (size_t s = 0; s < sets; ++s) {
+        void** args = plan.args(s);
+        if (*static_cast<char*>(args[0]) != static_cast<char>(s) ||
+            *static_cast<char*>(args[1]) != static_cast<char>(s)) {
+          std::printf("set %zu of %zu (%zu bytes) reads the wrong bytes\n", s, sets, set_bytes);
+          return 1;
+        }
+      }
+      Timings t = runtime->run(plan, 2 * sets, 1);
+      if (t.times_us.size() != 2 * sets) return 1;
+    }
+  }
+  // A kernel without arguments: no storage, no pointer arrays.
+  LaunchPlan empty(0x1234, "empty", LaunchConfig{}, {std::string()}, {});
+  if (empty.args(0) != nullptr || runtime->run(empty, 3, 0).times_us.size() != 3) return 1;
+  std::printf("ok\n");
+  return 0;
+}

@@ -1,0 +1,30 @@
+"""The core as a C++ tuner embeds it: no Python, built with sanitizers, on the fake drivers."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+CORE_SOURCES = ["launch_plan.cpp", "dynamic_library.cpp", "runtime.cpp", "cuda_runtime.cpp", "hip_runtime.cpp"]
+
+
+@pytest.fixture(scope="module")
+def embed_core(tmp_path_factory):
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("needs a C++ compiler (g++) to build the embedding test")
+    binary = tmp_path_factory.mktemp("embed") / "embed_core"
+    subprocess.run([compiler, "-std=c++17", "-g", "-O1", "-fsanitize=address,undefined",
+                    "-fno-sanitize-recover=all", "-I", str(ROOT / "csrc" / "include"), "-I", str(ROOT / "csrc"),
+                    "-o", str(binary), str(Path(__file__).parent / "cpp" / "embed_core.cpp"),
+                    *(str(ROOT / "csrc" / s) for s in CORE_SOURCES), "-ldl"], check=True)
+    return binary
+
+
+def test_core_embeds_without_python_and_is_memory_clean(embed_core, fake_libraries, backend_name):
+    result = subprocess.run([str(embed_core), backend_name, str(fake_libraries[backend_name])],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
