@@ -47,6 +47,13 @@ class CudaBackend:
         self._index = index
         self.make_current()
 
+    def __del__(self) -> None:
+        # Arrays, modules and streams hold this backend, so none outlives the context.
+        try:
+            self._cu.cuDevicePrimaryCtxRelease(self._device)
+        except Exception:  # interpreter shutdown, or __init__ failed before retaining it
+            pass
+
     def make_current(self) -> None:
         """Makes this device's context current on the calling thread."""
         self._check("cuCtxSetCurrent", self._cu.cuCtxSetCurrent(self._context))
