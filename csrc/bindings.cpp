@@ -11,9 +11,16 @@ using namespace pyhipbench;
 PYBIND11_MODULE(_core, m) {
   m.doc() = "pyhipbench's C++ core: launch plans and the timed launch loop";
 
-  py::exception<DriverError> driver_error(m, "DriverError", PyExc_RuntimeError);
+  // pyhipbench.Error is the root of every error a user can cause; the Python
+  // layer derives its own errors from it (pyhipbench/errors.py).
+  py::object error = py::reinterpret_steal<py::object>(
+      PyErr_NewException("pyhipbench._core.Error", PyExc_Exception, nullptr));
+  m.attr("Error") = error;
+  py::exception<DriverError> driver_error(
+      m, "DriverError", py::make_tuple(error, py::handle(PyExc_RuntimeError)));
   py::exception<KernelFault> kernel_fault(m, "KernelFault", driver_error);
-  py::register_exception<LibraryError>(m, "LibraryError", PyExc_OSError);
+  py::register_exception<LibraryError>(m, "LibraryError",
+                                       py::make_tuple(error, py::handle(PyExc_OSError)));
   // Attach the driver's details to the Python exception, so callers can act
   // on the code, not only read the message.
   py::register_exception_translator([](std::exception_ptr p) {

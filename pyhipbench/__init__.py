@@ -10,7 +10,8 @@ from .args import Pointer, Scalar, float16, float32, float64, int8, int16, int32
 from .args import uint8, uint16, uint32, uint64
 from .bench import bench
 from .device import Device, available_backends
-from .errors import BenchError, DriverError, KernelFault, LibraryError, NoDeviceError
+from .errors import (BenchError, CodegenError, DriverError, Error, IRError, KernelFault, LibraryError,
+                     NoDeviceError, ToolchainError, VerificationError)
 from .launch_config import LaunchConfig
 from .memory import DeviceArray
 from .module import Kernel, Module
@@ -24,5 +25,6 @@ __all__ = [
     "Result", "Rotation", "RotationCapped", "plan_rotation", "shared", "Pointer", "Scalar",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",
-    "BenchError", "DriverError", "KernelFault", "LibraryError", "NoDeviceError",
+    "Error", "BenchError", "IRError", "CodegenError", "VerificationError", "ToolchainError",
+    "NoDeviceError", "LibraryError", "DriverError", "KernelFault",
 ]

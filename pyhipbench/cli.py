@@ -13,13 +13,11 @@ from . import archs, cli_compile
 from . import args as scalars
 from .args import int64, shared
 from .bench import bench
-from .codegen import CodegenError, VerificationError, compile_for_device
+from .codegen import compile_for_device
 from .codeobject import read_image
 from .device import Device
-from .errors import BenchError, DriverError, LibraryError, NoDeviceError
-from .ir import IRError
+from .errors import BenchError, Error, NoDeviceError
 from .rotation import plan_rotation
-from .toolchain import ToolchainError
 
 MiB = archs.MiB
 
@@ -236,8 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:  # bad input: nothing was launched
         print(f"pyhipbench {args.command}: {e}", file=sys.stderr)
         return 2
-    except (NoDeviceError, DriverError, LibraryError, IRError, ToolchainError, CodegenError,
-            VerificationError) as e:
+    except Error as e:
         print(f"pyhipbench {args.command}: {e}", file=sys.stderr)
         return 1
 

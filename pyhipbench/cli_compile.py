@@ -6,9 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .codegen import CodegenError, CodeObject, VerificationError, compile_ir
-from .ir import IRError
-from .toolchain import ToolchainError
+from .codegen import CodeObject, compile_ir
+from .errors import Error
 
 __all__ = ["add_parser", "run_compile", "describe"]
 
@@ -70,7 +69,7 @@ def run_compile(args: argparse.Namespace) -> int:
             code_object_version=args.code_object_version,
             ptx_version=args.ptx_version,
         )
-    except (IRError, ToolchainError, CodegenError, VerificationError, ValueError, OSError) as e:
+    except (Error, ValueError, OSError) as e:
         print(f"pyhipbench compile: error: {e}", file=sys.stderr)
         return 1
     code_object.save(args.output)

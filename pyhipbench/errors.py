@@ -1,22 +1,55 @@
-"""The exceptions pyhipbench raises.
+"""Every error pyhipbench raises, in one hierarchy.
 
-`BenchError` is bad input, found before anything is launched. `DriverError`
-and `KernelFault` come from the GPU driver (raised by the C++ core, or by a
-Python backend through `driver_error`); they carry `call`, `code` and
-`driver_message`, and a `KernelFault` also `context_usable`.
+Everything a user can cause derives from `Error`, so a tuner can catch one
+class around a candidate and nothing else escapes:
+
+    Error
+    ├── BenchError        bad input, found before anything is launched (also a ValueError)
+    ├── IRError           the LLVM IR is invalid, has no kernel, or cannot take the prologue
+    ├── CodegenError      LLVM or a tool failed to turn IR into a code object
+    │   └── VerificationError   a kernel does not start with the injected prologue
+    ├── ToolchainError    no usable assembler / linker / disassembler
+    ├── NoDeviceError     no usable GPU, driver or Python bindings
+    ├── LibraryError      a driver library could not be loaded (C++ core; also an OSError)
+    └── DriverError       a driver call failed (`call`, `code`, `driver_message`)
+        └── KernelFault   a kernel faulted while running (`context_usable`)
+
+`DriverError`, `KernelFault` and `LibraryError` are raised by the C++ core
+(pyhipbench._core) and, through `driver_error`, by the Python backends.
 """
 from __future__ import annotations
 
-from ._core import DriverError, KernelFault, LibraryError
+from ._core import DriverError, Error, KernelFault, LibraryError
 
-__all__ = ["BenchError", "DriverError", "KernelFault", "LibraryError", "NoDeviceError", "driver_error"]
+__all__ = ["Error", "BenchError", "IRError", "CodegenError", "VerificationError", "ToolchainError",
+           "NoDeviceError", "LibraryError", "DriverError", "KernelFault", "driver_error"]
 
 
-class BenchError(ValueError):
+class BenchError(Error, ValueError):
     """Bad input to a benchmark: names the bad value and what was expected. Nothing was launched."""
 
 
-class NoDeviceError(RuntimeError):
+class IRError(Error, ValueError):
+    """The IR is invalid, has no kernel, or cannot take the prologue."""
+
+
+class CodegenError(Error, RuntimeError):
+    """Code generation or one of its tools failed; the message quotes the tool."""
+
+
+class VerificationError(CodegenError):
+    """A kernel does not start with the prologue (`verification` holds the proof that failed)."""
+
+    def __init__(self, verification) -> None:
+        super().__init__(f"code object verification failed\n{verification}")
+        self.verification = verification
+
+
+class ToolchainError(Error, RuntimeError):
+    """No usable llvm-mc / ld.lld / llvm-objdump was found."""
+
+
+class NoDeviceError(Error, RuntimeError):
     """No usable GPU (or no driver, or no Python bindings for it)."""
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from .errors import IRError
+
 __all__ = [
     "IRError",
     "Module",
@@ -37,10 +39,6 @@ _LABEL = re.compile(rf"^{_NAME}:")
 _ESCAPE = re.compile(rb"\\(\\|[0-9A-Fa-f]{2})")
 _TARGET_CPU = re.compile(r'"target-cpu"="([^"]*)"')
 _TARGET_FEATURES = re.compile(r'"target-features"="([^"]*)"')
-
-
-class IRError(ValueError):
-    """The IR is invalid, has no kernel, or cannot take the prologue."""
 
 
 @dataclass(frozen=True)

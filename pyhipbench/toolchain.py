@@ -28,6 +28,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import ToolchainError
+
 __all__ = ["Toolchain", "ToolchainError", "find_toolchain", "ENV_VAR", "TOOLS"]
 
 ENV_VAR = "PYHIPBENCH_LLVM_BIN"
@@ -40,10 +42,6 @@ _HOW_TO_GET = (
     "`apt-get install llvm-22 lld-22` (LLVM >= 20 knows gfx950; >= 17 knows gfx942), "
     f"or set {ENV_VAR} to a directory holding {', '.join(TOOLS)}."
 )
-
-
-class ToolchainError(RuntimeError):
-    """No usable llvm-mc / ld.lld / llvm-objdump was found."""
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from pathlib import Path
 from .. import ir
 from ..archs import base_arch
 from . import amdgpu, nvptx
-from .amdgpu import CodegenError
-from .verify import KernelEntry, Verification, VerificationError
+from ..errors import CodegenError, VerificationError
+from .verify import KernelEntry, Verification
 
 __all__ = [
     "CodeObject",

@@ -25,7 +25,8 @@ import llvmlite.binding as llvm
 
 from .. import ir
 from ..toolchain import Toolchain, find_toolchain
-from .verify import Verification, VerificationError, verify_entries
+from ..errors import CodegenError, VerificationError
+from .verify import Verification, verify_entries
 
 __all__ = ["TRIPLE", "FLUSH", "CODE_OBJECT_VERSIONS", "CodegenError", "compile_module"]
 
@@ -53,10 +54,6 @@ _CO_FLAG = re.compile(r'(!"amdhsa_code_object_version", i32 )(\d+)')
 # An explicit !str tag is read as a string by old and new assemblers alike and
 # gives the same binary note.
 _METADATA_STRING = re.compile(r"^(\s*(?:- )?\.(?:name|type_name):\s+)(?!!str )(\S.*)$", re.MULTILINE)
-
-
-class CodegenError(RuntimeError):
-    """The AMDGPU code generation or a tool failed."""
 
 
 def _asm_symbol(name: str) -> str:

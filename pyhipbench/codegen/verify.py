@@ -16,6 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import VerificationError
+
 __all__ = ["KernelEntry", "Verification", "VerificationError", "verify_entries"]
 
 _DESCRIPTOR_SIZE = 64
@@ -70,14 +72,6 @@ class Verification:
         lines += [f"  {k}" for k in self.kernels]
         lines += [f"  {name}: no kernel descriptor {name}.kd [FAILED]" for name in self.missing]
         return "\n".join(lines)
-
-
-class VerificationError(RuntimeError):
-    """A kernel does not start with the prologue."""
-
-    def __init__(self, verification: Verification):
-        super().__init__(f"code object verification failed\n{verification}")
-        self.verification = verification
 
 
 def _descriptors(elf: bytes) -> dict[str, tuple[int, bytes]]:
