@@ -32,6 +32,7 @@ def test_parses_each_form_into_plain_picklable_data(text, spec):
     assert pickle.loads(pickle.dumps(parsed)) == spec  # sweeps ship specs to worker processes
     with pytest.raises(AttributeError):
         parsed.dtype = "int8"  # frozen
+    assert parse_arg(str(parsed)) == spec  # prints back as --arg text
 
 
 @pytest.mark.parametrize("text, message", [
