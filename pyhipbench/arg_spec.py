@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import args as scalars
-from .args import Argument, Scalar, shared
+from .args import Argument, shared
 from .errors import BenchError
 
 __all__ = ["DTYPES", "FILLS", "ARG_FORMS", "ScalarSpec", "ArraySpec", "ArgSpec", "parse_arg", "materialize",
@@ -41,11 +41,27 @@ MAX_ARRAY_BYTES = (1 << 63) - 1
 MAX_VALUE_CHARS = 100  # longer numbers are out of every dtype's range (uint64 in binary: 66 characters)
 
 
+def _largest_exact(dtype: np.dtype) -> int:
+    """The largest whole number `dtype` holds exactly, with every smaller one."""
+    if dtype.kind in "iu":
+        return int(np.iinfo(dtype).max)
+    return 2 ** (np.finfo(dtype).nmant + 1)
+
+
+def _check_dtype(dtype: object) -> None:
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise BenchError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+
+
 @dataclass(frozen=True)
 class ScalarSpec:
-    """A by-value argument: `dtype` one of DTYPES, `value` already range-checked for it."""
+    """A by-value argument: `dtype` one of DTYPES, `value` in its range (checked on construction)."""
     dtype: str
     value: int | float
+
+    def __post_init__(self) -> None:
+        _check_dtype(self.dtype)
+        getattr(scalars, self.dtype)(self.value)  # BenchError naming the value when out of range
 
     def __str__(self) -> str:
         return f"{self.dtype}:{self.value!r}"
@@ -53,11 +69,32 @@ class ScalarSpec:
 
 @dataclass(frozen=True)
 class ArraySpec:
-    """A device array of `count` elements of `dtype`, filled with `fill`; `shared`: not rotated."""
+    """A device array of `count` elements of `dtype`, filled with `fill`; `shared`: not rotated.
+
+    Checked on construction: dtype one of DTYPES, count a positive integer whose
+    size fits in MAX_ARRAY_BYTES, fill one of FILLS, arange exact in the dtype.
+    """
     dtype: str
     count: int
     fill: str = "zeros"
     shared: bool = False
+
+    def __post_init__(self) -> None:
+        _check_dtype(self.dtype)
+        if isinstance(self.count, bool) or not isinstance(self.count, (int, np.integer)) or self.count < 1:
+            raise BenchError(f"element count {self.count!r} is not a positive whole number")
+        object.__setattr__(self, "count", int(self.count))  # a numpy integer pickles as a plain int
+        if self.nbytes > MAX_ARRAY_BYTES:
+            raise BenchError(f"{self.count} x {self.dtype} is {self.nbytes} bytes, more than any device "
+                             "addresses (2**63 - 1)")
+        if self.fill not in FILLS:
+            raise BenchError(f"fill {self.fill!r} is not one of {', '.join(FILLS)}")
+        largest = _largest_exact(np.dtype(self.dtype))
+        if self.fill == "arange" and self.count - 1 > largest:
+            raise BenchError(f"arange reaches {self.count - 1}, but {self.dtype} holds whole numbers exactly "
+                             f"only up to {largest}")
+        if not isinstance(self.shared, bool):
+            raise BenchError(f"shared={self.shared!r}: expected True or False")
 
     @property
     def nbytes(self) -> int:
@@ -71,65 +108,48 @@ class ArraySpec:
 ArgSpec = ScalarSpec | ArraySpec
 
 
-def _largest_exact(dtype: np.dtype) -> int:
-    """The largest whole number `dtype` holds exactly, with every smaller one."""
-    if dtype.kind in "iu":
-        return int(np.iinfo(dtype).max)
-    return 2 ** (np.finfo(dtype).nmant + 1)
-
-
-def _parse_scalar(text: str, dtype: str, value_text: str) -> ScalarSpec:
-    if len(value_text) > MAX_VALUE_CHARS:  # also keeps int() below Python's digit limit
-        raise BenchError(f"--arg {text[:40]!r}...: a value of {len(value_text)} characters is out of range "
-                         f"for {dtype}")
+def _number(dtype: str, text: str) -> int | float:
+    """`text` as a value of `dtype`'s kind (int: decimal, 0x, 0o, 0b; float); BenchError if it is none."""
+    if len(text) > MAX_VALUE_CHARS:  # also keeps int() below Python's digit limit
+        raise BenchError(f"a value of {len(text)} characters is out of range for {dtype}")
     try:
-        value = float(value_text) if dtype.startswith("float") else int(value_text, 0)
+        value = float(text) if dtype.startswith("float") else int(text, 0)
     except ValueError:
-        raise BenchError(f"--arg {text!r}: {value_text!r} is not a valid {dtype}") from None
-    if isinstance(value, float) and math.isinf(value) and "inf" not in value_text.lower():
-        raise BenchError(f"--arg {text!r}: {value_text} is out of range for {dtype}")  # float('1e400') is inf
-    try:
-        scalar: Scalar = getattr(scalars, dtype)(value)
-    except BenchError as e:
-        raise BenchError(f"--arg {text!r}: {e}") from None
-    return ScalarSpec(dtype, scalar.value)
+        raise BenchError(f"{text!r} is not a valid {dtype}") from None
+    if isinstance(value, float) and math.isinf(value) and "inf" not in text.lower():
+        raise BenchError(f"{text} is out of range for {dtype}")  # float('1e400') is inf
+    return value
 
 
-def _parse_array(text: str, kind: str, fields: list[str]) -> ArraySpec:
-    if len(fields) not in (2, 3):
-        raise BenchError(f"--arg {text!r}: expected {kind}:DTYPE:COUNT[:FILL]")
-    dtype, count_text = fields[0], fields[1]
-    fill = fields[2] if len(fields) == 3 else "zeros"
-    if dtype not in DTYPES:
-        raise BenchError(f"--arg {text!r}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
-    if not (count_text.isascii() and count_text.isdigit()) or not count_text.strip("0"):
-        raise BenchError(f"--arg {text!r}: element count {count_text!r} is not a positive whole number")
-    if len(count_text.lstrip("0")) > MAX_VALUE_CHARS:
-        raise BenchError(f"--arg {text[:40]!r}...: an element count of {len(count_text)} digits is more "
-                         "than any device addresses")
-    count = int(count_text)
-    spec = ArraySpec(dtype, count, fill, kind == "shared")
-    if spec.nbytes > MAX_ARRAY_BYTES:
-        raise BenchError(f"--arg {text!r}: {count} x {dtype} is {spec.nbytes} bytes, "
-                         f"more than any device addresses (2**63 - 1)")
-    if fill not in FILLS:
-        raise BenchError(f"--arg {text!r}: fill {fill!r} is not one of {', '.join(FILLS)}")
-    if fill == "arange" and count - 1 > _largest_exact(np.dtype(dtype)):
-        raise BenchError(f"--arg {text!r}: arange reaches {count - 1}, but {dtype} holds whole numbers "
-                         f"exactly only up to {_largest_exact(np.dtype(dtype))}")
-    return spec
+def _count(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise BenchError(f"element count {text!r} is not a positive whole number")
+    if len(text.lstrip("0")) > MAX_VALUE_CHARS:
+        raise BenchError(f"an element count of {len(text)} digits is more than any device addresses")
+    return int(text)
+
+
+def _spec(kind: str, fields: list[str]) -> ArgSpec:
+    if kind in DTYPES:
+        if len(fields) != 1 or not fields[0]:
+            raise BenchError(f"expected {kind}:VALUE")
+        return ScalarSpec(kind, _number(kind, fields[0]))
+    if kind in ("array", "shared"):
+        if len(fields) not in (2, 3):
+            raise BenchError(f"expected {kind}:DTYPE:COUNT[:FILL]")
+        _check_dtype(fields[0])
+        return ArraySpec(fields[0], _count(fields[1]), *fields[2:], shared=kind == "shared")
+    raise BenchError(f"expected {ARG_FORMS}, with TYPE and DTYPE one of {', '.join(DTYPES)}")
 
 
 def parse_arg(text: str) -> ArgSpec:
-    """The spec of one `--arg` string; BenchError naming the bad field and what was expected."""
+    """The spec of one `--arg` string; BenchError naming the text, the bad field and what was expected."""
     kind, *fields = text.split(":")
-    if kind in DTYPES:
-        if len(fields) != 1 or not fields[0]:
-            raise BenchError(f"--arg {text!r}: expected {kind}:VALUE")
-        return _parse_scalar(text, kind, fields[0])
-    if kind in ("array", "shared"):
-        return _parse_array(text, kind, fields)
-    raise BenchError(f"--arg {text!r}: expected {ARG_FORMS}, with TYPE and DTYPE one of {', '.join(DTYPES)}")
+    try:
+        return _spec(kind, fields)
+    except BenchError as e:
+        shown = repr(text) if len(text) <= 200 else f"{text[:40]!r}..."
+        raise BenchError(f"--arg {shown}: {e}") from None
 
 
 def host_available_bytes() -> int | None:

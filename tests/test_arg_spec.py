@@ -54,7 +54,7 @@ def test_parses_each_form_into_plain_picklable_data(text, spec):
     ("array:foo:4", "dtype 'foo' is not one of int8, int16"),
     ("array:bool:4", "dtype 'bool' is not one of"),
     ("array:float32:x", "element count 'x' is not a positive whole number"),
-    ("array:float32:0", "element count '0' is not a positive whole number"),
+    ("array:float32:0", "element count 0 is not a positive whole number"),
     ("array:float32:-4", "element count '-4' is not a positive whole number"),
     ("array:float32:1e6", "element count '1e6' is not a positive whole number"),
     ("array:float32:3000000000000000000", "3000000000000000000 x float32 is 12000000000000000000 bytes, "
@@ -69,6 +69,32 @@ def test_bad_text_is_refused_naming_the_field(text, message):
         parse_arg(text)
     assert type(raised.value) is hb.BenchError
     assert message in str(raised.value)
+
+
+def test_specs_built_in_code_are_checked_too():
+    """A sweep may build specs directly; they hold the same invariants as parsed ones."""
+    spec = ArraySpec("float32", np.int64(4))
+    assert spec.count == 4 and type(spec.count) is int and spec.nbytes == 16
+    assert ScalarSpec("uint8", np.uint8(7)).value == 7
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: ArraySpec("float32", 0), "element count 0 is not a positive whole number"),
+    (lambda: ArraySpec("float32", True), "element count True is not a positive whole number"),
+    (lambda: ArraySpec("float32", 4.0), "element count 4.0 is not a positive whole number"),
+    (lambda: ArraySpec("complex64", 4), "dtype 'complex64' is not one of int8"),
+    (lambda: ArraySpec("float32", 4, "noise"), "fill 'noise' is not one of zeros, ones, arange, random"),
+    (lambda: ArraySpec("float32", 4, shared="yes"), "shared='yes': expected True or False"),
+    (lambda: ArraySpec("int64", 2**61), "2305843009213693952 x int64 is 18446744073709551616 bytes"),
+    (lambda: ScalarSpec("int8", 300), "int8(300): out of range [-128, 127]"),
+    (lambda: ScalarSpec("float32", "2.5"), "float32('2.5'): expected a number"),
+    (lambda: ScalarSpec(np.float32, 1), "dtype <class 'numpy.float32'> is not one of int8"),
+])
+def test_bad_specs_built_in_code_are_refused(make, message):
+    with pytest.raises(hb.BenchError) as raised:
+        make()
+    assert type(raised.value) is hb.BenchError
+    assert str(raised.value).startswith(message)
 
 
 def test_scalars_materialise_as_typed_scalars(device):

@@ -111,7 +111,7 @@ OPTION_ERRORS = [
     (["run", "{d}/k.ll", *RUN, "--arg", "int32:4294967296"], "argument --arg: 'int32:4294967296': int32(4294967296): out of range [-2147483648, 2147483647]"),
     (["run", "{d}/k.ll", *RUN, "--arg", "float32:1e40"], "argument --arg: 'float32:1e40': float32(1e+40): out of range, the largest float32 is"),
     (["run", "{d}/k.ll", *RUN, "--arg", "array:object:4"], "argument --arg: 'array:object:4': dtype 'object' is not one of int8"),
-    (["run", "{d}/k.ll", *RUN, "--arg", "array:float32:0"], "argument --arg: 'array:float32:0': element count '0' is not a positive whole number"),
+    (["run", "{d}/k.ll", *RUN, "--arg", "array:float32:0"], "argument --arg: 'array:float32:0': element count 0 is not a positive whole number"),
     (["run", "{d}/k.ll", *RUN, "--arg", "array:float64:2305843009213693952"], "argument --arg: 'array:float64:2305843009213693952': "
      "2305843009213693952 x float64 is 18446744073709551616 bytes, more than any device addresses"),
     # compile's target and versions
