@@ -6,6 +6,8 @@ one's cached data. Python sets the run up: devices and memory through
 hip-python or cuda-bindings, parameter checks from the code object, the
 rotation count, statistics.
 """
+from importlib.metadata import version as _distribution_version
+
 from .args import Pointer, Scalar, float16, float32, float64, int8, int16, int32, int64, shared
 from .args import uint8, uint16, uint32, uint64
 from .bench import bench
@@ -18,7 +20,7 @@ from .module import Kernel, Module
 from .result import Result
 from .rotation import Rotation, RotationCapped, plan_rotation
 
-__version__ = "0.1.0"
+__version__ = _distribution_version("pyhipbench")  # pyproject.toml holds the one version
 
 __all__ = [
     "bench", "Device", "available_backends", "DeviceArray", "Module", "Kernel", "LaunchConfig",

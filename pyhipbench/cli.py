@@ -1,35 +1,112 @@
-"""The `pyhipbench` command: info, demo, compile, run."""
+"""The `pyhipbench` command: info, demo, compile, run.
+
+`main()` is the one place errors become messages: a pyhipbench.Error (exit 1;
+BenchError, bad input found before anything ran: exit 2) or an OSError
+(exit 1) prints one line naming what was wrong; argparse refuses malformed
+options (exit 2). Bad input never gives a traceback.
+"""
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-from . import archs, cli_compile
-from . import args as scalars
-from .args import int64, shared
+from . import __version__, archs, codeobject, ir
+from .arg_spec import DTYPES, FILLS, ArgSpec, materialize, parse_arg
+from .args import int64
 from .bench import bench
-from .codegen import compile_for_device
-from .codeobject import read_image
+from .codegen import CodeObject, compile_for_device, compile_ir, triple_of
+from .codegen.nvptx import TRIPLE as NVPTX_TRIPLE
 from .device import Device
-from .errors import BenchError, Error, NoDeviceError
+from .errors import BenchError, Error, IRError, NoDeviceError
 from .rotation import plan_rotation
 
 MiB = archs.MiB
+MAX_SIZE = (1 << 63) - 1            # bytes: numpy's and the drivers' signed 64-bit sizes
+MAX_DIM = (1 << 32) - 1             # the drivers take each grid and block dimension as 32 bits
+MAX_ITERATIONS = 10_000_000         # each timed iteration keeps two events and a time
+_SIZE = re.compile(r"(-?(?:\d+(?:\.\d*)?|\.\d+))([KMGT]?)(?:I?B)?")
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
+# -- option types: each says what it expected -----------------------------------
 def _size(text: str) -> int:
-    """'64M', '1G', '4096' -> bytes."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    """'64M', '1.5G', '4096' -> bytes (K, M, G, T are powers of 1024); 1 to 2**63 - 1."""
+    match = _SIZE.fullmatch(text.strip().upper())
     try:
-        return int(float(text[:-1]) * units[text[-1]]) if text[-1:] in units else int(text)
-    except ValueError:
+        size = int(Fraction(match[1]) * _UNITS[match[2]]) if match else None
+    except ValueError:  # more digits than Python converts
+        size = None
+    if size is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size; expected bytes such as 4096, 64M or 1G")
+    if not 1 <= size <= MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"{text!r} is {size} bytes; expected 1 to 2**63 - 1 bytes")
+    return size
+
+
+def _whole(text: str, what: str, low: int, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {what}, a whole number from {low} to {high}")
+    return value
+
+
+def _iterations(text: str) -> int:
+    return _whole(text, "a count of iterations", 1, MAX_ITERATIONS)
+
+
+def _warmup(text: str) -> int:
+    return _whole(text, "a count of warm-up launches", 0, MAX_ITERATIONS)
+
+
+def _shared_bytes(text: str) -> int:
+    return _whole(text, "bytes of dynamic shared memory", 0, MAX_DIM)
+
+
+def _ptx_version(text: str) -> int:
+    return _whole(text, "a PTX ISA version times ten such as 80", 10, 999)
+
+
+def _target(text: str) -> str:
+    """A processor compile_ir knows (gfx942, gfx942:xnack-, sm_90), checked before any work."""
+    try:
+        triple_of(archs.base_arch(text))
+    except (Error, ValueError) as e:  # codegen's "unknown target" names the value and the expected forms
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _dims(text: str) -> tuple[int, ...]:
+    """'1024' or '64,4' -> (1024,) or (64, 4): 1 to 3 positive integers."""
+    expected = f"expected 1 to 3 comma-separated integers from 1 to {MAX_DIM}, such as 1024 or 64,4"
+    parts = [p.strip() for p in text.split(",")]
+    if not 1 <= len(parts) <= 3 or not all(p.isascii() and p.isdigit() and len(p) <= 10 for p in parts) \
+            or not all(1 <= int(p) <= MAX_DIM for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: {expected}")
+    return tuple(int(p) for p in parts)
+
+
+def _rotate(text: str) -> int | str:
+    if text == "auto":
+        return text
+    return _whole(text, "'auto' or a number of argument sets", 1, MAX_ITERATIONS)
+
+
+def _kernel_arg(text: str) -> ArgSpec:
+    try:
+        return parse_arg(text)
+    except BenchError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--arg ")) from None
 
 
 def _open_device(backend: str | None):
@@ -114,128 +191,205 @@ def _demo_run(device, iterations: int) -> int:
     return 0
 
 
-SCALAR_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                "float16", "float32", "float64")
-FILLS = ("zeros", "ones", "arange", "random")
-ARG_HELP = ("a kernel argument, in order: TYPE:VALUE for a scalar (int64:1048576, float32:2.5; "
-            f"TYPE one of {', '.join(SCALAR_TYPES)}), array:DTYPE:COUNT[:FILL] for a rotated device "
-            f"array, shared:DTYPE:COUNT[:FILL] for one that is not rotated (FILL: {', '.join(FILLS)}; "
-            "default zeros)")
+# -- inputs and outputs ------------------------------------------------------------
+def _read_input(path: Path) -> tuple[str, bytes | str]:
+    """("code object", bytes) or ("ir", bitcode bytes or IR text), decided by content, not suffix.
 
-
-def _dims(text: str) -> tuple[int, ...]:
+    Code objects are recognised by their magic (codeobject.detect_format); an
+    ELF or fatbin that is not a GPU code object is refused as such; anything
+    else is LLVM IR, bitcode by its magic or else UTF-8 text.
+    """
+    data = path.read_bytes()  # a missing file or a directory: OSError naming it, reported by main()
+    if data[:4] in ir._BITCODE_MAGIC:
+        return "ir", data
     try:
-        return tuple(int(d) for d in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected 1 to 3 comma-separated integers such as 1024 or 64,4")
-
-
-def _rotate(text: str) -> int | str:
-    if text == "auto":
-        return text
+        codeobject.detect_format(data)
+        return "code object", data
+    except BenchError:
+        if data[:4] == b"\x7fELF" or data[:4] == codeobject.FATBIN_MAGIC.to_bytes(4, "little"):
+            raise
     try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected 'auto' or a number of sets")
+        return "ir", data.decode()
+    except UnicodeDecodeError as e:
+        raise IRError(f"{path}: byte {e.start} (0x{data[e.start]:02x}) is not UTF-8; expected LLVM IR text, "
+                      "LLVM bitcode or a code object (PTX, cubin, fatbin, HSACO)") from None
 
 
-ARG_FORMS = "TYPE:VALUE, array:DTYPE:COUNT[:FILL] or shared:DTYPE:COUNT[:FILL]"
+def _check_output(option: str, path: Path, input_path: Path | None = None) -> None:
+    """Refuses, before any work, an output path that cannot be written or would overwrite the input."""
+    def refuse(why: str) -> BenchError:
+        return BenchError(f"{option} {path}: {why}")
+
+    if path.is_dir():
+        raise refuse("is a directory; expected a file path")
+    parent = path.parent
+    if not parent.exists():
+        raise refuse(f"directory {parent} does not exist")
+    if not parent.is_dir():
+        raise refuse(f"{parent} is not a directory")
+    if path.exists():
+        if input_path is not None and input_path.exists() and os.path.samefile(path, input_path):
+            raise refuse("is the input file; writing it would overwrite the source")
+        if not os.access(path, os.W_OK):
+            raise refuse("is not writable")
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        raise refuse(f"directory {parent} is not writable")
 
 
-def _kernel_arg(device, text: str):
-    """One --arg: a typed scalar, or a device array filled on the host."""
-    kind, _, rest = text.partition(":")
-    if kind in SCALAR_TYPES:
-        try:
-            number = float(rest) if kind.startswith("float") else int(rest, 0)
-        except ValueError:
-            raise BenchError(f"--arg {text!r}: {rest!r} is not a {kind} value") from None
-        return getattr(scalars, kind)(number)
-    if kind not in ("array", "shared"):
-        raise BenchError(f"--arg {text!r}: expected {ARG_FORMS}")
-    dtype_name, _, rest = rest.partition(":")
-    count, _, fill = rest.partition(":")
-    fill = fill or "zeros"
-    try:
-        dtype = np.dtype(dtype_name)
-    except TypeError:
-        raise BenchError(f"--arg {text!r}: {dtype_name!r} is not a numpy dtype such as float32") from None
-    if not count.isdigit():
-        raise BenchError(f"--arg {text!r}: element count {count!r} is not a whole number")
-    if fill not in FILLS:
-        raise BenchError(f"--arg {text!r}: fill {fill!r} is not one of {', '.join(FILLS)}")
-    n = int(count)
-    host = {"zeros": lambda: np.zeros(n, dtype), "ones": lambda: np.ones(n, dtype),
-            "arange": lambda: np.arange(n).astype(dtype),
-            "random": lambda: np.random.default_rng(0).random(n).astype(dtype)}[fill]()
-    array = device.array(host)
-    return shared(array) if kind == "shared" else array
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    device = _open_device(args.backend)
-    if args.input.suffix in (".ll", ".bc"):
-        code = compile_for_device(args.input, device, icache_flush=False if args.no_icache_flush else None)
-        print(cli_compile.describe(code))
-        image = code.data
+def describe(code_object: CodeObject) -> str:
+    """Target, kernels and verification result, as `compile` and `run` print them."""
+    lines = [
+        f"target: {code_object.target} ({code_object.format}, {len(code_object.data)} bytes)",
+        f"kernels: {', '.join(code_object.kernels)}",
+    ]
+    if code_object.verification is not None:
+        lines.append(f"verification: {code_object.verification}")
+    elif code_object.format == "hsaco":
+        lines.append("verification: none (no prologue injected)")
     else:
-        image = read_image(args.input)
-    kernel = device.load_module(image).kernel(args.kernel)
-    kernel_args = [_kernel_arg(device, a) for a in args.arg]
-    result = bench(kernel, args.grid, args.block, kernel_args, iterations=args.iterations,
-                   warmup=args.warmup, rotate=args.rotate, shared_bytes=args.shared_bytes)
-    print(result.summary())
-    if args.json:
-        args.json.write_text(json.dumps(result.to_dict(), indent=2))
-        print(f"wrote {args.json}")
+        lines.append("icache flush: none (NVIDIA has no instruction-cache invalidation)")
+    return "\n".join(lines)
+
+
+# -- compile and run ---------------------------------------------------------------
+def cmd_compile(args: argparse.Namespace) -> int:
+    _check_output("-o", args.output, args.input)
+    if args.ptx_version is not None and triple_of(archs.base_arch(args.target)) != NVPTX_TRIPLE:
+        raise BenchError(f"--ptx-version applies to NVIDIA targets (sm_*), not {args.target}")
+    kind, source = _read_input(args.input)
+    if kind != "ir":
+        raise BenchError(f"{args.input} is already a {codeobject.detect_format(source)} code object; "
+                         "compile takes LLVM IR (text or bitcode)")
+    code_object = compile_ir(
+        ir.parse(source, name=str(args.input)),
+        args.target,
+        icache_flush=False if args.no_icache_flush else None,
+        prologue=args.prologue,
+        code_object_version=args.code_object_version,
+        ptx_version=args.ptx_version,
+    )
+    code_object.save(args.output)
+    print(f"wrote {args.output}")
+    print(describe(code_object))
     return 0
 
 
+def _write_result(path: Path, text: str) -> int:
+    """Writes the result JSON; if that fails, prints it so the measurement is not lost (exit 1)."""
+    try:
+        path.write_text(text)
+    except OSError as e:
+        print(text)
+        print(f"pyhipbench run: could not write {path}: {e.strerror or e}; the result JSON is printed "
+              "on stdout instead", file=sys.stderr)
+        return 1
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.json is not None:
+        _check_output("--json", args.json, args.input)
+    kind, source = _read_input(args.input)
+    if kind == "code object" and args.no_icache_flush:
+        raise BenchError(f"--no-icache-flush applies to LLVM IR input only; {args.input} is already a "
+                         f"{codeobject.detect_format(source)} code object")
+    module = ir.parse(source, name=str(args.input)) if kind == "ir" else None
+    device = _open_device(args.backend)
+    if module is not None:
+        code = compile_for_device(module, device, icache_flush=False if args.no_icache_flush else None)
+        print(describe(code))
+        source = code.data
+    kernel = device.load_module(source).kernel(args.kernel)
+    kernel_args = [materialize(spec, device) for spec in args.arg]
+    result = bench(kernel, args.grid, args.block, kernel_args, iterations=args.iterations,
+                   warmup=args.warmup, rotate=args.rotate, shared_bytes=args.shared_bytes)
+    print(result.summary())
+    return _write_result(args.json, json.dumps(result.to_dict(), indent=2)) if args.json else 0
+
+
+ARG_HELP = ("a kernel argument, in order: TYPE:VALUE for a scalar (int64:1048576, uint32:0xff, float32:2.5), "
+            "array:DTYPE:COUNT[:FILL] for a device array copied for every rotated set, "
+            "shared:DTYPE:COUNT[:FILL] for one all sets use as is; TYPE and DTYPE one of "
+            f"{', '.join(DTYPES)}; FILL one of {', '.join(FILLS)} (default zeros; random: seed 0, floats "
+            "uniform in [0, 1), integers uniform in [0, 127])")
+PROLOGUE_HELP = (
+    "assembly injected at each kernel's entry (after the flush): AMDGPU assembly or PTX. On AMD it runs "
+    "before the kernel-argument loads (LLVM hoists them to the entry; pyhipbench puts the prologue first), "
+    "so it must not write the registers the hardware preloads: the kernarg segment pointer (s[0:1] in "
+    "most kernels), the other user SGPRs, the workgroup IDs, and v0-v2 (work-item IDs)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pyhipbench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="pyhipbench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     info = commands.add_parser("info", help="the GPU, its caches and memory, and the rotation for a size")
     info.add_argument("--backend", choices=("hip", "cuda"))
     info.add_argument("--size", type=_size, default=64 * MiB,
-                      help="bytes of one argument set, for the rotation shown (default 64M)")
+                      help="bytes of one argument set, for the rotation shown: 4096, 64M, 1.5G (default 64M)")
     info.set_defaults(handler=cmd_info)
 
     demo = commands.add_parser("demo", help="time the bundled kernels, warm vs rotating")
     demo.add_argument("--backend", choices=("hip", "cuda"))
-    demo.add_argument("--iterations", type=int, default=200)
+    demo.add_argument("--iterations", type=_iterations, default=200)
     demo.add_argument("--profile", choices=sorted(archs.PROFILES), default="h200",
                       help="device to plan for when no GPU is present (default h200)")
     demo.set_defaults(handler=cmd_demo)
 
-    cli_compile.add_parser(commands)
+    compile_ = commands.add_parser(
+        "compile", help="compile LLVM IR to a code object, with the instruction-cache flush on AMD",
+        description="Compile LLVM IR (text or bitcode) to an HSACO (gfx*) or PTX (sm_*). On AMD every kernel "
+                    "starts with s_icache_inv + 16 s_nop, proven by disassembly; a failed proof is an error.")
+    compile_.add_argument("input", type=Path, help="LLVM IR file (text or bitcode, told apart by content)")
+    compile_.add_argument("--target", type=_target, required=True,
+                          help="processor: gfx90a, gfx942, gfx950, gfx1100, sm_90, ...")
+    compile_.add_argument("-o", "--output", type=Path, required=True,
+                          help="code object file to write (checked before compiling)")
+    compile_.add_argument("--no-icache-flush", action="store_true",
+                          help="AMD: do not inject the instruction-cache flush (NVIDIA has none)")
+    compile_.add_argument("--prologue", help=PROLOGUE_HELP)
+    compile_.add_argument("--code-object-version", type=int, default=5, choices=(4, 5, 6),
+                          help="AMD HSACO version (default 5; ROCm before 6.3 rejects 6)")
+    compile_.add_argument("--ptx-version", type=_ptx_version, metavar="NN",
+                          help="NVIDIA PTX ISA version times ten, e.g. 80 (default: the IR's, else the sm's minimum)")
+    compile_.set_defaults(handler=cmd_compile)
 
     run = commands.add_parser("run", help="compile LLVM IR (or load a code object) and time a kernel")
-    run.add_argument("input", type=Path, help="LLVM IR (.ll, .bc), or a code object (PTX, cubin, fatbin, HSACO)")
+    run.add_argument("input", type=Path, help="LLVM IR (text or bitcode) or a code object (PTX, cubin, fatbin, "
+                                              "HSACO), told apart by content")
     run.add_argument("--kernel", required=True)
     run.add_argument("--grid", type=_dims, required=True, help="blocks, e.g. 1024 or 64,4")
     run.add_argument("--block", type=_dims, required=True, help="threads per block, e.g. 256")
-    run.add_argument("--arg", action="append", default=[], help=ARG_HELP)
-    run.add_argument("--shared-bytes", type=int, default=0, help="dynamic shared memory, bytes")
-    run.add_argument("--iterations", type=int, default=100)
-    run.add_argument("--warmup", type=int, default=10)
+    run.add_argument("--arg", type=_kernel_arg, action="append", default=[], help=ARG_HELP)
+    run.add_argument("--shared-bytes", type=_shared_bytes, default=0, help="dynamic shared memory, bytes")
+    run.add_argument("--iterations", type=_iterations, default=100, help=f"timed launches, 1 to {MAX_ITERATIONS}")
+    run.add_argument("--warmup", type=_warmup, default=10, help="untimed launches first, 0 or more")
     run.add_argument("--rotate", type=_rotate, default="auto", help="'auto' or a set count (1 = warm)")
-    run.add_argument("--no-icache-flush", action="store_true", help="AMD: compile without the flush")
+    run.add_argument("--no-icache-flush", action="store_true",
+                     help="AMD, LLVM IR input only: compile without the flush")
     run.add_argument("--backend", choices=("hip", "cuda"))
-    run.add_argument("--json", type=Path, help="write the result as JSON here")
+    run.add_argument("--json", type=Path, help="write the result as JSON here (checked before running)")
     run.set_defaults(handler=cmd_run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs the command; its exit status. Argparse exits 2 itself on malformed options."""
     args = build_parser().parse_args(argv)
+    prefix = f"pyhipbench {args.command}:"
     try:
         return args.handler(args)
     except BenchError as e:  # bad input: nothing was launched
-        print(f"pyhipbench {args.command}: {e}", file=sys.stderr)
+        print(f"{prefix} {e}", file=sys.stderr)
         return 2
     except Error as e:
-        print(f"pyhipbench {args.command}: {e}", file=sys.stderr)
+        print(f"{prefix} {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a file the user named: missing, a directory, unreadable, disk full
+        where = f"{e.filename}: " if e.filename is not None else ""
+        print(f"{prefix} {where}{e.strerror or e}", file=sys.stderr)
         return 1
 
 

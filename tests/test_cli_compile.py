@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from codegen_helpers import IR_DATA, require_toolchain
-from pyhipbench import cli_compile
+from pyhipbench import cli
 
 
 def run(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="pyhipbench")
-    cli_compile.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["compile", *argv])
-    return args.handler(args)
+    return cli.main(["compile", *argv])
 
 
 def test_amd_prints_target_kernels_and_verification(tmp_path, capsys):
@@ -50,21 +45,32 @@ def test_errors_go_to_stderr_with_status_1(tmp_path, capsys):
     bad.write_text("define void @f() {\n  nonsense\n}\n")
     assert run(str(bad), "--target", "gfx942", "-o", str(tmp_path / "o")) == 1
     err = capsys.readouterr().err
-    assert err.startswith("pyhipbench compile: error: invalid LLVM IR in") and ":2:" in err
+    assert err.startswith(f"pyhipbench compile: invalid LLVM IR in {bad}:") and ":2:" in err
     assert not (tmp_path / "o").exists()
 
 
 def test_missing_input_file(tmp_path, capsys):
     assert run(str(tmp_path / "absent.ll"), "--target", "sm_90", "-o", str(tmp_path / "o")) == 1
-    assert "absent.ll" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"pyhipbench compile: {tmp_path / 'absent.ll'}: No such file or directory\n"
 
 
 def test_bad_target(tmp_path, capsys):
-    assert run(str(IR_DATA / "copy_sm_90.ll"), "--target", "volta", "-o", str(tmp_path / "o")) == 1
-    assert "unknown target 'volta'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        run(str(IR_DATA / "copy_sm_90.ll"), "--target", "volta", "-o", str(tmp_path / "o"))
+    assert exited.value.code == 2
+    assert "argument --target: unknown target 'volta': expected an AMD processor" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_ptx_version_for_an_amd_target(tmp_path, capsys):
+    assert run(str(IR_DATA / "kernels_gfx942.ll"), "--target", "gfx942", "--ptx-version", "80",
+               "-o", str(tmp_path / "o")) == 2
+    assert capsys.readouterr().err == "pyhipbench compile: --ptx-version applies to NVIDIA targets (sm_*), not gfx942\n"
 
 
 def test_code_object_version_choices(capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exited:
         run(str(IR_DATA / "copy_sm_90.ll"), "--target", "gfx942", "--code-object-version", "3",
             "-o", "x")
+    assert exited.value.code == 2
+    assert "argument --code-object-version: invalid choice: 3 (choose from 4, 5, 6)" in capsys.readouterr().err
