@@ -473,3 +473,18 @@ def test_library_from_env_is_the_one_hip_python_uses(fake_hip_library):
         report(used=total.value - free.value)
     """, PYHIPBENCH_HIP_LIBRARY=str(fake_hip_library))
     assert out["used"] == 1 << 20
+
+
+def test_hip_python_and_the_core_load_one_library_whatever_rocm_path_holds(fake_hip_library, tmp_path):
+    # hip-python 10.x looks in $ROCM_PATH/lib before the loader path; the core dlopens libamdhip64.so
+    # through the loader path. One process must map one HIP runtime: the core's.
+    rocm_lib = tmp_path / "rocm" / "lib"
+    rocm_lib.mkdir(parents=True)
+    shutil.copy(fake_hip_library, rocm_lib / "libamdhip64.so")
+    out = run_hip(fake_hip_library, """
+        import pyhipbench as hb
+        hb.Device("hip")
+        report(mapped=sorted({line.split()[-1] for line in open("/proc/self/maps")
+                              if line.rstrip().endswith("/libamdhip64.so")}))
+    """, ROCM_PATH=str(tmp_path / "rocm"))
+    assert out["mapped"] == [str(fake_hip_library)]
