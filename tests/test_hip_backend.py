@@ -8,17 +8,27 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from importlib.metadata import PackageNotFoundError, version as distribution_version
 from pathlib import Path
 
 import pytest
 
-from fakes.conftest_fixtures import fake_hip_library, run_with_fake  # noqa: F401 (fixture)
-from pyhipbench.backends.hip import check_versions, decode_hip_version
+from fakes.build import FAKES
+from fakes.conftest_fixtures import fake_hip_library, require_hip_python, run_with_fake  # noqa: F401 (fixture)
+from pyhipbench.backends import hip as hip_backend
+from pyhipbench.backends.hip import HIP_PYTHON_RELEASES, check_versions, decode_hip_version, import_hip_python
 from pyhipbench.errors import NoDeviceError
 
 MiB = 1 << 20
 
-hip = pytest.importorskip("hip", reason="needs hip-python (pip install hip-python==7.2.2.562.43)")
+hip = require_hip_python()
+
+# The two hip-python lines CI runs these tests against (the test extra's pin, and .ci/run's second
+# step): the HIP version each was generated for, and whether its bindings live in rocm.bindings.
+HIP_PYTHON_7 = "7.2.2.562.43"
+HIP_PYTHON_10 = "10.0.0.0.1.2"
+PINNED_LINES = {HIP_PYTHON_7: (70253211, False), HIP_PYTHON_10: (71526333, True)}
+README = Path(__file__).parent.parent / "README.md"
 
 # A kernel and a device function for gfx942: the kernel has a descriptor (add_one.kd), the helper none.
 KERNEL_ASM = """
@@ -117,8 +127,16 @@ def run_hip(library: Path | None, script: str, **env: str) -> dict:
 
 def test_fake_device_struct_has_hip_pythons_size():
     size = hip.hip.hipDeviceProp_t().c_sizeof()
-    assert size == 1472, (f"fake_hip_runtime.c mirrors hip-python 7.2's hipDeviceProp_tR0600 (1472 bytes); "
-                          f"this hip-python ({hip._version.__version__}) has {size}: update the fake")
+    assert size == 1472, (f"fake_hip_runtime.c mirrors hipDeviceProp_tR0600 (1472 bytes); this hip-python "
+                          f"({distribution_version('hip-python')}) has {size}: update the fake")
+
+
+def test_fake_refuses_a_struct_revision_it_does_not_mirror():
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    result = subprocess.run([compiler, "-fsyntax-only", "-DFAKE_HIP_DEVICE_PROP=700",
+                             str(FAKES / "fake_hip_runtime.c")], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "hipDeviceProp_t revision other than R0600" in result.stderr
 
 
 # ---- device ----
@@ -207,28 +225,102 @@ def test_missing_runtime_says_what_was_tried_and_how_to_fix(tmp_path):
 
 # ---- version pairing ----
 
+def pinned_line() -> tuple[str, int, bool]:
+    """The installed hip-python's release, generated-for HIP version and line; skips for an unpinned release."""
+    release = distribution_version("hip-python")
+    if release not in PINNED_LINES:
+        pytest.skip(f"hip-python {release} is neither of the pinned {', '.join(PINNED_LINES)}")
+    return (release, *PINNED_LINES[release])
+
+
+def test_installed_line_is_recognised():
+    release, generated_for, rocm_bindings = pinned_line()
+    bindings = import_hip_python()
+    assert (bindings.release, bindings.generated_for, bindings.rocm_bindings) == (release, generated_for,
+                                                                                   rocm_bindings)
+    assert bindings.hip is hip.hip
+
+
+def test_hip_python_importable_but_not_installed_is_named_by_its_folder(monkeypatch):
+    def not_installed(name):
+        raise PackageNotFoundError(name)
+
+    monkeypatch.setattr(hip_backend, "distribution_version", not_installed)
+    assert import_hip_python().release == f"(uninstalled, at {os.path.dirname(hip.__file__)})"
+
+
 def test_fake_reports_the_installed_hip_pythons_version(fake_hip_library):
     out = run_hip(fake_hip_library, """
         from hip import hip
         report(version=hip.hipRuntimeGetVersion()[1])
     """)
-    assert out["version"] == hip.HIP_VERSION
+    assert out["version"] == import_hip_python().generated_for
 
 
-def test_version_mismatch_names_both_versions_and_the_fix(fake_hip_library):
-    major, minor = (int(part) for part in hip._version.__version__.split(".")[:2])
-    other = (major + 1) * 10_000_000 + 3 * 100_000 + 12345
+def test_runtime_of_the_generated_for_hip_is_accepted(fake_hip_library):
+    # hip-python 10.0 with HIP 7.15 (ROCm 10.0) was refused: its package version was compared with HIP's.
+    release, generated_for, _ = pinned_line()
+    major, minor, _ = decode_hip_version(generated_for)
+    other_patch = major * 10_000_000 + minor * 100_000 + 1
+    out = run_hip(fake_hip_library, "report(name=HipBackend(0).properties().name)",
+                  FAKE_HIP_RUNTIME_VERSION=str(other_patch))
+    assert out == {"name": "AMD Instinct MI300X (fake)"}, release
+
+
+def test_runtime_of_the_other_line_is_refused_with_its_release(fake_hip_library):
+    release, generated_for, rocm_bindings = pinned_line()
+    other = HIP_PYTHON_7 if rocm_bindings else HIP_PYTHON_10
+    other_runtime = PINNED_LINES[other][0]
     out = run_hip(fake_hip_library, """
         try:
             HipBackend(0)
         except Exception as e:
             report(**failure(e))
-    """, FAKE_HIP_RUNTIME_VERSION=str(other))
+    """, FAKE_HIP_RUNTIME_VERSION=str(other_runtime))
+    major, minor, _ = decode_hip_version(generated_for)
+    other_major, other_minor, other_patch = decode_hip_version(other_runtime)
     assert out["type"] == "NoDeviceError"
-    assert f"hip-python {major}.{minor}" in out["message"]
-    assert f"HIP runtime {major + 1}.3.12345" in out["message"]
-    assert f'pip install "hip-python~={major + 1}.3.0"' in out["message"]
-    assert "PYHIPBENCH_SKIP_HIP_VERSION_CHECK=1" in out["message"]
+    assert f"hip-python {release} was generated for HIP {major}.{minor}," in out["message"]
+    assert f"the HIP runtime is {other_major}.{other_minor}.{other_patch}" in out["message"]
+    assert f'Fix: pip install "hip-python=={other}"' in out["message"]
+
+
+@pytest.mark.parametrize("release, generated_for, runtime, fix", [
+    (HIP_PYTHON_7, 70253211, 71526333, 'pip install "hip-python==10.0.0.0.1.2" (the release for ROCm 10.0, HIP 7.15)'),
+    (HIP_PYTHON_10, 71526333, 70253211, 'pip install "hip-python==7.2.2.562.43" (the release for ROCm 7.2, HIP 7.2)'),
+    (HIP_PYTHON_10, 71526333, 60443483, 'pip install "hip-python==6.4.4.555.40" (the release for ROCm 6.4, HIP 6.4)'),
+])
+def test_mismatch_names_both_versions_and_the_release_that_fits(release, generated_for, runtime, fix):
+    major, minor, patch = decode_hip_version(runtime)
+    with pytest.raises(NoDeviceError) as caught:
+        check_versions(release, generated_for, runtime)
+    message = str(caught.value)
+    bindings_hip = ".".join(map(str, decode_hip_version(generated_for)[:2]))
+    assert f"hip-python {release} was generated for HIP {bindings_hip}, but the HIP runtime is " \
+           f"{major}.{minor}.{patch} (hipRuntimeGetVersion {runtime})" in message
+    assert f"Fix: {fix}, or set PYHIPBENCH_SKIP_HIP_VERSION_CHECK=1" in message
+    assert "~=" not in message  # HIP's version is not hip-python's: no "hip-python~=7.15.0"
+
+
+def test_mismatch_with_an_unknown_hip_says_none_is_known():
+    with pytest.raises(NoDeviceError) as caught:
+        check_versions(HIP_PYTHON_10, 71526333, 71612345)
+    message = str(caught.value)
+    assert "the HIP runtime is 7.16.12345" in message
+    assert "install the hip-python release generated for HIP 7.16" in message
+    assert "6.2, 6.3, 6.4, 7.0, 7.1, 7.2, 7.15" in message and "pip index versions hip-python" in message
+    assert "pip install" not in message
+
+
+def test_check_versions_compares_major_and_minor_only():
+    check_versions(HIP_PYTHON_7, 70253211, 70200000)
+    check_versions(HIP_PYTHON_10, 71526333, 71599999)
+
+
+def test_readme_table_lists_every_known_release():
+    readme = README.read_text()
+    for (major, minor), (release, rocm) in HIP_PYTHON_RELEASES.items():
+        assert f"| {rocm} | {major}.{minor} | `{release}` |" in readme, release
 
 
 def test_version_check_can_be_skipped(fake_hip_library):
@@ -239,13 +331,8 @@ def test_version_check_can_be_skipped(fake_hip_library):
 
 def test_decode_hip_version():
     assert decode_hip_version(70253211) == (7, 2, 53211)
+    assert decode_hip_version(71526333) == (7, 15, 26333)
     assert decode_hip_version(60443483) == (6, 4, 43483)
-
-
-def test_check_versions_compares_major_and_minor_only():
-    check_versions((7, 2), 70253211)
-    with pytest.raises(NoDeviceError, match=r"hip-python 6\.4 does not match the HIP runtime 7\.2\.53211"):
-        check_versions((6, 4), 70253211)
 
 
 # ---- memory ----
@@ -386,3 +473,18 @@ def test_library_from_env_is_the_one_hip_python_uses(fake_hip_library):
         report(used=total.value - free.value)
     """, PYHIPBENCH_HIP_LIBRARY=str(fake_hip_library))
     assert out["used"] == 1 << 20
+
+
+def test_hip_python_and_the_core_load_one_library_whatever_rocm_path_holds(fake_hip_library, tmp_path):
+    # hip-python 10.x looks in $ROCM_PATH/lib before the loader path; the core dlopens libamdhip64.so
+    # through the loader path. One process must map one HIP runtime: the core's.
+    rocm_lib = tmp_path / "rocm" / "lib"
+    rocm_lib.mkdir(parents=True)
+    shutil.copy(fake_hip_library, rocm_lib / "libamdhip64.so")
+    out = run_hip(fake_hip_library, """
+        import pyhipbench as hb
+        hb.Device("hip")
+        report(mapped=sorted({line.split()[-1] for line in open("/proc/self/maps")
+                              if line.rstrip().endswith("/libamdhip64.so")}))
+    """, ROCM_PATH=str(tmp_path / "rocm"))
+    assert out["mapped"] == [str(fake_hip_library)]

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from codegen_helpers import require_toolchain
-from fakes.conftest_fixtures import fake_hip_library, run_with_fake  # noqa: F401 (fixture)
+from fakes.conftest_fixtures import fake_hip_library, require_hip_python, run_with_fake  # noqa: F401 (fixture)
 
-pytest.importorskip("hip", reason="needs hip-python (pip install hip-python==7.2.2.562.43)")
+require_hip_python()
 
 TESTS = Path(__file__).parent
 IR = TESTS / "data" / "ir" / "kernels_gfx942.ll"

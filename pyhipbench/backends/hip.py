@@ -1,30 +1,43 @@
 """The HIP backend: one AMD GPU through hip-python.
 
-Version pairing. hip-python is generated from one ROCm release's headers and
-binds to `libamdhip64.so` by name at its first call, so the hip-python
-release must match the installed ROCm: its struct layouts and versioned symbols
-(`hipGetDevicePropertiesR0600`, `hipDeviceProp_tR0600`) are those of the
-release it was built for, and its API changed at 10.x (hipGetDeviceProperties).
-pyhipbench therefore checks, when a HipBackend is opened, that hip-python's
-major.minor equals the HIP runtime's (`hipRuntimeGetVersion`, which encodes
-major * 10000000 + minor * 100000 + patch). On a mismatch it raises
-NoDeviceError naming both versions and the fix:
+Two hip-python lines. Up to 7.2, hip-python is one distribution whose `hip`
+package holds the bindings (`hip.hip`) and the HIP version they were generated
+for (`hip.HIP_VERSION`). From 10.0 (ROCm 10.0), the bindings ship as
+`rocm-bindings-core` / `rocm-bindings-hip` (package `rocm`), and hip-python is
+a compatibility package whose `hip.hip` *is* `rocm.bindings.hip`; the HIP
+version they were generated for is `rocm.version.HIP_VERSION`. The calls this
+backend makes are the same in both lines except `hipGetDeviceProperties`:
+7.x fills a `hipDeviceProp_t` the caller passes, 10.x returns a new one, and
+10.x gives the struct's char arrays (`name`, `gcnArchName`) as str, not bytes.
+`HipPython` holds those differences; everything else goes to its `hip` module.
 
-    pip install "hip-python~=MAJOR.MINOR.0"    # MAJOR.MINOR of your ROCm
+Version pairing. hip-python is generated from one ROCm release's headers, so
+its struct layouts and versioned symbols (`hipGetDevicePropertiesR0600`) are
+that release's. pyhipbench therefore checks, when a HipBackend is opened, that
+the HIP version the bindings were generated for has the runtime's major.minor
+(`hipRuntimeGetVersion`: major * 10000000 + minor * 100000 + patch). hip-python's
+own version follows ROCm's, not HIP's: the two agreed up to ROCm 7.2, and
+ROCm 10.0 ships HIP 7.15. On a mismatch it raises NoDeviceError naming both
+versions and the hip-python release that fixes it (HIP_PYTHON_RELEASES). Set
+PYHIPBENCH_SKIP_HIP_VERSION_CHECK=1 to proceed anyway (at your own risk: a
+wrong struct layout reads garbage device properties rather than failing).
 
-Set PYHIPBENCH_SKIP_HIP_VERSION_CHECK=1 to proceed anyway (at your own risk:
-a wrong struct layout reads garbage device properties rather than failing).
-
-Which library. hip-python opens `libamdhip64.so` through the loader's search
-path (LD_LIBRARY_PATH, then the system's; ROCm installs it in /opt/rocm/lib).
-If PYHIPBENCH_HIP_LIBRARY names a library, the C++ core loads that one, and so
-does this backend (it points hip-python at the same path): one process must
-use one HIP runtime, since handles and pointers from one mean nothing to
-another. Set it before the first HIP call in the process.
+Which library. hip-python and the C++ core must load the same
+`libamdhip64.so`: one process must use one HIP runtime, since handles and
+pointers from one mean nothing to another. The core loads PYHIPBENCH_HIP_LIBRARY
+if set, else `libamdhip64.so` through the loader's search path
+(LD_LIBRARY_PATH, then the system's; ROCm installs it in /opt/rocm/lib).
+hip-python 7.x opens `libamdhip64.so` the same way; 10.x would look in its own
+places first (ROCM_PATH, /opt/rocm/lib, the rocm-sdk wheels), so this backend
+points both lines at the core's choice. Set PYHIPBENCH_HIP_LIBRARY before the
+first HIP call in the process.
 """
 from __future__ import annotations
 
+import functools
 import os
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version as distribution_version
 from typing import Any
 
 import numpy as np
@@ -37,9 +50,60 @@ HIP_LIBRARY_ENV = "PYHIPBENCH_HIP_LIBRARY"
 SKIP_VERSION_CHECK_ENV = "PYHIPBENCH_SKIP_HIP_VERSION_CHECK"
 DEFAULT_HIP_LIBRARY = "libamdhip64.so"
 
+# HIP major.minor -> (the newest hip-python release generated for it, its ROCm release). Each was
+# installed from PyPI and its generated-for HIP version read (hip.HIP_VERSION; 10.x rocm.version.HIP_VERSION).
+HIP_PYTHON_RELEASES: dict[tuple[int, int], tuple[str, str]] = {
+    (6, 2): ("6.2.0.499.16", "6.2"),
+    (6, 3): ("6.3.3.540.31", "6.3"),
+    (6, 4): ("6.4.4.555.40", "6.4"),
+    (7, 0): ("7.0.2.555.40", "7.0"),
+    (7, 1): ("7.1.1.562.43", "7.1"),
+    (7, 2): ("7.2.2.562.43", "7.2"),
+    (7, 15): ("10.0.0.0.1.2", "10.0"),
+}
 
-def _import_hip() -> tuple[Any, Any]:
-    """hip-python's `hip` module and its `hip.hip` bindings, or NoDeviceError saying how to install them."""
+
+@dataclass(frozen=True)
+class HipPython:
+    """The installed hip-python: its bindings module and what differs between its 7.x and 10.x lines.
+
+    `release` is hip-python's package version (e.g. "10.0.0.0.1.2"); `generated_for`
+    the HIP version its bindings were generated from, encoded as hipRuntimeGetVersion
+    encodes it; `rocm_bindings` whether it is the 10.x line (bindings in `rocm.bindings`).
+    """
+
+    hip: Any
+    release: str
+    generated_for: int
+    rocm_bindings: bool
+
+    def get_device_properties(self, index: int) -> tuple:
+        """hipGetDeviceProperties as (hipError_t, hipDeviceProp_t), whichever line this is."""
+        if self.rocm_bindings:
+            return self.hip.hipGetDeviceProperties(index)
+        prop = self.hip.hipDeviceProp_t()
+        return (*self.hip.hipGetDeviceProperties(prop, index), prop)
+
+    def use_library(self, path: str) -> None:
+        """Makes hip-python open the HIP runtime `path` at its first call (a name or a full path)."""
+        if self.rocm_bindings:
+            # cyhip asks paths.get_library_path for "amdhip64" when it first opens the library.
+            from rocm.bindings.util import paths
+            resolve = getattr(paths.get_library_path, "__wrapped__", paths.get_library_path)
+
+            @functools.wraps(resolve)
+            def get_library_path(shortname: str, bundled_location: Any = None) -> bytes:
+                return path.encode() if shortname == "amdhip64" else resolve(shortname, bundled_location)
+
+            paths.get_library_path = get_library_path
+        else:
+            # hip.chip reads its module global DLL when it first opens the library.
+            import hip.chip
+            hip.chip.DLL = path.encode()
+
+
+def import_hip_python() -> HipPython:
+    """The installed hip-python, or NoDeviceError saying how to install it."""
     try:
         import hip as package
         from hip import hip as bindings
@@ -48,32 +112,31 @@ def _import_hip() -> tuple[Any, Any]:
             'hip-python is not installed (pip install "hip-python~=MAJOR.MINOR.0", '
             "MAJOR.MINOR of your ROCm, see /opt/rocm/.info/version)"
         ) from None
-    return package, bindings
-
-
-def _use_library_from_env(package: Any) -> None:
-    """Points hip-python at PYHIPBENCH_HIP_LIBRARY, the library the C++ core loads, if it is set."""
-    path = os.environ.get(HIP_LIBRARY_ENV)
-    if path:
-        # hip.chip reads its module global DLL when it first opens the library.
-        import hip.chip
-        hip.chip.DLL = path.encode()
-
-
-def hip_python_version(package: Any) -> tuple[int, int]:
-    """hip-python's (major, minor), from its version string, e.g. '7.2.2.562.43' -> (7, 2)."""
+    rocm_bindings = bindings.__name__.startswith("rocm.")
+    if rocm_bindings:
+        from rocm.version import HIP_VERSION as generated_for
+    else:
+        generated_for = package.HIP_VERSION
     try:
-        version = package._version.__version__
-    except AttributeError:  # not every release has hip._version: ask the installed distribution
-        from importlib.metadata import version as distribution_version
-        version = distribution_version("hip-python")
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
+        release = distribution_version("hip-python")
+    except PackageNotFoundError:  # importable from a source tree, not installed
+        release = f"(uninstalled, at {os.path.dirname(package.__file__)})"
+    return HipPython(bindings, release, int(generated_for), rocm_bindings)
+
+
+def hip_library() -> str:
+    """The HIP runtime the C++ core loads, and so hip-python must: PYHIPBENCH_HIP_LIBRARY, else libamdhip64.so."""
+    return os.environ.get(HIP_LIBRARY_ENV) or DEFAULT_HIP_LIBRARY
 
 
 def decode_hip_version(version: int) -> tuple[int, int, int]:
     """HIP's encoded version (major*10000000 + minor*100000 + patch) -> (major, minor, patch)."""
     return version // 10_000_000, version // 100_000 % 100, version % 100_000
+
+
+def _text(value: bytes | str) -> str:
+    """A char-array field of hipDeviceProp_t: bytes from hip-python 7.x, str from 10.x."""
+    return value.decode() if isinstance(value, bytes) else value
 
 
 class HipBackend:
@@ -83,12 +146,13 @@ class HipBackend:
     formats = ("hsaco",)
 
     def __init__(self, index: int) -> None:
-        package, self._hip = _import_hip()
-        _use_library_from_env(package)
+        self._bindings = import_hip_python()
+        self._hip = self._bindings.hip
+        self._bindings.use_library(hip_library())
         self.index = index
         runtime_version = self._runtime_version()
         if os.environ.get(SKIP_VERSION_CHECK_ENV) != "1":
-            check_versions(hip_python_version(package), runtime_version)
+            check_versions(self._bindings.release, self._bindings.generated_for, runtime_version)
         self._check_device_call("hipInit", self._hip.hipInit(0))
         count = self._check_device_call("hipGetDeviceCount", self._hip.hipGetDeviceCount())
         if not 0 <= index < count:
@@ -104,9 +168,8 @@ class HipBackend:
         try:
             result = self._hip.hipRuntimeGetVersion()
         except RuntimeError:  # hip-python raises RuntimeError when dlopen fails
-            library = os.environ.get(HIP_LIBRARY_ENV) or DEFAULT_HIP_LIBRARY
             raise NoDeviceError(
-                f"cannot load the HIP runtime {library!r}. Install ROCm (it provides "
+                f"cannot load the HIP runtime {hip_library()!r}. Install ROCm (it provides "
                 f"{DEFAULT_HIP_LIBRARY}), and put its lib folder on the loader path, e.g. "
                 f"export LD_LIBRARY_PATH=/opt/rocm/lib:$LD_LIBRARY_PATH, or set {HIP_LIBRARY_ENV} "
                 "to the library's full path"
@@ -130,14 +193,13 @@ class HipBackend:
         self._check("hipSetDevice", self._hip.hipSetDevice(self.index))
 
     def _read_properties(self) -> DeviceProperties:
-        prop = self._hip.hipDeviceProp_t()
-        self._check("hipGetDeviceProperties", self._hip.hipGetDeviceProperties(prop, self.index))
-        arch = prop.gcnArchName.decode()  # e.g. "gfx942:sramecc+:xnack-"; archs.base_arch strips the features
+        prop = self._check("hipGetDeviceProperties", self._bindings.get_device_properties(self.index))
+        arch = _text(prop.gcnArchName)  # e.g. "gfx942:sramecc+:xnack-"; archs.base_arch strips the features
         l2_bytes = prop.l2CacheSize
         return DeviceProperties(
             backend=self.name,
             index=self.index,
-            name=prop.name.decode(),
+            name=_text(prop.name),
             arch=arch,
             compute_units=prop.multiProcessorCount,
             l2_bytes=l2_bytes,
@@ -240,16 +302,28 @@ class HipBackend:
         self._check("hipDeviceSynchronize", self._hip.hipDeviceSynchronize())
 
 
-def check_versions(hip_python: tuple[int, int], runtime_version: int) -> None:
-    """Raises NoDeviceError unless hip-python's (major, minor) equals the HIP runtime's."""
+def check_versions(release: str, generated_for: int, runtime_version: int) -> None:
+    """Raises NoDeviceError unless hip-python `release`, generated for HIP `generated_for`, fits the runtime.
+
+    Both versions are HIP's encoded form; major and minor must be equal.
+    """
     major, minor, patch = decode_hip_version(runtime_version)
-    if (major, minor) != hip_python:
-        raise NoDeviceError(
-            f"hip-python {hip_python[0]}.{hip_python[1]} does not match the HIP runtime "
-            f"{major}.{minor}.{patch} (hipRuntimeGetVersion {runtime_version}): hip-python must be "
-            f'built for the same ROCm major.minor. Fix: pip install "hip-python~={major}.{minor}.0", '
-            f"or set {SKIP_VERSION_CHECK_ENV}=1 to proceed anyway"
-        )
+    bindings_major, bindings_minor, _ = decode_hip_version(generated_for)
+    if (bindings_major, bindings_minor) == (major, minor):
+        return
+    if (major, minor) in HIP_PYTHON_RELEASES:
+        fitting, rocm = HIP_PYTHON_RELEASES[major, minor]
+        fix = f'pip install "hip-python=={fitting}" (the release for ROCm {rocm}, HIP {major}.{minor})'
+    else:
+        known = ", ".join(f"{hip_major}.{hip_minor}" for hip_major, hip_minor in HIP_PYTHON_RELEASES)
+        fix = (f"install the hip-python release generated for HIP {major}.{minor} (pyhipbench knows the ones "
+               f"for HIP {known}; pip index versions hip-python lists all)")
+    raise NoDeviceError(
+        f"hip-python {release} was generated for HIP {bindings_major}.{bindings_minor}, but the HIP runtime is "
+        f"{major}.{minor}.{patch} (hipRuntimeGetVersion {runtime_version}); the bindings' struct layouts "
+        f"and calls must match the runtime's major.minor. Fix: {fix}, or set {SKIP_VERSION_CHECK_ENV}=1 "
+        "to proceed anyway"
+    )
 
 
 def _require_contiguous(host: Any, call: str) -> None:

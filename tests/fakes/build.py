@@ -7,6 +7,8 @@ Any other name (e.g. "libcuda.so.1") gives the fake driver alone.
 """
 from __future__ import annotations
 
+import importlib.util
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,17 +25,44 @@ def sources_for(name: str) -> list[Path]:
     return sources
 
 
-def version_define() -> list[str]:
-    """Makes the fake HIP runtime report the HIP version the installed hip-python was built for.
+# hip-python's declaration of the struct hipGetDeviceProperties fills, e.g.
+#     cdef struct hipDeviceProp_t "hipDeviceProp_tR0600":
+DEVICE_PROP_DECLARATION = re.compile(r'cdef struct hipDeviceProp_t "hipDeviceProp_t(R\d+)"')
 
-    So a HipBackend over the fake passes the version pairing check by default;
-    without hip-python the fake keeps its own default (ROCm 7.2).
+
+def bindings_declarations() -> Path:
+    """The installed hip-python's C declarations: hip/chip.pxd (7.x) or rocm/bindings/cyhip.pxd (10.x)."""
+    for module in ("hip.chip", "rocm.bindings.cyhip"):
+        try:
+            spec = importlib.util.find_spec(module)
+        except ImportError:  # its parent package is absent
+            continue
+        if spec is not None and spec.origin is not None:
+            return Path(spec.origin).parent / (module.rsplit(".", 1)[1] + ".pxd")
+    raise RuntimeError("hip-python is installed but neither hip.chip nor rocm.bindings.cyhip was found")
+
+
+def hip_python_defines() -> list[str]:
+    """Pairs the fake HIP runtime with the installed hip-python.
+
+    FAKE_HIP_DEFAULT_VERSION: the HIP version its bindings were generated for
+    (hip.HIP_VERSION; 10.x re-exports rocm.version's), so a HipBackend over the
+    fake passes the version check by default. FAKE_HIP_DEVICE_PROP: the
+    hipDeviceProp_t revision its bindings declare (600 for hipDeviceProp_tR0600),
+    whose layout the fake must mirror. Without hip-python the fake keeps its
+    defaults (hip-python 7.2's).
     """
     try:
         import hip
     except ImportError:
         return []
-    return [f"-DFAKE_HIP_DEFAULT_VERSION={int(hip.HIP_VERSION)}"]
+    declarations = bindings_declarations()
+    match = DEVICE_PROP_DECLARATION.search(declarations.read_text())
+    if match is None:
+        raise RuntimeError(f"{declarations} declares no hipDeviceProp_t revision "
+                           f"(expected a match for {DEVICE_PROP_DECLARATION.pattern})")
+    revision = int(match[1][1:])  # "R0600" -> 600
+    return [f"-DFAKE_HIP_DEFAULT_VERSION={int(hip.HIP_VERSION)}", f"-DFAKE_HIP_DEVICE_PROP={revision}"]
 
 
 def build_fake(tmpdir: str | Path, name: str) -> Path:
@@ -47,7 +76,7 @@ def build_fake(tmpdir: str | Path, name: str) -> Path:
         raise RuntimeError("building the fake driver needs a C compiler: found neither gcc nor cc on PATH")
     output = Path(tmpdir) / name
     output.parent.mkdir(parents=True, exist_ok=True)
-    command = [compiler, "-std=gnu11", "-O1", "-Wall", "-shared", "-fPIC", *version_define(),
+    command = [compiler, "-std=gnu11", "-O1", "-Wall", "-shared", "-fPIC", *hip_python_defines(),
                "-o", str(output), *map(str, sources_for(name))]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:

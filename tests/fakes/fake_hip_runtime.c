@@ -28,6 +28,20 @@
 #define FAKE_HIP_DEFAULT_VERSION 70253211 /* HIP 7.2.53211, what hip-python 7.2.2 was built for */
 #endif
 
+/* The hipDeviceProp_t revision the paired hip-python declares, 600 for
+ * hipDeviceProp_tR0600 (tests/fakes/build.py reads it from the bindings' .pxd).
+ * hip-python 6.2 to 7.2 and 10.0 (HIP 7.15) all bind hipGetDevicePropertiesR0600
+ * with hipDeviceProp_tR0600: 1472 bytes, every field at the same offset, measured
+ * through 7.2.2 and 10.0.0.0.1.2. So R0600 is the one layout mirrored here; a
+ * hip-python that declares another revision fails the build instead of reading
+ * this one. */
+#ifndef FAKE_HIP_DEVICE_PROP
+#define FAKE_HIP_DEVICE_PROP 600
+#endif
+#if FAKE_HIP_DEVICE_PROP != 600
+#error "the installed hip-python declares a hipDeviceProp_t revision other than R0600: mirror its layout here"
+#endif
+
 #ifndef EM_AMDGPU
 #define EM_AMDGPU 224
 #endif
@@ -45,10 +59,10 @@ enum {
 };
 
 /* hipDeviceProp_tR0600, the struct hipGetDevicePropertiesR0600 fills. Field
- * order and types follow hip-python 7.2's chip.pxd; the offsets asserted below
- * were measured through hip-python's own accessors (set a field, find the
- * changed byte), and the tests read every field set here back through
- * hip-python. */
+ * order and types follow hip-python 7.2's chip.pxd (10.0's cyhip.pxd declares
+ * the same); the offsets asserted below were measured through hip-python's own
+ * accessors (set a field, find the changed byte), and the tests read every
+ * field set here back through hip-python. */
 typedef struct {
   /* In HIP's header these are one-bit fields: the whole struct is 4 bytes. */
   unsigned hasGlobalInt32Atomics : 1, hasGlobalFloatAtomicExch : 1, hasSharedInt32Atomics : 1,
@@ -168,7 +182,7 @@ typedef struct {
   int asicRevision;
 } fake_device_prop;
 
-/* Measured through hip-python 7.2.2 (hipDeviceProp_t.c_sizeof() and setters). */
+/* Measured through hip-python 7.2.2 and 10.0.0.0.1.2 (hipDeviceProp_t.c_sizeof() and setters). */
 _Static_assert(sizeof(fake_device_prop) == 1472, "hipDeviceProp_tR0600 is 1472 bytes");
 _Static_assert(offsetof(fake_device_prop, totalGlobalMem) == 288, "totalGlobalMem");
 _Static_assert(offsetof(fake_device_prop, sharedMemPerBlock) == 296, "sharedMemPerBlock");
