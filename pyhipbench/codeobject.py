@@ -84,7 +84,7 @@ def kernels(image: bytes) -> dict[str, list[KernelParam]] | None:
 # The parameter space a kernel may declare: CUDA 12.1+ on sm_70 and later.
 MAX_PTX_PARAM_BYTES = 32764
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_COMMENT_START = re.compile(r"//|/\*")
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)", re.ASCII)
 _TOKEN = re.compile(r"\.?[A-Za-z_$%][\w$]*|\d+|\S", re.ASCII)
 _IDENTIFIER = re.compile(r"[A-Za-z_$%][\w$]*", re.ASCII)
@@ -112,11 +112,7 @@ def ptx_kernels(ptx: str) -> dict[str, list[KernelParam]]:
 
     Truncated PTX (an unclosed comment, parameter list or body) is a BenchError
     naming the line."""
-    # Comments become as many newlines as they held, so line numbers stay right.
-    ptx = _COMMENT.sub(lambda m: "\n" * m.group().count("\n"), ptx)
-    if "/*" in ptx:
-        raise BenchError(f"PTX truncated or corrupt: the /* comment at line {_line(ptx, ptx.index('/*'))} "
-                         "is never closed")
+    ptx = _without_comments(ptx)
     _check_braces(ptx)
     result = {}
     for entry in _ENTRY.finditer(ptx):
@@ -186,6 +182,26 @@ def _ptx_param(kernel: str, declaration: str) -> tuple[str, int, int]:
     if element is None:
         raise cannot("no type such as .u64 or .b8")
     return tokens[-1], element * count, alignment or element
+
+
+def _without_comments(ptx: str) -> str:
+    """`ptx` with each comment replaced by the newlines it held (line numbers stay right), in one pass."""
+    pieces, position = [], 0
+    while match := _COMMENT_START.search(ptx, position):
+        pieces.append(ptx[position:match.start()])
+        if match.group() == "//":
+            end = ptx.find("\n", match.end())
+            end = len(ptx) if end < 0 else end
+        else:
+            end = ptx.find("*/", match.end())
+            if end < 0:
+                raise BenchError(f"PTX truncated or corrupt: the /* comment at line {_line(ptx, match.start())} "
+                                 "is never closed")
+            end += 2
+        pieces.append("\n" * ptx.count("\n", match.start(), end))
+        position = end
+    pieces.append(ptx[position:])
+    return "".join(pieces)
 
 
 def _check_braces(ptx: str) -> None:
