@@ -66,14 +66,13 @@ def _float_value(dtype: np.dtype, value: object) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         kind = "a bool" if isinstance(value, (bool, np.bool_)) else type(value).__name__
         raise BenchError(f"{label}: expected a real number (int or float), got {kind}")
-    # Integers are finite however large; numpy's own test keeps a long double's range.
-    finite = bool(np.isfinite(value)) if isinstance(value, np.floating) else \
-        isinstance(value, numbers.Integral) or math.isfinite(value)
-    try:
-        as_float = float(value)
-    except OverflowError:  # an int beyond float64
-        as_float = math.inf
     with np.errstate(over="ignore"):
+        try:
+            as_float = float(value)
+        except OverflowError:  # an int or a fraction beyond float64: finite, and too large
+            as_float, finite = math.inf, True
+        else:  # numpy's own test keeps a long double's range
+            finite = bool(np.isfinite(value)) if isinstance(value, np.floating) else math.isfinite(as_float)
         converted = dtype.type(as_float)
     if finite and np.isinf(converted):
         largest = float(np.finfo(dtype).max)

@@ -155,3 +155,8 @@ def test_device_index_and_backend_are_checked():
         hb.Device("cuda", 1.5)
     with pytest.raises(hb.BenchError, match=r"backend='rocm': expected one of hip, cuda, or None"):
         hb.Device("rocm")
+
+
+def test_kernel_names_are_strings(device):
+    with pytest.raises(hb.BenchError, match=r"kernel name b'copy': expected a string, got bytes"):
+        device.load_module(COPY_PTX).kernel(b"copy")

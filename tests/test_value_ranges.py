@@ -122,3 +122,38 @@ def test_bad_dtypes_are_named(device, dtype, message):
 def test_copy_from_takes_a_numpy_array(device):
     with pytest.raises(hb.BenchError, match="copy_from takes a numpy array, got list"):
         device.empty(2, np.float32).copy_from([1.0, 2.0])
+
+
+def _random_values(rng):
+    """Values of every kind a tuner might pass by mistake, extremes included."""
+    from decimal import Decimal
+    from fractions import Fraction
+    magnitude = rng.choice([0, 1, 2**7, 2**15, 2**31, 2**53, 2**63, 2**64, 2**128, 10**400])
+    integer = rng.choice([-1, 1]) * (magnitude + rng.randrange(-2, 3))
+    real = rng.choice([0.0, 1.5, 65504.0, 65520.0, 3.4e38, 3.5e38, 1.8e308, math.inf, -math.inf, math.nan,
+                       5e-324, rng.uniform(-1e40, 1e40)])
+    return rng.choice([
+        integer, real, np.float16(real) if abs(real) < 6e4 or not math.isfinite(real) else np.float16(1),
+        np.float32(real) if abs(real) < 3e38 or not math.isfinite(real) else np.float32(1), np.float64(real),
+        np.int8(integer % 100), np.uint64(abs(integer) % 2**64), np.int64(integer % 2**62),
+        True, np.True_, str(integer), None, complex(real, 1), Fraction(integer, 3), Decimal(1), [integer],
+        np.array([integer % 7]), np.array(integer % 7), np.longdouble(real)])
+
+
+@pytest.mark.parametrize("make", [hb.int8, hb.int16, hb.int32, hb.int64, hb.uint8, hb.uint16, hb.uint32,
+                                  hb.uint64, hb.float16, hb.float32, hb.float64, hb.Pointer])
+def test_constructors_raise_only_bench_errors(make):
+    import random
+    rng = random.Random(f"issue6-{make.__name__}")
+    accepted = refused = 0
+    for _ in range(2000):
+        value = _random_values(rng)
+        try:
+            made = make(value)
+        except hb.BenchError as error:
+            assert make.__name__ in str(error)  # names the constructor, and so the type
+            refused += 1
+            continue
+        assert len(made.pack()) == made.nbytes
+        accepted += 1
+    assert accepted and refused
