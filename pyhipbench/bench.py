@@ -43,6 +43,8 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     if not isinstance(kernel, Kernel):
         raise BenchError(f"bench() times a Kernel (device.load_module(...).kernel(name)), "
                          f"got {type(kernel).__name__}")
+    if not kernel.module.handle:
+        raise BenchError(f"kernel {kernel.name!r}: its {kernel.module.format} module has been unloaded")
     if not isinstance(args, (list, tuple)):
         raise BenchError(f"args={show(args)}: expected a list of kernel arguments")
     if stream is not None and not isinstance(stream, Stream):
