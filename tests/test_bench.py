@@ -217,3 +217,12 @@ def test_code_object_for_another_backend_is_refused(device):
     device.backend.formats = ("hsaco",)
     with pytest.raises(hb.BenchError, match="a ptx code object cannot load on the .* backend; expected hsaco"):
         device.load_module(COPY_PTX)
+
+
+def test_a_kernel_of_an_unloaded_module_is_refused(device, fake_driver):
+    module = device.load_module(COPY_PTX)
+    copy = module.kernel("copy")
+    module.unload()
+    with pytest.raises(hb.BenchError, match="kernel 'copy': its ptx module has been unloaded"):
+        hb.bench(copy, 1, 1, [hb.Pointer(0), hb.Pointer(0), hb.int64(0)])
+    assert fake_driver.records() == []

@@ -161,11 +161,3 @@ def test_kernel_names_are_strings(device):
     with pytest.raises(hb.BenchError, match=r"kernel name b'copy': expected a string, got bytes"):
         device.load_module(COPY_PTX).kernel(b"copy")
 
-
-def test_a_kernel_of_an_unloaded_module_is_refused(device, fake_driver):
-    module = device.load_module(COPY_PTX)
-    copy = module.kernel("copy")
-    module.unload()
-    with pytest.raises(hb.BenchError, match="kernel 'copy': its ptx module has been unloaded"):
-        hb.bench(copy, 1, 1, [hb.Pointer(0), hb.Pointer(0), hb.int64(0)])
-    assert fake_driver.records() == []
