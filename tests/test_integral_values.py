@@ -160,4 +160,3 @@ def test_device_index_and_backend_are_checked():
 def test_kernel_names_are_strings(device):
     with pytest.raises(hb.BenchError, match=r"kernel name b'copy': expected a string, got bytes"):
         device.load_module(COPY_PTX).kernel(b"copy")
-
