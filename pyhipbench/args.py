@@ -6,6 +6,8 @@ to exactly that size.
 """
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,13 +16,37 @@ import numpy as np
 from .backends.base import KernelParam
 from .errors import BenchError
 from .memory import DeviceArray
+from .values import integer, show
+
+
+SCALAR_DTYPES = tuple(np.dtype(name) for name in (
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64"))
 
 
 @dataclass(frozen=True)
 class Scalar:
-    """A by-value kernel argument of a fixed numpy dtype."""
+    """A by-value kernel argument of a fixed numpy dtype (one of SCALAR_DTYPES).
+
+    Integer dtypes take any integral value (Python or numpy) in the dtype's
+    range. Float dtypes take any real number; NaN and ±inf are values a kernel
+    can be given, but a finite value too large for the dtype (one that would
+    round to infinity) is refused. Bools, strings and the like are refused.
+    """
     value: int | float
     dtype: np.dtype
+
+    def __post_init__(self) -> None:
+        try:  # np.dtype(None) is float64: a missing dtype must not become one
+            dtype = None if self.dtype is None else np.dtype(self.dtype)
+        except (TypeError, ValueError):
+            dtype = None
+        if dtype is None or dtype not in SCALAR_DTYPES:
+            raise BenchError(f"Scalar dtype {show(self.dtype)} is not one of "
+                             f"{', '.join(d.name for d in SCALAR_DTYPES)}")
+        value = _integer_value(dtype, self.value) if dtype.kind in "iu" else _float_value(dtype, self.value)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "value", value)
 
     @property
     def nbytes(self) -> int:
@@ -30,25 +56,41 @@ class Scalar:
         return np.array(self.value, dtype=self.dtype.newbyteorder("<")).tobytes()
 
 
+def _integer_value(dtype: np.dtype, value: object) -> int:
+    info = np.iinfo(dtype)
+    return integer(dtype.name, value, int(info.min), int(info.max), call=True)
+
+
+def _float_value(dtype: np.dtype, value: object) -> float:
+    label = f"{dtype.name}({show(value)})"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        kind = "a bool" if isinstance(value, (bool, np.bool_)) else type(value).__name__
+        raise BenchError(f"{label}: expected a real number (int or float), got {kind}")
+    with np.errstate(over="ignore"):
+        try:
+            as_float = float(value)
+        except OverflowError:  # an int or a fraction beyond float64: finite, and too large
+            as_float, finite = math.inf, True
+        else:  # numpy's own test keeps a long double's range
+            finite = bool(np.isfinite(value)) if isinstance(value, np.floating) else math.isfinite(as_float)
+        converted = dtype.type(as_float)
+    if finite and np.isinf(converted):
+        largest = float(np.finfo(dtype).max)
+        raise BenchError(f"{label}: out of range, the largest {dtype.name} is {largest!r} "
+                         "(a finite value must round to a finite one; nan and inf are passed as they are)")
+    return as_float
+
+
 def _scalar(dtype: str) -> Callable[[int | float], Scalar]:
     dt = np.dtype(dtype)
 
     def make(value: int | float) -> Scalar:
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-            raise BenchError(f"{dt.name}({value!r}): expected a number")
-        if dt.kind in "iu":
-            info = np.iinfo(dt)
-            if not isinstance(value, (int, np.integer)):
-                raise BenchError(f"{dt.name}({value!r}): expected an integer")
-            if not info.min <= value <= info.max:
-                raise BenchError(f"{dt.name}({value}): out of range [{info.min}, {info.max}]")
-        elif np.isfinite(value) and abs(float(value)) > float(np.finfo(dt).max):
-            raise BenchError(f"{dt.name}({value!r}): out of range, the largest {dt.name} is "
-                             f"{float(np.finfo(dt).max)!r}")
         return Scalar(value, dt)
 
     make.__name__ = make.__qualname__ = dt.name
-    make.__doc__ = f"A {dt.itemsize}-byte {dt.name} kernel argument."
+    kind = "integer (any integral type, numpy's included)" if dt.kind in "iu" else \
+        "real number (nan and inf allowed; finite values beyond the range are refused)"
+    make.__doc__ = f"A {dt.itemsize}-byte {dt.name} kernel argument from a {kind}."
     return make
 
 
@@ -67,14 +109,14 @@ float64 = _scalar("float64")
 
 @dataclass(frozen=True)
 class Pointer:
-    """A raw device address passed as is: never rotated, never freed by pyhipbench."""
+    """A raw device address passed as is: never rotated, never freed by pyhipbench.
+    Any integral type in [0, 2**64) (numpy's uint64 included) is an address."""
     address: int
     nbytes = 8
 
     def __post_init__(self) -> None:
-        if isinstance(self.address, bool) or not isinstance(self.address, (int, np.integer)) \
-                or not 0 <= self.address < 1 << 64:
-            raise BenchError(f"Pointer({self.address!r}): expected an address, an integer in [0, 2**64)")
+        object.__setattr__(self, "address",
+                           integer("Pointer", self.address, 0, (1 << 64) - 1, call=True, unit="a device address"))
 
     def pack(self) -> bytes:
         return self.address.to_bytes(8, "little")

@@ -22,6 +22,11 @@ from .module import Kernel
 from .result import Result
 from .rotation import plan_rotation
 from .stream import Stream
+from .values import integer, show
+
+# Every launch of a run holds its two driver events until the one
+# synchronisation after the last launch, so one run is bounded.
+MAX_LAUNCHES = 1_000_000
 
 
 def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
@@ -31,15 +36,32 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
 
     `rotate`: "auto" sizes R from the last-level cache and free memory; an int
     sets R (1 = warm). Arrays wrapped in `shared()` are not rotated. `stream`
-    is a `Device.stream()` (None = the default stream).
+    is a `Device.stream()` (None = the default stream). Counts, grid and block
+    take any integral type (numpy's included), never bools or floats;
+    `iterations` and `warmup` are each at most MAX_LAUNCHES.
     """
+    if not isinstance(kernel, Kernel):
+        raise BenchError(f"bench() times a Kernel (device.load_module(...).kernel(name)), "
+                         f"got {type(kernel).__name__}")
+    if not kernel.module.handle:
+        raise BenchError(f"kernel {kernel.name!r}: its {kernel.module.format} module has been unloaded")
+    if not isinstance(args, (list, tuple)):
+        raise BenchError(f"args={show(args)}: expected a list of kernel arguments")
+    if stream is not None and not isinstance(stream, Stream):
+        raise BenchError(f"stream={show(stream)}: expected a Device.stream() or None (the default stream)")
+    if stream is not None and not stream.handle:
+        raise BenchError("stream: this stream has been closed")
     device = kernel.device
     props = device.properties
     config = LaunchConfig.checked(grid, block, shared_bytes, props)
+    args = list(args)
     check_args(kernel.name, kernel.params, args)
-    for name, value, low in (("iterations", iterations, 1), ("warmup", warmup, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise BenchError(f"{name}={value!r}: expected an integer >= {low}")
+    iterations = integer("iterations", iterations, 1, MAX_LAUNCHES)
+    warmup = integer("warmup", warmup, 0, MAX_LAUNCHES)
+    if not (isinstance(rotate, str) and rotate == "auto"):
+        if isinstance(rotate, str):
+            raise BenchError(f"rotate={rotate!r}: expected 'auto' or a set count >= 1")
+        rotate = integer("rotate", rotate, 1, unit="argument sets, or 'auto'")
 
     rotated = rotated_arrays(args)
     free, total = device.memory_info()

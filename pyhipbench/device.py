@@ -12,6 +12,7 @@ from .errors import BenchError, NoDeviceError
 from .memory import DeviceArray
 from .module import Module
 from .stream import Stream
+from .values import integer, show
 
 
 def available_backends() -> list[str]:
@@ -31,6 +32,10 @@ class Device:
     `Device("cuda", 0)` asks for one."""
 
     def __init__(self, backend: str | None = None, index: int = 0) -> None:
+        if backend is not None and not (isinstance(backend, str) and backend in BACKEND_NAMES):
+            raise BenchError(f"backend={show(backend)}: expected one of {', '.join(BACKEND_NAMES)}, "
+                             "or None for the first that works")
+        index = integer("index", index, 0)
         if backend is None:
             reasons = []
             for name in BACKEND_NAMES:
@@ -81,8 +86,9 @@ class Device:
 
     # -- memory --------------------------------------------------------------
     def empty(self, shape: int | tuple[int, ...], dtype: np.dtype | str = np.float32) -> DeviceArray:
-        """Uninitialised device memory of `shape` x `dtype`."""
-        return DeviceArray(self.backend, (shape,) if isinstance(shape, int) else shape, np.dtype(dtype))
+        """Uninitialised device memory of `shape` x `dtype` (any integral sizes, numpy's included).
+        Refused before allocating if larger than the device's free memory."""
+        return DeviceArray(self.backend, shape, dtype)
 
     def empty_like(self, array: DeviceArray | np.ndarray) -> DeviceArray:
         """Uninitialised device memory of `array`'s shape and dtype."""

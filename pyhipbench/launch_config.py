@@ -3,18 +3,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .backends.base import DeviceProperties
 from .errors import BenchError
+from .values import integer, show
 
 Dims = int | tuple[int, ...]
 
 
 def _dims(name: str, value: Dims) -> tuple[int, int, int]:
-    dims = (value,) if isinstance(value, int) else tuple(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
-        raise BenchError(f"{name}={value!r}: expected 1 to 3 integers")
-    if any(d < 1 for d in dims):
-        raise BenchError(f"{name}={value!r}: every dimension must be >= 1")
+    """One integer, or 1 to 3 of them (tuple, list or 1-D array; numpy integers included),
+    each >= 1, padded with 1s to three."""
+    if isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
+        if not 1 <= len(value) <= 3:
+            raise BenchError(f"{name}={show(value)}: expected 1 to 3 integers, got {len(value)}")
+        dims = tuple(integer(f"{name}[{i}]", d, 1) for i, d in enumerate(value))
+    else:
+        dims = (integer(name, value, 1),)
     return dims + (1,) * (3 - len(dims))
 
 
@@ -26,7 +32,8 @@ class LaunchConfig:
 
     @classmethod
     def checked(cls, grid: Dims, block: Dims, shared_bytes: int, props: DeviceProperties) -> "LaunchConfig":
-        config = cls(_dims("grid", grid), _dims("block", block), shared_bytes)
+        config = cls(_dims("grid", grid), _dims("block", block),
+                     integer("shared_bytes", shared_bytes, 0, props.max_shared_bytes, unit="bytes"))
         for axis, (g, b, max_g, max_b) in enumerate(zip(config.grid, config.block, props.max_grid, props.max_block)):
             xyz = "xyz"[axis]
             if b > max_b:
@@ -40,6 +47,4 @@ class LaunchConfig:
         if threads > props.max_threads_per_block:
             raise BenchError(f"block {config.block} has {threads} threads; the device allows "
                              f"{props.max_threads_per_block} per block")
-        if not isinstance(shared_bytes, int) or not 0 <= shared_bytes <= props.max_shared_bytes:
-            raise BenchError(f"shared_bytes={shared_bytes!r}: expected 0 to {props.max_shared_bytes} bytes")
         return config

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .backends.base import Backend, KernelParam
 from .errors import BenchError
+from .values import show
 
 if TYPE_CHECKING:
     from .device import Device
@@ -65,6 +66,8 @@ class Module:
 
     def kernel(self, name: str) -> Kernel:
         """The kernel called `name`; BenchError listing the module's kernels if none is."""
+        if not isinstance(name, str):
+            raise BenchError(f"kernel name {show(name)}: expected a string, got {type(name).__name__}")
         if not self.handle:
             raise BenchError(f"kernel {name!r}: this {self.format} module has been unloaded")
         if name in self._kernels:

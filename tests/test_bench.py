@@ -90,16 +90,16 @@ BAD = [
     (dict(args="count"), "takes 3 arguments \\(copy_param_src \\(8 B\\), copy_param_dst \\(8 B\\), copy_param_n \\(8 B\\)\\), got 2"),
     (dict(args="size"), "argument 2 \\(copy_param_n\\) of kernel 'copy' is int32 \\(4 B\\), but the parameter is 8 bytes"),
     (dict(args="type"), "argument 2 \\(copy_param_n\\) of kernel 'copy' is of type int; expected"),
-    (dict(grid=0), "grid=0: every dimension must be >= 1"),
+    (dict(grid=0), "grid=0: out of range, expected an integer >= 1"),
     (dict(block=(2048,)), "block x = 2048 exceeds the device's limit 1024"),
     (dict(block=(32, 32, 2)), "block \\(32, 32, 2\\) has 2048 threads; the device allows 1024"),
     (dict(grid=(1, 70000)), "grid y = 70000 exceeds the device's limit 65535"),
-    (dict(grid=(1, 2, 3, 4)), "expected 1 to 3 integers"),
-    (dict(shared_bytes=1 << 20), "shared_bytes=1048576: expected 0 to 49152 bytes"),
+    (dict(grid=(1, 2, 3, 4)), "grid=\\(1, 2, 3, 4\\): expected 1 to 3 integers, got 4"),
+    (dict(shared_bytes=1 << 20), "shared_bytes=1048576: out of range, expected an integer in \\[0, 49152\\] \\(bytes\\)"),
     (dict(iterations=3, rotate=4), "iterations=3 is fewer than the 4 rotated sets"),
-    (dict(iterations=0), "iterations=0: expected an integer >= 1"),
-    (dict(warmup=-1), "warmup=-1: expected an integer >= 0"),
-    (dict(rotate=0), "rotate=0: expected 'auto' or a set count >= 1"),
+    (dict(iterations=0), "iterations=0: out of range, expected an integer in \\[1, 1000000\\]"),
+    (dict(warmup=-1), "warmup=-1: out of range, expected an integer in \\[0, 1000000\\]"),
+    (dict(rotate=0), "rotate=0: out of range, expected an integer >= 1 \\(argument sets, or 'auto'\\)"),
     (dict(rotate=100_000), "rotate=100000 sets of 8192 bytes cannot fit in device memory"),
 ]
 
@@ -217,3 +217,12 @@ def test_code_object_for_another_backend_is_refused(device):
     device.backend.formats = ("hsaco",)
     with pytest.raises(hb.BenchError, match="a ptx code object cannot load on the .* backend; expected hsaco"):
         device.load_module(COPY_PTX)
+
+
+def test_a_kernel_of_an_unloaded_module_is_refused(device, fake_driver):
+    module = device.load_module(COPY_PTX)
+    copy = module.kernel("copy")
+    module.unload()
+    with pytest.raises(hb.BenchError, match="kernel 'copy': its ptx module has been unloaded"):
+        hb.bench(copy, 1, 1, [hb.Pointer(0), hb.Pointer(0), hb.int64(0)])
+    assert fake_driver.records() == []

@@ -16,7 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import VerificationError
+from ..elf import ElfFile
+from ..errors import BenchError, VerificationError
 
 __all__ = ["KernelEntry", "Verification", "VerificationError", "verify_entries"]
 
@@ -25,7 +26,7 @@ _ENTRY_OFFSET_AT = 16  # kernel_code_entry_byte_offset: int64, bytes 16..23
 _PRELOAD_AT = 58  # kernarg_preload: uint16, bits 6:0 = SGPRs preloaded
 # Firmware that preloads kernel arguments starts this far past the entry.
 _PRELOAD_ENTRY_OFFSET = 256
-_SHT_SYMTAB, _SHT_DYNSYM, _STT_OBJECT = 2, 11, 1
+_STT_OBJECT = 1
 # llvm-objdump prints AMDGPU instructions as "\t<insn>   // <ADDR>: <bytes>".
 _DISASSEMBLY_LINE = re.compile(r"^\s+(\S.*?)\s*//\s*([0-9A-Fa-f]+):")
 
@@ -74,30 +75,27 @@ class Verification:
         return "\n".join(lines)
 
 
-def _descriptors(elf: bytes) -> dict[str, tuple[int, bytes]]:
-    """Kernel descriptors of an ELF64 little-endian object: name -> (address, bytes)."""
-    if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
-        raise ValueError("not a 64-bit little-endian ELF file")
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
-    sections = [
-        struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)
-    ]
-    by_type = {s[1]: s for s in sections}
-    symtab = by_type.get(_SHT_SYMTAB) or by_type.get(_SHT_DYNSYM)
-    if symtab is None:
-        raise ValueError("the code object has no symbol table")
-    _, _, _, _, sym_off, sym_size, strtab_index, _, _, sym_entsize = symtab
-    strtab_off = sections[strtab_index][4]
+def _descriptors(image: bytes) -> dict[str, tuple[int, bytes]]:
+    """Kernel descriptors of an HSACO: name -> (address, its 64 bytes).
+
+    Read through pyhipbench.elf, so a truncated or corrupt code object is a
+    BenchError naming what is wrong and where, and every descriptor returned
+    is whole.
+    """
+    code_object = ElfFile(image, "HSACO")
+    symbols = code_object.symbols()
+    if symbols is None:
+        raise BenchError("HSACO has no symbol table, so no kernel descriptor (<kernel>.kd) can be found")
     found = {}
-    for at in range(sym_off, sym_off + sym_size, sym_entsize):
-        st_name, st_info, _, st_shndx, st_value, _ = struct.unpack_from("<IBBHQQ", elf, at)
-        name = elf[strtab_off + st_name : elf.index(b"\0", strtab_off + st_name)].decode()
-        if (st_info & 0xF) != _STT_OBJECT or not name.endswith(".kd") or st_shndx >= shnum:
+    for symbol in symbols:
+        if symbol.type != _STT_OBJECT or not symbol.name.endswith(".kd"):
             continue
-        _, _, _, sh_addr, sh_offset, _, _, _, _, _ = sections[st_shndx]
-        start = sh_offset + (st_value - sh_addr)
-        found[name[: -len(".kd")]] = (st_value, elf[start : start + _DESCRIPTOR_SIZE])
+        section = code_object.section_of(symbol)
+        if section is None:
+            continue
+        descriptor = code_object.at_address(section, symbol.value, _DESCRIPTOR_SIZE,
+                                            f"kernel descriptor {symbol.name}")
+        found[symbol.name[: -len(".kd")]] = (symbol.value, descriptor)
     return found
 
 

@@ -1,0 +1,56 @@
+"""Integer parameters, checked the same way everywhere.
+
+Tuners compute grid sizes, counts and shapes with numpy, so every integral
+type is an integer here: Python ints, numpy integers, anything with
+`__index__` (`operator.index`). Bools, floats (even 4.0, even numpy ones) and
+strings are refused with a BenchError naming the parameter and the value.
+"""
+from __future__ import annotations
+
+import operator
+import reprlib
+
+import numpy as np
+
+from .errors import BenchError
+
+_short = reprlib.Repr()
+_short.maxlong = _short.maxstring = _short.maxother = 40
+
+
+def show(value: object) -> str:
+    """`repr(value)`, shortened to about 40 characters (a 400-digit int stays readable)."""
+    return _short.repr(value)
+
+
+def expected_integer(low: int | None = None, high: int | None = None) -> str:
+    """'an integer', 'an integer >= 1', 'an integer in [0, 255]': the range in words."""
+    if low is not None and high is not None:
+        return f"an integer in [{low}, {high}]"
+    if low is not None:
+        return f"an integer >= {low}"
+    if high is not None:
+        return f"an integer <= {high}"
+    return "an integer"
+
+
+def integer(name: str, value: object, low: int | None = None, high: int | None = None, *,
+            call: bool = False, unit: str = "") -> int:
+    """`value` as a Python int in [`low`, `high`] (either bound may be None).
+
+    `name` labels the value in the error: `name=value` (`grid=4.0`), or
+    `name(value)` with `call=True` (`int32(4.0)`); `unit` ("bytes") follows
+    the range. Raises BenchError for a bool, a non-integral value or one out
+    of range.
+    """
+    label = f"{name}({show(value)})" if call else f"{name}={show(value)}"
+    wanted = expected_integer(low, high) + (f" ({unit})" if unit else "")
+    if isinstance(value, (bool, np.bool_)):
+        raise BenchError(f"{label}: expected {wanted}, got a bool")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise BenchError(f"{label}: expected {wanted}, got {type(value).__name__}") from None
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise BenchError(f"{label}: out of range, expected {wanted}")
+    return number
