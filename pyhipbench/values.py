@@ -54,3 +54,24 @@ def integer(name: str, value: object, low: int | None = None, high: int | None =
     if (low is not None and number < low) or (high is not None and number > high):
         raise BenchError(f"{label}: out of range, expected {wanted}")
     return number
+
+
+def real(name: str, value: object, *, minimum: float | None = None, above: float | None = None,
+         below: float | None = None) -> float:
+    """`value` as a finite float with `value >= minimum`, `> above`, `< below` (each optional).
+
+    Raises BenchError naming `name=value` and the range for a bool, a
+    non-number, NaN, an infinity or a value out of range.
+    """
+    bounds = [f">= {minimum}"] if minimum is not None else []
+    bounds += [f"> {above}"] if above is not None else []
+    bounds += [f"< {below}"] if below is not None else []
+    wanted = "a finite number" + (" " + " and ".join(bounds) if bounds else "")
+    label = f"{name}={show(value)}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise BenchError(f"{label}: expected {wanted}, got {type(value).__name__}")
+    number = float(value)
+    if not np.isfinite(number) or (minimum is not None and number < minimum) \
+            or (above is not None and number <= above) or (below is not None and number >= below):
+        raise BenchError(f"{label}: out of range, expected {wanted}")
+    return number

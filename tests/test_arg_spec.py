@@ -42,8 +42,8 @@ def test_parses_each_form_into_plain_picklable_data(text, spec):
     ("int64:", "'int64:': expected int64:VALUE"),
     ("int64:1:2", "'int64:1:2': expected int64:VALUE"),
     ("int64:1.5", "'1.5' is not a valid int64"),
-    ("int32:4294967296", "int32(4294967296): out of range [-2147483648, 2147483647]"),
-    ("uint8:-1", "uint8(-1): out of range [0, 255]"),
+    ("int32:4294967296", "int32(4294967296): out of range, expected an integer in [-2147483648, 2147483647]"),
+    ("uint8:-1", "uint8(-1): out of range, expected an integer in [0, 255]"),
     ("float16:1e5", "float16(100000.0): out of range, the largest float16 is 65504.0"),
     ("float32:1e40", "float32(1e+40): out of range"),
     ("float64:1e400", "1e400 is out of range for float64"),
@@ -86,8 +86,8 @@ def test_specs_built_in_code_are_checked_too():
     (lambda: ArraySpec("float32", 4, "noise"), "fill 'noise' is not one of zeros, ones, arange, random"),
     (lambda: ArraySpec("float32", 4, shared="yes"), "shared='yes': expected True or False"),
     (lambda: ArraySpec("int64", 2**61), "2305843009213693952 x int64 is 18446744073709551616 bytes"),
-    (lambda: ScalarSpec("int8", 300), "int8(300): out of range [-128, 127]"),
-    (lambda: ScalarSpec("float32", "2.5"), "float32('2.5'): expected a number"),
+    (lambda: ScalarSpec("int8", 300), "int8(300): out of range, expected an integer in [-128, 127]"),
+    (lambda: ScalarSpec("float32", "2.5"), "float32('2.5'): expected a real number (int or float), got str"),
     (lambda: ScalarSpec(np.float32, 1), "dtype <class 'numpy.float32'> is not one of int8"),
 ])
 def test_bad_specs_built_in_code_are_refused(make, message):

@@ -29,7 +29,7 @@ def files(tmp_path):
     shutil.copy(COPY_PTX, tmp_path / "ptx_named.ll")
     shutil.copy(IR_DATA / "copy_sm_90.ll", tmp_path / "ir_named.ptx")
     (tmp_path / "latin1.ll").write_bytes(b"; caf\xe9\ndefine void @f() { ret void }\n")
-    (tmp_path / "elf.bin").write_bytes(b"\x7fELF" + bytes(14) + (62).to_bytes(2, "little") + bytes(40))
+    (tmp_path / "elf.bin").write_bytes(b"\x7fELF" + bytes(14) + (62).to_bytes(2, "little") + bytes(44))  # a whole 64-byte ELF64 header, for x86-64
     (tmp_path / "dir").mkdir()
     (tmp_path / "a_file").write_text("not a folder")
     return tmp_path
@@ -108,7 +108,7 @@ OPTION_ERRORS = [
      "fill 'noise' is not one of zeros, ones, arange, random"),
     (["run", "{d}/k.ll", *RUN, "--arg", "vector:3"], "argument --arg: 'vector:3': expected TYPE:VALUE, "
      "array:DTYPE:COUNT[:FILL] or shared:DTYPE:COUNT[:FILL]"),
-    (["run", "{d}/k.ll", *RUN, "--arg", "int32:4294967296"], "argument --arg: 'int32:4294967296': int32(4294967296): out of range [-2147483648, 2147483647]"),
+    (["run", "{d}/k.ll", *RUN, "--arg", "int32:4294967296"], "argument --arg: 'int32:4294967296': int32(4294967296): out of range, expected an integer in [-2147483648, 2147483647]"),
     (["run", "{d}/k.ll", *RUN, "--arg", "float32:1e40"], "argument --arg: 'float32:1e40': float32(1e+40): out of range, the largest float32 is"),
     (["run", "{d}/k.ll", *RUN, "--arg", "array:object:4"], "argument --arg: 'array:object:4': dtype 'object' is not one of int8"),
     (["run", "{d}/k.ll", *RUN, "--arg", "array:float32:0"], "argument --arg: 'array:float32:0': element count 0 is not a positive whole number"),

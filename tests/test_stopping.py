@@ -1,0 +1,84 @@
+"""The adaptive stopping rule on synthetic samples: when it stops, why, and its chunk sizes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyhipbench as hb
+from pyhipbench.stats import summarize
+from pyhipbench.stopping import StopRule
+
+
+def simulate(rule: StopRule, draw, seconds_per_sample: float = 0.0):
+    """Feeds `rule` chunks from `draw(n)` as bench() does; returns (samples, reason)."""
+    samples = np.empty(0)
+    while True:
+        samples = np.concatenate([samples, draw(rule.next_chunk(len(samples)))])
+        reason = rule.stop_reason(summarize(samples), len(samples) * seconds_per_sample)
+        if reason:
+            return samples, reason
+
+
+def test_precise_kernel_stops_early_on_precision():
+    rng = np.random.default_rng(0)
+    samples, reason = simulate(StopRule(), lambda n: rng.normal(10.0, 0.05, n))  # ±0.5 % noise
+    assert reason == "precision"
+    assert len(samples) <= 32                       # two chunks at most
+    assert summarize(samples).rel_ci <= 0.01
+
+
+def test_noisy_kernel_takes_more_samples_and_still_reaches_the_target():
+    rng = np.random.default_rng(1)
+    samples, reason = simulate(StopRule(), lambda n: rng.lognormal(np.log(10.0), 0.2, n))
+    assert reason == "precision" and len(samples) > 64
+    assert summarize(samples).rel_ci <= 0.01
+
+
+def test_max_samples_caps_a_kernel_that_never_settles():
+    rng = np.random.default_rng(2)
+    rule = StopRule(precision=0.001, max_samples=200)
+    samples, reason = simulate(rule, lambda n: rng.uniform(1.0, 100.0, n))
+    assert reason == "max-samples" and len(samples) == 200
+
+
+def test_max_time_caps_the_wall_time():
+    rng = np.random.default_rng(3)
+    rule = StopRule(precision=0.0001, max_time_s=0.01)
+    samples, reason = simulate(rule, lambda n: rng.uniform(1.0, 2.0, n), seconds_per_sample=1e-4)
+    assert reason == "max-time" and 100 <= len(samples) < 200
+
+
+def test_precision_zero_runs_to_max_samples():
+    samples, reason = simulate(StopRule(precision=0, max_samples=50), lambda n: np.full(n, 3.0))
+    assert reason == "max-samples" and len(samples) == 50
+
+
+def test_min_samples_holds_even_when_the_first_chunk_is_precise():
+    rule = StopRule(min_samples=40, first_chunk=8)
+    samples, reason = simulate(rule, lambda n: np.full(n, 5.0))
+    assert reason == "precision" and len(samples) >= 40
+
+
+def test_chunks_double_and_never_pass_max_samples():
+    rule = StopRule(first_chunk=16, max_samples=100)
+    assert [rule.next_chunk(t) for t in (0, 16, 32, 64, 96)] == [16, 16, 32, 36, 4]
+
+
+def test_settled():
+    rule = StopRule(settle=0.02)
+    assert rule.settled(10.0, 10.15) and not rule.settled(10.0, 10.3)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"precision": 1.5}, "precision=1.5: out of range, expected a finite number >= 0 and < 1"),
+    ({"precision": "1%"}, "precision='1%': expected a finite number >= 0 and < 1, got str"),
+    ({"max_time_s": -1}, "max_time_s=-1: out of range, expected a finite number > 0"),
+    ({"max_time_s": float("nan")}, "max_time_s=nan: out of range"),
+    ({"min_samples": 0}, "min_samples=0: out of range, expected an integer >= 1"),
+    ({"min_samples": 20, "max_samples": 10}, "max_samples=10: out of range, expected an integer >= 20"),
+    ({"first_chunk": 2.0}, "first_chunk=2.0: expected an integer >= 1, got float"),
+])
+def test_bad_rules_are_refused(options, message):
+    with pytest.raises(hb.BenchError, match=message.replace("(", r"\(").replace(")", r"\)")
+                       .replace("[", r"\[").replace("]", r"\]")):
+        StopRule(**options)
