@@ -53,7 +53,17 @@ class DeviceArray:
             raise BenchError(f"an array of shape {self.shape} {self.dtype} needs {self.nbytes} bytes; "
                              f"the device has {free} bytes free")
         self._backend = backend
+        self._owner = True
         self.address = backend.allocate(max(self.nbytes, 1))
+
+    @classmethod
+    def view(cls, backend: Backend, address: int, shape: tuple[int, ...], dtype: np.dtype) -> "DeviceArray":
+        """An array over memory something else owns (a slice of a larger block): `free()` releases nothing."""
+        array = cls.__new__(cls)
+        array.shape, array.dtype = tuple(shape), np.dtype(dtype)
+        array.nbytes = math.prod(array.shape) * array.dtype.itemsize
+        array._backend, array._owner, array.address = backend, False, address
+        return array
 
     def copy_from(self, host: np.ndarray) -> None:
         """Copies a host array of the same shape and dtype to the device."""
@@ -74,7 +84,8 @@ class DeviceArray:
         """Releases the memory now rather than when the array is collected."""
         if self.address:
             address, self.address = self.address, 0  # freed at most once, even if the driver fails
-            self._backend.free(address)
+            if self._owner:
+                self._backend.free(address)
 
     def __del__(self) -> None:
         try:
