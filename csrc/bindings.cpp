@@ -57,6 +57,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("sets", &LaunchPlan::sets)
       .def_property_readonly("arg_count", &LaunchPlan::arg_count)
       .def_property_readonly("kernel_name", &LaunchPlan::kernel_name)
+      .def_property_readonly("id", &LaunchPlan::id)
       .def("arg_pointers", [](LaunchPlan& plan, size_t set) {
              // The kernelParams addresses of one set, for tests of the packing.
              if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
@@ -96,7 +97,16 @@ PYBIND11_MODULE(_core, m) {
            "(µs per kernel per sample as a float64 array, launches per sample, host µs spent "
            "issuing them all).");
 
-  m.def("make_timer", &make_timer, py::arg("name"), py::arg("driver"), py::arg("context"),
-        "A timer `name` ('events') on `driver`, running in `context` (CUDA: a CUcontext handle; "
-        "HIP: a device ordinal).");
+  m.def("make_timer",
+        [](const std::string& name, std::shared_ptr<Driver> driver, uintptr_t context,
+           size_t launches_per_sample) {
+          TimerOptions options;
+          options.launches_per_sample = launches_per_sample;
+          return make_timer(name, std::move(driver), context, options);
+        },
+        py::arg("name"), py::arg("driver"), py::arg("context"), py::kw_only(),
+        py::arg("launches_per_sample") = 0,
+        "A timer `name` ('events', 'graph') on `driver`, running in `context` (CUDA: a CUcontext "
+        "handle; HIP: a device ordinal). `launches_per_sample`: kernel nodes per graph ('graph'); "
+        "0 = the default, 100.");
 }

@@ -17,6 +17,14 @@ CudaDriver::CudaDriver(const std::string& library_path)
   library_.resolve(cuCtxPopCurrent_v2, "cuCtxPopCurrent_v2");
   library_.resolve(cuGetErrorName, "cuGetErrorName");
   library_.resolve(cuGetErrorString, "cuGetErrorString");
+  library_.resolve(cuStreamCreate, "cuStreamCreate");
+  library_.resolve(cuStreamDestroy_v2, "cuStreamDestroy_v2");
+  library_.resolve(cuStreamBeginCapture_v2, "cuStreamBeginCapture_v2");
+  library_.resolve(cuStreamEndCapture, "cuStreamEndCapture");
+  library_.resolve(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  library_.resolve(cuGraphLaunch, "cuGraphLaunch");
+  library_.resolve(cuGraphExecDestroy, "cuGraphExecDestroy");
+  library_.resolve(cuGraphDestroy, "cuGraphDestroy");
 }
 
 DriverError CudaDriver::error(const char* call, Result status) const {

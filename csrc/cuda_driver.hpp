@@ -22,6 +22,8 @@ class CudaDriver final : public Driver {
   using Function = struct CUfunc_st*;
   using Stream = struct CUstream_st*;
   using Event = struct CUevent_st*;
+  using Graph = struct CUgraph_st*;
+  using GraphExec = struct CUgraphExec_st*;
 
   static constexpr const char* kBackend = "cuda";
 
@@ -98,6 +100,14 @@ class CudaDriver final : public Driver {
   Result (*cuCtxPopCurrent_v2)(Context*);
   Result (*cuGetErrorName)(Result, const char**);
   Result (*cuGetErrorString)(Result, const char**);
+  Result (*cuStreamCreate)(Stream*, unsigned flags);
+  Result (*cuStreamDestroy_v2)(Stream);
+  Result (*cuStreamBeginCapture_v2)(Stream, int mode);
+  Result (*cuStreamEndCapture)(Stream, Graph*);
+  Result (*cuGraphInstantiateWithFlags)(GraphExec*, Graph, unsigned long long flags);
+  Result (*cuGraphLaunch)(GraphExec, Stream);
+  Result (*cuGraphExecDestroy)(GraphExec);
+  Result (*cuGraphDestroy)(Graph);
 
   // Names of the calls the timers make through the generic event interface.
   static constexpr const char* kEventCreate = "cuEventCreate";
@@ -109,6 +119,25 @@ class CudaDriver final : public Driver {
   Result event_record(Event event, Stream stream) const { return cuEventRecord(event, stream); }
   Result event_synchronize(Event event) const { return cuEventSynchronize(event); }
   Result elapsed_ms(float* ms, Event start, Event stop) const { return cuEventElapsedTime(ms, start, stop); }
+
+  // Graphs, built by stream capture. CU_STREAM_NON_BLOCKING (1): the capture
+  // stream never waits on, nor joins, the legacy default stream;
+  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL (1): only this thread's calls are
+  // checked for capture safety, so other threads may allocate meanwhile.
+  Status capture_stream_create(Stream* stream) const { return {cuStreamCreate(stream, 1), "cuStreamCreate"}; }
+  Status stream_destroy(Stream stream) const { return {cuStreamDestroy_v2(stream), "cuStreamDestroy_v2"}; }
+  Status begin_capture(Stream stream) const {
+    return {cuStreamBeginCapture_v2(stream, 1), "cuStreamBeginCapture_v2"};
+  }
+  Status end_capture(Stream stream, Graph* graph) const {
+    return {cuStreamEndCapture(stream, graph), "cuStreamEndCapture"};
+  }
+  Status graph_instantiate(GraphExec* exec, Graph graph) const {
+    return {cuGraphInstantiateWithFlags(exec, graph, 0), "cuGraphInstantiateWithFlags"};
+  }
+  Status graph_launch(GraphExec exec, Stream stream) const { return {cuGraphLaunch(exec, stream), "cuGraphLaunch"}; }
+  Status graph_exec_destroy(GraphExec exec) const { return {cuGraphExecDestroy(exec), "cuGraphExecDestroy"}; }
+  Status graph_destroy(Graph graph) const { return {cuGraphDestroy(graph), "cuGraphDestroy"}; }
 
  private:
   DynamicLibrary library_;

@@ -93,11 +93,167 @@ static int injected(const char* call) {
   return 0;
 }
 
+/* ---- streams, capture and graphs ----
+ * Streams made here are registered, so a handle the tests made up (a plan's
+ * stream 0x77) is never dereferenced. A launch on a stream being captured is
+ * not run: it becomes a node of the capture's graph, keeping the first bytes
+ * of each argument as they were at capture (the real driver copies the
+ * values then). Launching an instantiated graph runs its nodes in order, each
+ * recorded as a "graph node" with its own kernelParams, each taking
+ * launch_ms on the fake clock. */
+typedef struct {
+  uintptr_t function;
+  uint32_t grid[3], block[3];
+  uint64_t shared_bytes;
+  uintptr_t params;
+  uint64_t arg_values[MAX_ARGS];
+} fake_node;
+
+typedef struct {
+  int count, capacity;
+  fake_node* nodes;
+} fake_graph; /* an instantiated graph (exec) has the same shape: a copy */
+
+typedef struct {
+  fake_graph* capture; /* the graph being captured, or NULL */
+} fake_stream;
+
+#define MAX_STREAMS 64
+static fake_stream* streams[MAX_STREAMS];
+static int live_streams, live_graphs, live_graph_execs;
+int fake_live_streams(void) { return live_streams; }
+int fake_live_graphs(void) { return live_graphs; }
+int fake_live_graph_execs(void) { return live_graph_execs; }
+
+static fake_stream* find_stream(const void* handle) {
+  for (int i = 0; i < MAX_STREAMS; ++i)
+    if (handle && streams[i] == handle) return streams[i];
+  return NULL;
+}
+
+static int stream_create(const char* call, fake_stream** out) {
+  int err = injected(call);
+  if (err) return err;
+  for (int i = 0; i < MAX_STREAMS; ++i) {
+    if (!streams[i]) {
+      streams[i] = calloc(1, sizeof **out);
+      *out = streams[i];
+      ++live_streams;
+      record(call)->value = (uintptr_t)*out;
+      return 0;
+    }
+  }
+  return 2;
+}
+
+static int stream_destroy(const char* call, fake_stream* stream) {
+  for (int i = 0; i < MAX_STREAMS; ++i) {
+    if (stream && streams[i] == stream) {
+      if (stream->capture) return 900; /* still capturing */
+      record(call)->value = (uintptr_t)stream;
+      free(stream);
+      streams[i] = NULL;
+      --live_streams;
+      return 0;
+    }
+  }
+  return 400;
+}
+
+static int begin_capture(const char* call, fake_stream* stream) {
+  int err = injected(call);
+  if (err) return err;
+  stream = find_stream(stream);
+  if (!stream || stream->capture) return 1;
+  stream->capture = calloc(1, sizeof *stream->capture);
+  record(call)->value = (uintptr_t)stream;
+  return 0;
+}
+
+static int end_capture(const char* call, fake_stream* stream, fake_graph** graph) {
+  stream = find_stream(stream);
+  if (!stream || !stream->capture) return 1;
+  *graph = stream->capture;
+  stream->capture = NULL;
+  ++live_graphs;
+  record(call)->value = (uintptr_t)*graph;
+  return injected(call);
+}
+
+static int graph_destroy(fake_graph* graph, int* live) {
+  if (!graph) return 400;
+  free(graph->nodes);
+  free(graph);
+  --*live;
+  return 0;
+}
+
+static int graph_instantiate(const char* call, fake_graph** exec, fake_graph* graph) {
+  int err = injected(call);
+  if (err) return err;
+  fake_graph* copy = calloc(1, sizeof *copy);
+  copy->count = copy->capacity = graph->count;
+  copy->nodes = malloc(sizeof(fake_node) * (size_t)(graph->count ? graph->count : 1));
+  memcpy(copy->nodes, graph->nodes, sizeof(fake_node) * (size_t)graph->count);
+  *exec = copy;
+  ++live_graph_execs;
+  record(call)->value = (uintptr_t)graph->count;
+  return 0;
+}
+
+static int graph_launch(const char* call, fake_graph* exec, uintptr_t stream) {
+  int err = injected(call);
+  if (err) return err;
+  fake_record* r = record(call);
+  r->stream = stream;
+  r->value = (uintptr_t)exec;
+  for (int i = 0; i < exec->count; ++i) {
+    const fake_node* n = &exec->nodes[i];
+    fake_record* node = record("graph node");
+    node->function = n->function;
+    memcpy(node->grid, n->grid, sizeof node->grid);
+    memcpy(node->block, n->block, sizeof node->block);
+    node->shared_bytes = n->shared_bytes;
+    node->stream = stream;
+    node->params = n->params;
+    memcpy(node->arg_values, n->arg_values, sizeof node->arg_values);
+    node->value = (uintptr_t)exec;
+    clock_ms += launch_ms;
+  }
+  return 0;
+}
+
+/* Adds a launch to the graph `stream` is capturing; 0 if it is not capturing. */
+static int captured(const char* call, uintptr_t f, const uint32_t grid[3], const uint32_t block[3],
+                    uint64_t shared, void* stream_handle, void** params) {
+  fake_stream* stream = find_stream(stream_handle);
+  if (!stream || !stream->capture) return 0;
+  fake_graph* g = stream->capture;
+  if (g->count == g->capacity) {
+    g->capacity = g->capacity ? 2 * g->capacity : 16;
+    g->nodes = realloc(g->nodes, sizeof(fake_node) * (size_t)g->capacity);
+  }
+  fake_node* n = &g->nodes[g->count++];
+  memset(n, 0, sizeof *n);
+  n->function = f;
+  memcpy(n->grid, grid, sizeof n->grid);
+  memcpy(n->block, block, sizeof n->block);
+  n->shared_bytes = shared;
+  n->params = (uintptr_t)params;
+  for (int a = 0; a < arg_count_to_read && params; ++a) memcpy(&n->arg_values[a], params[a], 8);
+  record(call)->value = (uintptr_t)stream; /* a captured launch: recorded, not run */
+  return 1;
+}
+
 static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
                          const uint32_t block[3], uint64_t shared, uintptr_t stream,
                          void** params, fake_event* start, fake_event* stop) {
   int err = injected(call);
   if (err) return err;
+  if (captured(strcmp(call, "cuLaunchKernel") == 0 ? "captured cuLaunchKernel" : "captured hipExtModuleLaunchKernel",
+               f, grid, block, shared, (void*)stream, params)) {
+    return start || stop ? 1 : 0; /* as HIP: no events inside a capture */
+  }
   fake_record* r = record(call);
   r->function = f;
   memcpy(r->grid, grid, sizeof r->grid);
@@ -164,6 +320,7 @@ static const char* error_name(int code) {
     case 400: return "INVALID_HANDLE";
     case 500: return "NOT_FOUND";
     case 700: return "ILLEGAL_ADDRESS";
+    case 900: return "STREAM_CAPTURE_UNSUPPORTED";
     default: return "UNKNOWN";
   }
 }
@@ -180,6 +337,7 @@ static const char* error_string(int code) {
     case 400: return "invalid resource handle";
     case 500: return "named symbol not found";
     case 700: return "an illegal memory access was encountered";
+    case 900: return "operation not permitted when stream is capturing";
     default: return "unknown error";
   }
 }
@@ -218,6 +376,22 @@ int cuCtxPopCurrent_v2(void** context) {
   if (context) *context = (void*)popped;
   return 0;
 }
+int cuStreamCreate(fake_stream** stream, unsigned flags) { (void)flags; return stream_create("cuStreamCreate", stream); }
+int cuStreamDestroy_v2(fake_stream* stream) { return stream_destroy("cuStreamDestroy_v2", stream); }
+int cuStreamBeginCapture_v2(fake_stream* stream, int mode) {
+  (void)mode;
+  return begin_capture("cuStreamBeginCapture_v2", stream);
+}
+int cuStreamEndCapture(fake_stream* stream, fake_graph** graph) {
+  return end_capture("cuStreamEndCapture", stream, graph);
+}
+int cuGraphInstantiateWithFlags(fake_graph** exec, fake_graph* graph, unsigned long long flags) {
+  (void)flags;
+  return graph_instantiate("cuGraphInstantiateWithFlags", exec, graph);
+}
+int cuGraphLaunch(fake_graph* exec, void* stream) { return graph_launch("cuGraphLaunch", exec, (uintptr_t)stream); }
+int cuGraphExecDestroy(fake_graph* exec) { return graph_destroy(exec, &live_graph_execs); }
+int cuGraphDestroy(fake_graph* graph) { return graph_destroy(graph, &live_graphs); }
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
   (void)extra;
@@ -262,6 +436,26 @@ int hipGetDevice(int* device) {
   return 0;
 }
 int fake_current_device(void) { return current_device; }
+int hipStreamCreate(fake_stream** stream) { return stream_create("hipStreamCreate", stream); }
+int hipStreamCreateWithFlags(fake_stream** stream, unsigned flags) {
+  (void)flags;
+  return stream_create("hipStreamCreateWithFlags", stream);
+}
+int hipStreamDestroy(fake_stream* stream) { return stream_destroy("hipStreamDestroy", stream); }
+int hipStreamBeginCapture(fake_stream* stream, int mode) {
+  (void)mode;
+  return begin_capture("hipStreamBeginCapture", stream);
+}
+int hipStreamEndCapture(fake_stream* stream, fake_graph** graph) {
+  return end_capture("hipStreamEndCapture", stream, graph);
+}
+int hipGraphInstantiate(fake_graph** exec, fake_graph* graph, void* error_node, char* log, size_t log_bytes) {
+  (void)error_node, (void)log, (void)log_bytes;
+  return graph_instantiate("hipGraphInstantiate", exec, graph);
+}
+int hipGraphLaunch(fake_graph* exec, void* stream) { return graph_launch("hipGraphLaunch", exec, (uintptr_t)stream); }
+int hipGraphExecDestroy(fake_graph* exec) { return graph_destroy(exec, &live_graph_execs); }
+int hipGraphDestroy(fake_graph* graph) { return graph_destroy(graph, &live_graphs); }
 int hipExtModuleLaunchKernel(void* f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx,
                              uint32_t ly, uint32_t lz, size_t shared, void* stream,
                              void** params, void** extra, fake_event* start, fake_event* stop,

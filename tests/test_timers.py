@@ -1,0 +1,170 @@
+"""The graph and batched timers against the fake drivers: launch sequences, rotation, faults, resources."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from fakes.host_backend import FAKE_CUDA_CONTEXT
+from pyhipbench import _core
+
+CONTEXT = {"cuda": FAKE_CUDA_CONTEXT, "hip": 0}
+CALLS = {
+    "cuda": {"launch": "cuLaunchKernel", "record": "cuEventRecord", "sync": "cuEventSynchronize",
+             "graph_launch": "cuGraphLaunch", "instantiate": "cuGraphInstantiateWithFlags",
+             "begin_capture": "cuStreamBeginCapture_v2", "end_capture": "cuStreamEndCapture",
+             "current": "cuCtxPushCurrent_v2"},
+    "hip": {"launch": "hipExtModuleLaunchKernel", "record": "hipEventRecord", "sync": "hipEventSynchronize",
+            "graph_launch": "hipGraphLaunch", "instantiate": "hipGraphInstantiate",
+            "begin_capture": "hipStreamBeginCapture", "end_capture": "hipStreamEndCapture",
+            "current": "hipSetDevice"},
+}
+STREAM = 0x77
+
+
+def make_plan(sets: int, name: str = "kern"):
+    # Two arguments: a per-set value (0xA000 + set), then an int32.
+    arg_sets = [struct.pack("<QiI", 0xA000 + s, 7, 0) for s in range(sets)]
+    return _core.LaunchPlan(0xF00, name, (4, 2, 1), (64, 2, 1), 128, STREAM, arg_sets, [0, 8])
+
+
+def names(records) -> list[str]:
+    return [r.call.decode() for r in records]
+
+
+def live(fake_driver) -> dict[str, int]:
+    lib = fake_driver.lib
+    return {"events": lib.fake_live_events(), "streams": lib.fake_live_streams(),
+            "graphs": lib.fake_live_graphs(), "graph_execs": lib.fake_live_graph_execs()}
+
+
+# ---- graph ----
+
+@pytest.fixture
+def graph_timer(driver, backend_name):
+    return _core.make_timer("graph", driver, CONTEXT[backend_name], launches_per_sample=4)
+
+
+def test_graph_nodes_each_launch_their_own_set_and_continue_the_rotation(graph_timer, fake_driver, backend_name):
+    fake_driver.read_args(2)
+    plan = make_plan(3)
+    times, launches_per_sample, host_us = graph_timer.run(plan, 5, 2)
+    assert graph_timer.name == "graph" and launches_per_sample == 4
+    nodes = fake_driver.records("graph node")
+    assert len(nodes) == 20                                   # 5 samples x 4 nodes
+    expected_sets = [(2 + k) % 3 for k in range(20)]          # launch k on set (first_set + k) mod R
+    assert [n.arg_values[0] - 0xA000 for n in nodes] == expected_sets
+    assert [n.params for n in nodes] == [plan.params_address(s) for s in expected_sets]
+    assert all(n.function == 0xF00 and n.shared_bytes == 128 and n.stream == STREAM for n in nodes)
+    assert all(n.arg_values[1] & 0xFFFFFFFF == 7 for n in nodes)
+    # Samples start on sets 2, 0, 1, 2, 0: three graphs, each instantiated once, reused.
+    assert len(fake_driver.records(CALLS[backend_name]["instantiate"])) == 3
+    launches = fake_driver.records(CALLS[backend_name]["graph_launch"])
+    assert len(launches) == 5 and launches[0].value == launches[3].value and launches[1].value == launches[4].value
+    assert len({launches[j].value for j in range(3)}) == 3
+    assert times.dtype == np.float64 and times.shape == (5,)
+    assert np.allclose(times, 4.0)  # 4 nodes of 4 µs between one event pair: 4 µs per kernel
+    assert host_us > 0
+
+
+def test_graph_launches_are_captured_not_run_and_on_a_stream_of_the_timers_own(graph_timer, fake_driver, backend_name):
+    graph_timer.run(make_plan(2), 1, 0)
+    calls = CALLS[backend_name]
+    captured = fake_driver.records("captured " + calls["launch"])
+    assert len(captured) == 4 and not fake_driver.records(calls["launch"])  # nothing launched outside the graph
+    capture_stream = fake_driver.records(calls["begin_capture"])[0].value
+    assert capture_stream not in (0, STREAM) and {r.value for r in captured} == {capture_stream}
+    assert [n.stream for n in fake_driver.records("graph node")] == [STREAM] * 4
+
+
+def test_graph_launch_is_bracketed_by_one_event_pair(graph_timer, fake_driver, backend_name):
+    graph_timer.run(make_plan(4), 3, 0)  # N = R = 4: one graph serves every sample
+    calls = CALLS[backend_name]
+    timed = [c for c in names(fake_driver.records()) if c in (calls["record"], calls["graph_launch"])]
+    assert timed == [calls["record"], calls["graph_launch"], calls["record"]] * 3
+    launches = fake_driver.records(calls["graph_launch"])
+    assert all(r.stream == STREAM for r in launches) and len({r.value for r in launches}) == 1
+    assert len(fake_driver.records(calls["instantiate"])) == 1
+    assert fake_driver.records(calls["instantiate"])[0].value == 4   # nodes in the graph
+
+
+def test_graphs_are_cached_per_plan_and_freed_when_the_plan_changes(graph_timer, fake_driver, backend_name):
+    instantiate = CALLS[backend_name]["instantiate"]
+    plan = make_plan(4)
+    graph_timer.run(plan, 2, 0)
+    graph_timer.run(plan, 3, 1)         # starts 1, 1, 1: one more graph, then cached
+    graph_timer.run(plan, 5, 0)         # all cached
+    assert len(fake_driver.records(instantiate)) == 2
+    assert live(fake_driver)["graph_execs"] == 2 and live(fake_driver)["graphs"] == 0
+    other = make_plan(4, "other")
+    graph_timer.run(other, 1, 0)
+    assert len(fake_driver.records(instantiate)) == 3
+    assert live(fake_driver)["graph_execs"] == 1  # the first plan's graphs were freed
+
+
+def test_graph_timer_frees_everything_in_its_context(driver, fake_driver, backend_name):
+    before = live(fake_driver)
+    timer = _core.make_timer("graph", driver, CONTEXT[backend_name], launches_per_sample=3)
+    timer.run(make_plan(2), 4, 0)
+    timer.run(make_plan(2), 4, 1)
+    assert live(fake_driver) != before
+    fake_driver.lib.fake_reset()
+    del timer
+    assert live(fake_driver) == before
+    current = CALLS[backend_name]["current"]
+    assert [r.value for r in fake_driver.records(current)][:1] == [CONTEXT[backend_name]]
+
+
+def test_graph_run_makes_its_context_current(graph_timer, fake_driver, backend_name):
+    graph_timer.run(make_plan(2), 2, 0)
+    calls = names(fake_driver.records())
+    current = CALLS[backend_name]["current"]
+    assert calls[0] == current and calls[-1] == ("cuCtxPopCurrent_v2" if backend_name == "cuda" else current)
+    assert fake_driver.lib.fake_context_depth() == 0
+
+
+@pytest.mark.parametrize("sticky", [True, False])
+def test_graph_kernel_fault(graph_timer, fake_driver, backend_name, sticky):
+    fake_driver.fail(CALLS[backend_name]["sync"], 700, sticky=sticky)
+    with pytest.raises(_core.KernelFault, match="kernel 'kern' faulted while running") as info:
+        graph_timer.run(make_plan(2), 2, 0)
+    assert info.value.context_usable is (not sticky) and info.value.code == 700
+
+
+def test_a_launch_failing_in_capture_ends_the_capture_and_names_the_kernel(graph_timer, fake_driver, backend_name):
+    calls = CALLS[backend_name]
+    fake_driver.fail(calls["launch"], 1, after=2)
+    with pytest.raises(_core.DriverError, match=f"{calls['launch']} failed: .*INVALID_VALUE.*kernel 'kern'") as info:
+        graph_timer.run(make_plan(2), 2, 0)
+    assert not isinstance(info.value, _core.KernelFault) and info.value.call == calls["launch"]
+    assert len(fake_driver.records(calls["end_capture"])) == 1   # the stream is not left capturing
+    assert live(fake_driver)["graphs"] == 0                       # the partial graph was freed
+    assert not fake_driver.records(calls["graph_launch"])
+    times, _, _ = graph_timer.run(make_plan(2), 2, 0)            # and the timer still works
+    assert np.allclose(times, 4.0)
+
+
+def test_failed_capture_end_and_graph_launch_are_driver_errors(graph_timer, fake_driver, backend_name):
+    calls = CALLS[backend_name]
+    fake_driver.fail(calls["end_capture"], 1)
+    with pytest.raises(_core.DriverError, match=f"{calls['end_capture']} failed"):
+        graph_timer.run(make_plan(2), 1, 0)
+    assert live(fake_driver)["graphs"] == 0
+    fake_driver.fail(calls["graph_launch"], 1, after=1)
+    with pytest.raises(_core.DriverError, match=f"{calls['graph_launch']} failed: .*kernel 'kern'"):
+        graph_timer.run(make_plan(2), 3, 0)
+    assert len(fake_driver.records(calls["graph_launch"])) == 1
+
+
+def test_graph_default_length_and_zero_samples(driver, fake_driver, backend_name):
+    timer = _core.make_timer("graph", driver, CONTEXT[backend_name])
+    times, launches_per_sample, _ = timer.run(make_plan(1), 0, 0)
+    assert launches_per_sample == 100 and times.shape == (0,) and fake_driver.work() == []
+    timer.run(make_plan(1), 1, 0)
+    assert len(fake_driver.records("graph node")) == 100
+
+
+def test_events_timer_refuses_more_than_one_launch_per_sample(driver, backend_name):
+    with pytest.raises(ValueError, match="launches_per_sample=5: the events timer times each launch on its own"):
+        _core.make_timer("events", driver, CONTEXT[backend_name], launches_per_sample=5)
