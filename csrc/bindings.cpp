@@ -99,14 +99,19 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("make_timer",
         [](const std::string& name, std::shared_ptr<Driver> driver, uintptr_t context,
-           size_t launches_per_sample) {
+           size_t launches_per_sample, uintptr_t spin_function, double spin_timeout_ms) {
           TimerOptions options;
           options.launches_per_sample = launches_per_sample;
+          options.spin_function = spin_function;
+          options.spin_timeout_ms = spin_timeout_ms;
           return make_timer(name, std::move(driver), context, options);
         },
         py::arg("name"), py::arg("driver"), py::arg("context"), py::kw_only(),
-        py::arg("launches_per_sample") = 0,
-        "A timer `name` ('events', 'graph') on `driver`, running in `context` (CUDA: a CUcontext "
-        "handle; HIP: a device ordinal). `launches_per_sample`: kernel nodes per graph ('graph'); "
-        "0 = the default, 100.");
+        py::arg("launches_per_sample") = 0, py::arg("spin_function") = 0,
+        py::arg("spin_timeout_ms") = TimerOptions{}.spin_timeout_ms,
+        "A timer `name` ('events', 'graph', 'batched') on `driver`, running in `context` (CUDA: a "
+        "CUcontext handle; HIP: a device ordinal). `launches_per_sample`: kernel nodes per graph, "
+        "launches per batch (0 = the default, 100). `spin_function` (batched, HIP only): the handle "
+        "of the `spin` kernel of pyhipbench/kernels/amdgpu.ll loaded on the device. "
+        "`spin_timeout_ms` (batched): how long the spin kernel waits for a batch to be queued.");
 }

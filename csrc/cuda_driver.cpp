@@ -25,6 +25,12 @@ CudaDriver::CudaDriver(const std::string& library_path)
   library_.resolve(cuGraphLaunch, "cuGraphLaunch");
   library_.resolve(cuGraphExecDestroy, "cuGraphExecDestroy");
   library_.resolve(cuGraphDestroy, "cuGraphDestroy");
+  library_.resolve(cuMemHostAlloc, "cuMemHostAlloc");
+  library_.resolve(cuMemHostGetDevicePointer_v2, "cuMemHostGetDevicePointer_v2");
+  library_.resolve(cuMemFreeHost, "cuMemFreeHost");
+  library_.resolve(cuModuleLoadData, "cuModuleLoadData");
+  library_.resolve(cuModuleGetFunction, "cuModuleGetFunction");
+  library_.resolve(cuModuleUnload, "cuModuleUnload");
 }
 
 DriverError CudaDriver::error(const char* call, Result status) const {

@@ -26,6 +26,9 @@ HipDriver::HipDriver(const std::string& library_path)
   library_.resolve(hipGraphLaunch, "hipGraphLaunch");
   library_.resolve(hipGraphExecDestroy, "hipGraphExecDestroy");
   library_.resolve(hipGraphDestroy, "hipGraphDestroy");
+  library_.resolve(hipHostMalloc, "hipHostMalloc");
+  library_.resolve(hipHostGetDevicePointer, "hipHostGetDevicePointer");
+  library_.resolve(hipHostFree, "hipHostFree");
 }
 
 DriverError HipDriver::error(const char* call, Result status) const {

@@ -26,6 +26,7 @@ class HipDriver final : public Driver {
   using Graph = struct ihipGraph*;
   using GraphExec = struct hipGraphExec*;
   using GraphNode = struct hipGraphNode*;
+  using Module = struct ihipModule_t*;
 
   static constexpr const char* kBackend = "hip";
 
@@ -104,6 +105,9 @@ class HipDriver final : public Driver {
   Result (*hipGraphLaunch)(GraphExec, Stream);
   Result (*hipGraphExecDestroy)(GraphExec);
   Result (*hipGraphDestroy)(Graph);
+  Result (*hipHostMalloc)(void** host, size_t bytes, unsigned flags);
+  Result (*hipHostGetDevicePointer)(void** device, void* host, unsigned flags);
+  Result (*hipHostFree)(void* host);
 
   // Names of the calls the timers make through the generic event interface.
   static constexpr const char* kEventCreate = "hipEventCreate";
@@ -134,6 +138,28 @@ class HipDriver final : public Driver {
   Status graph_launch(GraphExec exec, Stream stream) const { return {hipGraphLaunch(exec, stream), "hipGraphLaunch"}; }
   Status graph_exec_destroy(GraphExec exec) const { return {hipGraphExecDestroy(exec), "hipGraphExecDestroy"}; }
   Status graph_destroy(Graph graph) const { return {hipGraphDestroy(graph), "hipGraphDestroy"}; }
+
+  // Pinned host memory mapped into the device's address space
+  // (hipHostMallocMapped), and the address kernels use for it.
+  Status host_alloc_mapped(void** host, size_t bytes) const {
+    return {hipHostMalloc(host, bytes, 0x2), "hipHostMalloc"};
+  }
+  Status host_device_pointer(void** device, void* host) const {
+    return {hipHostGetDevicePointer(device, host, 0), "hipHostGetDevicePointer"};
+  }
+  Status host_free(void* host) const { return {hipHostFree(host), "hipHostFree"}; }
+
+  // No embedded spin kernel: an AMD code object is per processor, so the
+  // caller compiles one for its device (pyhipbench/kernels/amdgpu.ll, `spin`)
+  // and passes its function handle.
+  static constexpr bool kEmbedsSpinKernel = false;
+
+  // One work-item of `function` with `params` on `stream`.
+  Status launch_single(Function function, void** params, Stream stream) const {
+    return {hipExtModuleLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr, nullptr,
+                                     nullptr, 0),
+            "hipExtModuleLaunchKernel"};
+  }
 
  private:
   DynamicLibrary library_;

@@ -4,6 +4,7 @@
 
 #include "cuda_driver.hpp"
 #include "hip_driver.hpp"
+#include "timers/batched_timer.hpp"
 #include "timers/event_timer.hpp"
 #include "timers/graph_timer.hpp"
 
@@ -15,6 +16,10 @@ template <class VendorDriver>
 std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_ptr<VendorDriver> driver,
                                          uintptr_t context, const TimerOptions& options) {
   const size_t launches = options.launches_per_sample;
+  if (options.spin_function != 0 && name != "batched") {
+    throw std::invalid_argument("spin_function=" + std::to_string(options.spin_function) + ": only the "
+                                "batched timer takes a spin kernel, not '" + name + "'");
+  }
   if (name == "events") {
     if (launches > 1) {
       throw std::invalid_argument("launches_per_sample=" + std::to_string(launches) +
@@ -25,8 +30,12 @@ std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_pt
   }
   const size_t per_sample = launches == 0 ? TimerOptions::kDefaultLaunchesPerSample : launches;
   if (name == "graph") return std::make_unique<GraphTimer<VendorDriver>>(std::move(driver), context, per_sample);
+  if (name == "batched") {
+    return std::make_unique<BatchedTimer<VendorDriver>>(std::move(driver), context, per_sample,
+                                                        options.spin_function, options.spin_timeout_ms);
+  }
   throw std::invalid_argument("unknown timer '" + name + "' for the " + driver->backend() +
-                              " backend; expected one of 'events', 'graph'");
+                              " backend; expected one of 'events', 'graph', 'batched'");
 }
 
 }  // namespace

@@ -186,7 +186,7 @@ def test_a_context_that_cannot_be_made_current_is_a_driver_error(timer, fake_dri
 
 
 def test_bad_contexts_and_timer_names_are_refused(driver, backend_name):
-    with pytest.raises(ValueError, match="unknown timer 'cycles' for the .* backend; expected one of 'events', 'graph'"):
+    with pytest.raises(ValueError, match="unknown timer 'cycles' for the .* backend; expected one of 'events', 'graph', 'batched'"):
         _core.make_timer("cycles", driver, CONTEXT[backend_name])
     if backend_name == "cuda":
         with pytest.raises(ValueError, match="CUDA context 0 is not a context: pass a CUcontext handle"):

@@ -24,7 +24,8 @@ typedef struct {
   uint64_t arg_values[MAX_ARGS];      /* first 8 bytes behind each param pointer */
   uintptr_t start_event, stop_event;  /* events given to the launch (HIP ext) */
   uintptr_t event;                    /* event of an event call */
-  uintptr_t value;                    /* context pushed or popped, device set */
+  uintptr_t value;                    /* context pushed or popped, device set, graph, spin target */
+  uint64_t blocked_by;                /* the target of the spin kernel still holding the stream, or 0 */
 } fake_record;
 
 typedef struct {
@@ -44,6 +45,7 @@ static int sticky_code; /* once a fault fired with sticky set, every call return
 static int fail_sticky;
 static int live_events;
 static int current_device;          /* HIP: the current device */
+static int spin_queue_limit;        /* launches a blocking spin kernel lets queue; 0 = no limit */
 static uintptr_t context_stack[64]; /* CUDA: the calling thread's context stack */
 static int context_depth;
 
@@ -57,6 +59,7 @@ void fake_reset(void) {
   arg_count_to_read = 0;
   context_depth = 0;
   current_device = 0;
+  spin_queue_limit = 0;
 }
 int fake_record_count(void) { return record_count; }
 const fake_record* fake_get_record(int i) { return &records[i]; }
@@ -73,10 +76,13 @@ void fake_fail(const char* call, int code, int after, int sticky) {
   fail_sticky = sticky;
 }
 
+static uint64_t blocking_spin(void);
+
 static fake_record* record(const char* call) {
   fake_record* r = &records[record_count < MAX_RECORDS ? record_count++ : MAX_RECORDS - 1];
   memset(r, 0, sizeof *r);
   strncpy(r->call, call, sizeof r->call - 1);
+  r->blocked_by = blocking_spin();
   return r;
 }
 
@@ -245,11 +251,153 @@ static int captured(const char* call, uintptr_t f, const uint32_t grid[3], const
   return 1;
 }
 
+/* ---- pinned, mapped host memory ----
+ * The device's address of a mapped allocation is its host address plus
+ * DEVICE_ALIAS, so a kernel handed the host address instead is caught. */
+#define DEVICE_ALIAS ((uintptr_t)1 << 44)
+#define MAX_HOST_ALLOCATIONS 16
+typedef struct {
+  char* host;
+  size_t bytes;
+  int mapped;
+} host_allocation;
+static host_allocation host_allocations[MAX_HOST_ALLOCATIONS];
+static int live_host_allocations;
+int fake_live_host_allocations(void) { return live_host_allocations; }
+
+static int host_alloc(const char* call, void** host, size_t bytes, int mapped) {
+  int err = injected(call);
+  if (err) return err;
+  for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
+    if (!host_allocations[i].host) {
+      host_allocations[i].host = calloc(1, bytes);
+      host_allocations[i].bytes = bytes;
+      host_allocations[i].mapped = mapped;
+      *host = host_allocations[i].host;
+      ++live_host_allocations;
+      record(call)->value = bytes;
+      return 0;
+    }
+  }
+  return 2;
+}
+
+static int host_device_pointer(const char* call, void** device, void* host) {
+  int err = injected(call);
+  if (err) return err;
+  for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
+    host_allocation* a = &host_allocations[i];
+    if (a->host && (char*)host >= a->host && (char*)host < a->host + a->bytes) {
+      if (!a->mapped) return 1; /* not allocated mapped: no device address */
+      *device = (void*)((uintptr_t)host + DEVICE_ALIAS);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* The host address behind a device address of mapped memory, or NULL. */
+static uint32_t* mapped_word(uintptr_t device) {
+  for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
+    host_allocation* a = &host_allocations[i];
+    uintptr_t base = (uintptr_t)a->host + DEVICE_ALIAS;
+    if (a->host && a->mapped && device >= base && device + 4 <= base + a->bytes) return (uint32_t*)(device - DEVICE_ALIAS);
+  }
+  return NULL;
+}
+
+/* ---- the spin kernel ----
+ * A launch of `spin_function` is the batched timer's spin kernel. The fake
+ * runs launches when they are queued, so "held" is bookkeeping: while the
+ * spin's release word (host memory) is below its target, every call is
+ * recorded with blocked_by = the target. The spin ends when a later call finds
+ * the word released, or, if the host synchronizes first or queues more than
+ * `spin_queue_limit` launches behind it (a real launch call would block until
+ * the spin gives up), it times out and writes its target to the timed-out word. */
+static uintptr_t spin_function;
+static struct {
+  int active;
+  uint32_t* flag;
+  uint32_t target;
+  uint32_t* timed_out;
+  int queued;
+} spin;
+void fake_set_spin_function(uintptr_t f) { spin_function = f; }
+void fake_set_spin_queue_limit(int launches) { spin_queue_limit = launches; }
+
+static uint64_t blocking_spin(void) {
+  return spin.active && *(volatile uint32_t*)spin.flag < spin.target ? spin.target : 0;
+}
+
+/* Ends the pending spin: released if its word reached the target, else timed out. */
+static void finish_spin(void) {
+  if (!spin.active) return;
+  int released = *(volatile uint32_t*)spin.flag >= spin.target;
+  spin.active = 0;
+  if (!released) *spin.timed_out = spin.target;
+  record(released ? "spin released" : "spin timed out")->value = spin.target;
+}
+
+static int launch_spin(void** params, uintptr_t stream) {
+  finish_spin(); /* the stream runs one spin at a time */
+  uintptr_t flag = *(uintptr_t*)params[0], timed_out = *(uintptr_t*)params[3];
+  uint32_t* flag_word = mapped_word(flag);
+  uint32_t* timed_out_word = mapped_word(timed_out);
+  if (!flag_word || !timed_out_word) return 1; /* not device addresses of mapped memory */
+  fake_record* r = record("spin");
+  r->stream = stream;
+  r->arg_values[0] = flag;
+  r->arg_values[1] = *(uint32_t*)params[1];
+  r->arg_values[2] = *(uint64_t*)params[2];
+  r->arg_values[3] = timed_out;
+  r->value = *(uint32_t*)params[1];
+  spin.active = 1;
+  spin.flag = flag_word;
+  spin.target = *(uint32_t*)params[1];
+  spin.timed_out = timed_out_word;
+  spin.queued = 0;
+  return 0;
+}
+
+/* A launch arriving behind the spin: a released spin ends; a full queue makes it time out. */
+static void queue_behind_spin(void) {
+  if (!spin.active) return;
+  if (!blocking_spin() || (spin_queue_limit && spin.queued >= spin_queue_limit)) {
+    finish_spin();
+    return;
+  }
+  ++spin.queued;
+}
+
+static int host_free(const char* call, void* host) {
+  for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
+    host_allocation* a = &host_allocations[i];
+    if (host && a->host == host) {
+      if (spin.active && (char*)spin.flag >= a->host && (char*)spin.flag < a->host + a->bytes) spin.active = 0;
+      record(call)->value = a->bytes;
+      free(a->host);
+      a->host = NULL;
+      --live_host_allocations;
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* ---- modules (CUDA): only the batched timer's embedded spin kernel loads ---- */
+typedef struct {
+  char function; /* its address is the module's one function handle */
+} fake_module;
+static int live_modules;
+int fake_live_modules(void) { return live_modules; }
+
 static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
                          const uint32_t block[3], uint64_t shared, uintptr_t stream,
                          void** params, fake_event* start, fake_event* stop) {
   int err = injected(call);
   if (err) return err;
+  if (spin_function && f == spin_function) return launch_spin(params, stream);
+  queue_behind_spin();
   if (captured(strcmp(call, "cuLaunchKernel") == 0 ? "captured cuLaunchKernel" : "captured hipExtModuleLaunchKernel",
                f, grid, block, shared, (void*)stream, params)) {
     return start || stop ? 1 : 0; /* as HIP: no events inside a capture */
@@ -290,6 +438,7 @@ static int event_record(const char* call, fake_event* event) {
 static int event_synchronize(const char* call, fake_event* event) {
   int err = injected(call);
   if (err) return err;
+  finish_spin(); /* the host waits: a spin still holding the GPU runs into its timeout */
   record(call)->event = (uintptr_t)event;
   return 0;
 }
@@ -392,6 +541,40 @@ int cuGraphInstantiateWithFlags(fake_graph** exec, fake_graph* graph, unsigned l
 int cuGraphLaunch(fake_graph* exec, void* stream) { return graph_launch("cuGraphLaunch", exec, (uintptr_t)stream); }
 int cuGraphExecDestroy(fake_graph* exec) { return graph_destroy(exec, &live_graph_execs); }
 int cuGraphDestroy(fake_graph* graph) { return graph_destroy(graph, &live_graphs); }
+int cuMemHostAlloc(void** host, size_t bytes, unsigned flags) {
+  return host_alloc("cuMemHostAlloc", host, bytes, (flags & 0x02) != 0); /* CU_MEMHOSTALLOC_DEVICEMAP */
+}
+int cuMemHostGetDevicePointer_v2(void** device, void* host, unsigned flags) {
+  (void)flags;
+  return host_device_pointer("cuMemHostGetDevicePointer_v2", device, host);
+}
+int cuMemFreeHost(void* host) { return host_free("cuMemFreeHost", host); }
+int cuModuleLoadData(fake_module** module, const char* image) {
+  int err = injected("cuModuleLoadData");
+  if (err) return err;
+  if (!image || !strstr(image, ".entry pyhipbench_spin(")) return 200;
+  *module = calloc(1, sizeof **module);
+  ++live_modules;
+  record("cuModuleLoadData")->value = (uintptr_t)*module;
+  return 0;
+}
+int cuModuleGetFunction(void** function, fake_module* module, const char* name) {
+  int err = injected("cuModuleGetFunction");
+  if (err) return err;
+  if (strcmp(name, "pyhipbench_spin") != 0) return 500;
+  *function = &module->function;
+  spin_function = (uintptr_t)*function;
+  record("cuModuleGetFunction")->value = (uintptr_t)*function;
+  return 0;
+}
+int cuModuleUnload(fake_module* module) {
+  if (!module) return 400;
+  if (spin_function == (uintptr_t)&module->function) spin_function = 0;
+  record("cuModuleUnload")->value = (uintptr_t)module;
+  free(module);
+  --live_modules;
+  return 0;
+}
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
   (void)extra;
@@ -456,6 +639,14 @@ int hipGraphInstantiate(fake_graph** exec, fake_graph* graph, void* error_node, 
 int hipGraphLaunch(fake_graph* exec, void* stream) { return graph_launch("hipGraphLaunch", exec, (uintptr_t)stream); }
 int hipGraphExecDestroy(fake_graph* exec) { return graph_destroy(exec, &live_graph_execs); }
 int hipGraphDestroy(fake_graph* graph) { return graph_destroy(graph, &live_graphs); }
+int hipHostMalloc(void** host, size_t bytes, unsigned flags) {
+  return host_alloc("hipHostMalloc", host, bytes, (flags & 0x2) != 0); /* hipHostMallocMapped */
+}
+int hipHostGetDevicePointer(void** device, void* host, unsigned flags) {
+  (void)flags;
+  return host_device_pointer("hipHostGetDevicePointer", device, host);
+}
+int hipHostFree(void* host) { return host_free("hipHostFree", host); }
 int hipExtModuleLaunchKernel(void* f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx,
                              uint32_t ly, uint32_t lz, size_t shared, void* stream,
                              void** params, void** extra, fake_event* start, fake_event* stop,

@@ -44,6 +44,13 @@ struct TimerOptions {
   // timer's default (kDefaultLaunchesPerSample); events takes only 1.
   size_t launches_per_sample = 0;
   static constexpr size_t kDefaultLaunchesPerSample = 100;
+  // batched, HIP only: the function handle (hipFunction_t as an int) of a
+  // spin kernel with the signature of pyhipbench/kernels/amdgpu.ll's `spin`,
+  // loaded on the timer's device. CUDA embeds its own: leave 0.
+  uintptr_t spin_function = 0;
+  // batched: how long the spin kernel holds the GPU waiting for the host to
+  // queue a batch before it gives up and the run fails, ms.
+  double spin_timeout_ms = 1000;
 };
 
 // A timer `name` on `driver`. `context`: CUDA, the CUcontext handle to push
