@@ -3,6 +3,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <stdexcept>
+
 #include "pyhipbench/timer.hpp"
 
 namespace py = pybind11;
@@ -38,6 +40,11 @@ PYBIND11_MODULE(_core, m) {
       error.attr("call") = e.call();
       error.attr("code") = e.code();
       error.attr("driver_message") = e.message();
+      PyErr_SetObject(error.get_type().ptr(), error.ptr());
+    } catch (const std::invalid_argument& e) {
+      // Bad input to the core (a plan, a timer's options): pyhipbench.BenchError,
+      // a pyhipbench.Error and a ValueError, like the same mistake caught in Python.
+      py::object error = py::module_::import("pyhipbench.errors").attr("BenchError")(e.what());
       PyErr_SetObject(error.get_type().ptr(), error.ptr());
     }
   });

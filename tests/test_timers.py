@@ -9,6 +9,7 @@ import pytest
 
 from fakes.host_backend import FAKE_CUDA_CONTEXT
 from pyhipbench import _core
+from pyhipbench.errors import BenchError
 
 CONTEXT = {"cuda": FAKE_CUDA_CONTEXT, "hip": 0}
 CALLS = {
@@ -167,7 +168,7 @@ def test_graph_default_length_and_zero_samples(driver, fake_driver, backend_name
 
 
 def test_events_timer_refuses_more_than_one_launch_per_sample(driver, backend_name):
-    with pytest.raises(ValueError, match="launches_per_sample=5: the events timer times each launch on its own"):
+    with pytest.raises(BenchError, match="launches_per_sample=5: the events timer times each launch on its own"):
         _core.make_timer("events", driver, CONTEXT[backend_name], launches_per_sample=5)
 
 
@@ -242,7 +243,7 @@ def test_a_full_launch_queue_times_the_spin_out_and_names_the_batch(driver, fake
         timer.run(make_plan(2), 2, 0)
     error = info.value
     assert not isinstance(error, _core.KernelFault) and error.call == "batched timer"
-    assert "spin_timeout_ms=40" in str(error)
+    assert "spin_timeout_ms=40 waiting" in str(error)
     assert len(fake_driver.records("spin timed out")) == 2
     fake_driver.lib.fake_set_spin_queue_limit(0)
     times, _, _ = timer.run(make_plan(2), 2, 0)   # the timed-out word is cleared per run
@@ -300,17 +301,41 @@ def test_a_failed_setup_frees_what_it_made(driver, fake_driver, backend_name):
 
 def test_batched_options_are_checked(driver, fake_driver, backend_name):
     context = CONTEXT[backend_name]
-    with pytest.raises(ValueError, match="spin_timeout_ms=0.000000: expected a time in ms above 0"):
+    with pytest.raises(BenchError, match="spin_timeout_ms=0: expected a time in ms above 0"):
         batched(driver, fake_driver, backend_name, spin_timeout_ms=0)
-    with pytest.raises(ValueError, match="spin_function=7: only the batched timer takes a spin kernel, not 'graph'"):
+    with pytest.raises(BenchError, match="spin_function=7: only the batched timer takes a spin kernel, not 'graph'"):
         _core.make_timer("graph", driver, context, spin_function=7)
     if backend_name == "cuda":
-        with pytest.raises(ValueError, match="spin_function=7: the cuda batched timer embeds its own spin kernel"):
+        with pytest.raises(BenchError, match="spin_function=7: the cuda batched timer embeds its own spin kernel"):
             _core.make_timer("batched", driver, context, spin_function=7)
     else:
-        with pytest.raises(ValueError, match="the hip batched timer needs spin_function: .*amdgpu.ll"):
+        with pytest.raises(BenchError, match="the hip batched timer needs spin_function: .*amdgpu.ll"):
             _core.make_timer("batched", driver, context)
     assert fake_driver.work() == []
+
+
+# ---- every timer ----
+
+@pytest.mark.parametrize("name", ["events", "graph", "batched"])
+def test_every_timer_runs_in_its_context_and_restores_the_callers(name, driver, fake_driver, backend_name, monkeypatch):
+    monkeypatch.setenv("FAKE_HIP_DEVICE_COUNT", "2")
+    context = {"cuda": FAKE_CUDA_CONTEXT + 0x100, "hip": 1}[backend_name]
+    options = {"spin_function": HIP_SPIN} if name == "batched" and backend_name == "hip" else {}
+    if name == "batched":
+        fake_driver.lib.fake_set_spin_function.argtypes = [ctypes.c_size_t]
+        fake_driver.lib.fake_set_spin_function(HIP_SPIN)
+    timer = _core.make_timer(name, driver, context, launches_per_sample=0 if name == "events" else 2, **options)
+    fake_driver.lib.fake_reset()
+    timer.run(make_plan(2), 2, 0)
+    records = fake_driver.records()
+    if backend_name == "cuda":
+        assert [(r.call.decode(), r.value) for r in (records[0], records[-1])] == [
+            ("cuCtxPushCurrent_v2", context), ("cuCtxPopCurrent_v2", context)]
+        assert fake_driver.lib.fake_context_depth() == 0
+    else:
+        assert [(r.call.decode(), r.value) for r in (records[0], records[-1])] == [("hipSetDevice", 1), ("hipSetDevice", 0)]
+        assert fake_driver.lib.fake_current_device() == 0
+    assert len(names(records)) > 2   # the run's work lies in between
 
 
 # ---- the AMD spin kernel (pyhipbench/kernels/amdgpu.ll) ----

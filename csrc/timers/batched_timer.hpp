@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -42,7 +43,7 @@ class BatchedTimer final : public TimerBase<Driver> {
                double spin_timeout_ms)
       : Base("batched", std::move(driver), context), launches_(launches) {
     if (!(spin_timeout_ms > 0) || spin_timeout_ms > 3.6e6) {
-      throw std::invalid_argument("spin_timeout_ms=" + std::to_string(spin_timeout_ms) +
+      throw std::invalid_argument("spin_timeout_ms=" + milliseconds(spin_timeout_ms) +
                                   ": expected a time in ms above 0 and at most an hour");
     }
     timeout_ns_ = static_cast<uint64_t>(spin_timeout_ms * 1e6);
@@ -149,12 +150,18 @@ class BatchedTimer final : public TimerBase<Driver> {
   [[noreturn]] void stalled(const LaunchPlan& plan, uint32_t generation) {
     const std::string explanation =
         "the batched timer's spin kernel held the GPU for spin_timeout_ms=" +
-        std::to_string(timeout_ns_ / 1e6) + " waiting for the host to queue a batch of " +
+        milliseconds(timeout_ns_ / 1e6) + " waiting for the host to queue a batch of " +
         std::to_string(launches_) + " launches of kernel '" + plan.kernel_name() + "' (sample generation " +
         std::to_string(generation) + ") and gave up: the driver's launch queue probably filled while the "
         "spin held the GPU, so the host could not queue the whole batch. Use a smaller "
         "launches_per_sample; this run's times are discarded";
     throw DriverError(DriverError("batched timer", -1, "SPIN_TIMEOUT", explanation), explanation);
+  }
+
+  static std::string milliseconds(double ms) {
+    std::ostringstream text;
+    text << ms;
+    return text.str();
   }
 
   void check(Status status) const {
