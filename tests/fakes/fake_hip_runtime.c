@@ -203,8 +203,6 @@ static int env_int(const char* name, int fallback) {
 
 static int device_count(void) { return env_int("FAKE_HIP_DEVICE_COUNT", 1); }
 
-static int current_device;
-
 /* ---- initialization, versions, devices ---- */
 int hipInit(unsigned flags) {
   if (flags != 0) return hipErrorInvalidValue;
@@ -226,17 +224,7 @@ int hipGetDeviceCount(int* count) {
   return *count > 0 ? hipSuccess : hipErrorNoDevice;
 }
 
-int hipSetDevice(int device) {
-  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
-  current_device = device;
-  return hipSuccess;
-}
-
-int hipGetDevice(int* device) {
-  if (!device) return hipErrorInvalidValue;
-  *device = current_device;
-  return hipSuccess;
-}
+/* hipSetDevice and hipGetDevice are in fake_driver.c, which records them. */
 
 int hipGetDevicePropertiesR0600(fake_device_prop* prop, int device) {
   if (!prop) return hipErrorInvalidValue;
@@ -342,19 +330,7 @@ int hipMemcpyDtoD(void* destination, void* source, size_t bytes) {
 
 int hipDeviceSynchronize(void) { return hipSuccess; }
 
-/* ---- streams: distinct handles, nothing to order on a fake ---- */
-static int live_streams;
-int hipStreamCreate(void** stream) {
-  *stream = malloc(1);
-  ++live_streams;
-  return hipSuccess;
-}
-int hipStreamDestroy(void* stream) {
-  if (stream == NULL || live_streams == 0) return hipErrorInvalidResourceHandle;
-  free(stream);
-  --live_streams;
-  return hipSuccess;
-}
+/* ---- streams: hipStreamCreate and hipStreamDestroy are in fake_driver.c (capture needs them) ---- */
 int hipStreamSynchronize(void* stream) { (void)stream; return hipSuccess; }
 
 /* ---- modules: AMDGPU ELF code objects ---- */

@@ -1,0 +1,45 @@
+// The errors the core raises: a failed driver call, a kernel fault, a library
+// that cannot be loaded.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace pyhipbench {
+
+// A driver call returned an error.
+class DriverError : public std::runtime_error {
+ public:
+  // what(): "<call> failed: <name> (<code>): <message>".
+  DriverError(std::string call, int code, std::string name, std::string message);
+  // The same error with what() replaced, e.g. to add which kernel it concerns.
+  DriverError(const DriverError& cause, std::string what);
+  const std::string& call() const { return call_; }      // e.g. "cuLaunchKernel"
+  int code() const { return code_; }                     // the driver's error code
+  const std::string& name() const { return name_; }      // e.g. "CUDA_ERROR_INVALID_VALUE"
+  const std::string& message() const { return message_; }// the driver's error string
+
+ private:
+  std::string call_;
+  int code_;
+  std::string name_;
+  std::string message_;
+};
+
+// A kernel failed while running (for example an illegal address).
+class KernelFault : public DriverError {
+ public:
+  KernelFault(const DriverError& cause, const std::string& kernel, bool context_usable);
+  bool context_usable() const { return context_usable_; }
+
+ private:
+  bool context_usable_;
+};
+
+// The driver library could not be loaded or lacks a symbol.
+class LibraryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace pyhipbench

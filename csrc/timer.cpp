@@ -1,0 +1,56 @@
+#include "pyhipbench/timer.hpp"
+
+#include <stdexcept>
+
+#include "cuda_driver.hpp"
+#include "hip_driver.hpp"
+#include "timers/batched_timer.hpp"
+#include "timers/event_timer.hpp"
+#include "timers/graph_timer.hpp"
+
+namespace pyhipbench {
+
+namespace {
+
+template <class VendorDriver>
+std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_ptr<VendorDriver> driver,
+                                         uintptr_t context, const TimerOptions& options) {
+  const size_t launches = options.launches_per_sample;
+  if (options.spin_function != 0 && name != "batched") {
+    throw std::invalid_argument("spin_function=" + std::to_string(options.spin_function) + ": only the "
+                                "batched timer takes a spin kernel, not '" + name + "'");
+  }
+  if (name == "events") {
+    if (launches > 1) {
+      throw std::invalid_argument("launches_per_sample=" + std::to_string(launches) +
+                                  ": the events timer times each launch on its own; expected 1 (or 0, "
+                                  "the default), or use the 'graph' or 'batched' timer");
+    }
+    return std::make_unique<EventTimer<VendorDriver>>(std::move(driver), context);
+  }
+  const size_t per_sample = launches == 0 ? TimerOptions::kDefaultLaunchesPerSample : launches;
+  if (name == "graph") return std::make_unique<GraphTimer<VendorDriver>>(std::move(driver), context, per_sample);
+  if (name == "batched") {
+    return std::make_unique<BatchedTimer<VendorDriver>>(std::move(driver), context, per_sample,
+                                                        options.spin_function, options.spin_timeout_ms);
+  }
+  throw std::invalid_argument("unknown timer '" + name + "' for the " + driver->backend() +
+                              " backend; expected one of 'events', 'graph', 'batched'");
+}
+
+}  // namespace
+
+std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver,
+                                  uintptr_t context, const TimerOptions& options) {
+  if (driver == nullptr) throw std::invalid_argument("make_timer needs a driver, got none");
+  if (auto cuda = std::dynamic_pointer_cast<CudaDriver>(driver)) {
+    return make_vendor_timer(name, std::move(cuda), context, options);
+  }
+  if (auto hip = std::dynamic_pointer_cast<HipDriver>(driver)) {
+    return make_vendor_timer(name, std::move(hip), context, options);
+  }
+  throw std::invalid_argument("make_timer: a driver of backend '" + driver->backend() +
+                              "', which has no timers; expected one from load_driver");
+}
+
+}  // namespace pyhipbench
