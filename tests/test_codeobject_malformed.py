@@ -69,7 +69,7 @@ def only_bench_errors(data: bytes, hsaco_descriptors: bool = False):
 def test_real_objects_parse(real_objects):
     assert kernels(real_objects["amdgpu.hsaco"])["copy"] == [
         hb.backends.KernelParam("src", 0, 8), hb.backends.KernelParam("dst", 8, 8), hb.backends.KernelParam("n", 16, 8)]
-    assert set(_descriptors(real_objects["amdgpu.hsaco"])) == {"copy", "empty"}
+    assert set(_descriptors(real_objects["amdgpu.hsaco"])) == {"copy", "empty", "spin"}
     assert [p.offset for p in kernels(real_objects["copy_sm_90.ptx"])["copy"]] == [0, 8, 16]
     assert kernels(real_objects["minimal.cubin"]) is None and kernels(real_objects["copy.fatbin"]) is None
 
@@ -141,12 +141,13 @@ def test_a_section_past_the_end_is_named(hsaco):
 
 
 def test_a_descriptor_outside_its_section_is_named(hsaco):
-    # Move copy.kd's value (st_value, 8 bytes into its .symtab entry) past the end of .rodata.
+    # Move copy.kd's value (st_value, 8 bytes into its .symtab entry) to the end of .rodata.
     code_object = ElfFile(hsaco)
     symtab = next(s for s in code_object.sections if s.name == ".symtab")
     index, symbol = next((i, s) for i, s in enumerate(code_object.symbols()) if s.name == "copy.kd")
     corrupt = bytearray(hsaco)
-    struct.pack_into("<Q", corrupt, symtab.offset + 24 * index + 8, symbol.value + 0x70)
+    rodata = next(s for s in code_object.sections if s.name == ".rodata")
+    struct.pack_into("<Q", corrupt, symtab.offset + 24 * index + 8, rodata.address + rodata.size)
     with pytest.raises(hb.BenchError, match=r"HSACO is corrupt: kernel descriptor copy.kd at address 0x[0-9a-f]+ "
                                             r"\(64 bytes\) is not inside section \d+ \.rodata"):
         _descriptors(bytes(corrupt))
