@@ -65,6 +65,17 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("arg_count", &LaunchPlan::arg_count)
       .def_property_readonly("kernel_name", &LaunchPlan::kernel_name)
       .def_property_readonly("id", &LaunchPlan::id)
+      .def("set_clean_step",
+           [](LaunchPlan& plan, uintptr_t function, std::string kernel_name, std::array<uint32_t, 3> grid,
+              std::array<uint32_t, 3> block, py::bytes args, std::vector<size_t> arg_offsets) {
+             plan.set_clean_step(std::make_unique<LaunchPlan>(
+                 function, std::move(kernel_name), LaunchConfig{grid, block, 0, plan.config().stream},
+                 std::vector<std::string>{std::string(args)}, std::move(arg_offsets)));
+           },
+           py::arg("function"), py::arg("kernel_name"), py::arg("grid"), py::arg("block"), py::arg("args"),
+           py::arg("arg_offsets"),
+           "An untimed launch before each timed one, on the plan's stream (the clean-cold clean step).")
+      .def_property_readonly("has_clean_step", [](const LaunchPlan& plan) { return plan.clean_step() != nullptr; })
       .def("arg_pointers", [](LaunchPlan& plan, size_t set) {
              // The kernelParams addresses of one set, for tests of the packing.
              if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));

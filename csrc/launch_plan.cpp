@@ -50,4 +50,12 @@ LaunchPlan::LaunchPlan(uintptr_t function, std::string kernel_name, LaunchConfig
   }
 }
 
+void LaunchPlan::set_clean_step(std::unique_ptr<LaunchPlan> step) {
+  if (step != nullptr && (step->sets() != 1 || step->clean_step() != nullptr)) {
+    throw std::invalid_argument("a clean step is one launch: a plan of one argument set and no clean step of "
+                                "its own, got " + std::to_string(step->sets()) + " sets");
+  }
+  clean_step_ = std::move(step);
+}
+
 }  // namespace pyhipbench

@@ -69,7 +69,7 @@ def only_bench_errors(data: bytes, hsaco_descriptors: bool = False):
 def test_real_objects_parse(real_objects):
     assert kernels(real_objects["amdgpu.hsaco"])["copy"] == [
         hb.backends.KernelParam("src", 0, 8), hb.backends.KernelParam("dst", 8, 8), hb.backends.KernelParam("n", 16, 8)]
-    assert set(_descriptors(real_objects["amdgpu.hsaco"])) == {"copy", "empty", "spin"}
+    assert set(_descriptors(real_objects["amdgpu.hsaco"])) == {"copy", "empty", "spin", "clean"}
     assert [p.offset for p in kernels(real_objects["copy_sm_90.ptx"])["copy"]] == [0, 8, 16]
     assert kernels(real_objects["minimal.cubin"]) is None and kernels(real_objects["copy.fatbin"]) is None
 

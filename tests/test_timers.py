@@ -373,3 +373,41 @@ def test_the_amd_spin_kernel_reads_the_real_time_counter_and_rereads_the_host_wo
     counter, load = SPIN_DISASSEMBLY[arch]
     assert len(re.findall(counter, spin)) == 2        # at the start and in the loop
     assert re.search(load, spin), spin
+
+
+# ---- the clean step (clean-cold) ----
+
+def with_clean_step(plan):
+    plan.set_clean_step(0xC1EA, "clean step", (16, 1, 1), (256, 1, 1), struct.pack("<Q", 0xB0FF), [0])
+    return plan
+
+
+def test_events_launch_the_clean_step_before_each_start_event(driver, fake_driver, backend_name):
+    fake_driver.read_args(1)
+    timer = _core.make_timer("events", driver, CONTEXT[backend_name])
+    plan = with_clean_step(make_plan(2))
+    times, _, _ = timer.run(plan, 3, 0)
+    calls = CALLS[backend_name]
+    launches = fake_driver.records(calls["launch"])
+    assert [r.function for r in launches] == [0xC1EA, 0xF00] * 3          # clean, then the kernel, each time
+    assert [r.arg_values[0] for r in launches[::2]] == [0xB0FF] * 3
+    assert all(r.stream == STREAM for r in launches)
+    if backend_name == "hip":  # the events hipExtModuleLaunchKernel records bracket the kernel alone
+        assert all(r.start_event == 0 and r.stop_event == 0 for r in launches[::2])
+        assert all(r.start_event and r.stop_event for r in launches[1::2])
+    else:  # cuEventRecord(start) comes after the clean launch, right before the kernel
+        sequence = [n for n in names(fake_driver.records()) if n in (calls["launch"], calls["record"])]
+        assert sequence[:4] == [calls["launch"], calls["record"], calls["launch"], calls["record"]]
+    assert len(times) == 3
+
+
+@pytest.mark.parametrize("name", ["graph", "batched"])
+def test_timers_of_several_launches_refuse_a_clean_step(driver, backend_name, name):
+    if name == "batched" and backend_name == "hip":
+        pytest.skip("the HIP batched timer needs a spin kernel handle; the refusal is the same code path")
+    timer = _core.make_timer(name, driver, CONTEXT[backend_name], launches_per_sample=4)
+    with pytest.raises(BenchError, match=f"the {name} timer times several launches together, so it would "
+                                         "time the clean step too: the clean-cold cache state needs the "
+                                         "'events' or 'cupti' timer"):
+        timer.run(with_clean_step(make_plan(2)), 2, 0)
+

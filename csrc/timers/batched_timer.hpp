@@ -92,6 +92,7 @@ class BatchedTimer final : public TimerBase<Driver> {
     std::lock_guard<std::mutex> one_run_at_a_time(running_);
     const Driver& driver = *this->driver_;
     driver.check_plan(plan);
+    this->refuse_clean_step(plan);
     Timings timings;
     timings.launches_per_sample = launches_;
     if (samples == 0) return timings;

@@ -43,9 +43,15 @@ class EventTimer final : public TimerBase<Driver> {
     const auto* events = this->events_.data();
     const size_t sets = plan.sets();
     size_t set = first_set % sets;
+    LaunchPlan* clean = plan.clean_step();
+    if (clean != nullptr) driver.check_plan(*clean);
 
     const auto start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < samples; ++i) {
+      if (clean != nullptr) {  // before the start event: the clean step is not timed
+        const Status cleaned = driver.launch(*clean, clean->args(0), stream, nullptr, nullptr);
+        if (cleaned.code != 0) this->fail(*clean, cleaned.call, cleaned.code);
+      }
       const Status status = driver.launch(plan, plan.args(set), stream, events[2 * i], events[2 * i + 1]);
       if (status.code != 0) this->fail(plan, status.call, status.code);
       set = set + 1 == sets ? 0 : set + 1;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,16 @@ class TimerBase : public Timer {
   void destroy_events() {
     for (Event event : events_) driver_->event_destroy(event);
     events_.clear();
+  }
+
+  // For timers whose samples span several launches (graph, batched): a clean
+  // step between launches would fall inside the timed window.
+  void refuse_clean_step(const LaunchPlan& plan) const {
+    if (plan.clean_step() != nullptr) {
+      throw std::invalid_argument("the " + name_ + " timer times several launches together, so it would time "
+                                  "the clean step too: the clean-cold cache state needs the 'events' or "
+                                  "'cupti' timer");
+    }
   }
 
   // Synchronizes on the last stop event and reads each (start, stop) pair's

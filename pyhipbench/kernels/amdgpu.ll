@@ -83,3 +83,50 @@ give_up:
 exit:
   ret void
 }
+
+; clean(buffer, n, sink): the clean-cold cache state's clean step. Reads n
+; float32 of `buffer` (grid-stride, like copy) and writes their sum to *sink
+; only if it is NaN, which the zero-filled buffer never gives: run over more
+; than the last-level cache before a timed launch, it leaves the caches holding
+; only clean lines of `buffer`.
+define amdgpu_kernel void @clean(ptr addrspace(1) noalias readonly %buffer, i64 %n, ptr addrspace(1) noalias %sink) {
+entry:
+  %packet = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()
+  %block.ptr = getelementptr i8, ptr addrspace(4) %packet, i64 4
+  %block16 = load i16, ptr addrspace(4) %block.ptr, align 4
+  %block = zext i16 %block16 to i64
+  %grid.ptr = getelementptr i8, ptr addrspace(4) %packet, i64 12
+  %grid32 = load i32, ptr addrspace(4) %grid.ptr, align 4
+  %stride = zext i32 %grid32 to i64
+  %group32 = call i32 @llvm.amdgcn.workgroup.id.x()
+  %group = zext i32 %group32 to i64
+  %lane32 = call i32 @llvm.amdgcn.workitem.id.x()
+  %lane = zext i32 %lane32 to i64
+  %base = mul i64 %group, %block
+  %first = add i64 %base, %lane
+  br label %loop
+
+loop:
+  %i = phi i64 [ %first, %entry ], [ %next, %body ]
+  %sum = phi float [ 0.0, %entry ], [ %added, %body ]
+  %done = icmp sge i64 %i, %n
+  br i1 %done, label %exit, label %body
+
+body:
+  %from = getelementptr float, ptr addrspace(1) %buffer, i64 %i
+  %value = load float, ptr addrspace(1) %from, align 4
+  %added = fadd float %sum, %value
+  %next = add i64 %i, %stride
+  br label %loop
+
+exit:
+  %nan = fcmp uno float %sum, %sum
+  br i1 %nan, label %write, label %end
+
+write:
+  store float %sum, ptr addrspace(1) %sink, align 4
+  br label %end
+
+end:
+  ret void
+}

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,14 @@ class LaunchPlan {
   // The kernelParams array of set `s`, valid for the plan's lifetime.
   void** args(size_t s) { return arg_count() == 0 ? nullptr : &pointers_[s * arg_count()]; }
 
+  // An untimed launch the per-kernel timers (events, cupti) issue before each
+  // timed one, on the same stream: the clean-cold cache state's clean step (a
+  // kernel that reads more than the last-level cache). A one-set plan; none by
+  // default. Timers that time several launches together (graph, batched)
+  // refuse a plan with one, since they would time it too.
+  void set_clean_step(std::unique_ptr<LaunchPlan> step);
+  LaunchPlan* clean_step() const { return clean_step_.get(); }
+
  private:
   uint64_t id_;
   uintptr_t function_;
@@ -53,6 +62,7 @@ class LaunchPlan {
   size_t set_stride_;                          // bytes between sets in storage_, aligned
   std::vector<std::max_align_t> storage_;      // all sets' argument bytes
   std::vector<void*> pointers_;            // sets_ x arg_count() pointers into storage_
+  std::unique_ptr<LaunchPlan> clean_step_;
 };
 
 }  // namespace pyhipbench
