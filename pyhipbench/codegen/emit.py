@@ -207,7 +207,10 @@ def check_target(triple: str, cpu: str, features: str = "") -> str:
         try:
             _, stderr = _run(("probe", triple, cpu, features))
         except _WorkerDied as e:
-            raise CodegenError(f"LLVM aborted creating a target machine for {cpu}: {_quote(e.stderr)}") from None
+            raise CodegenError(
+                f"LLVM aborted creating a target machine for {cpu}{' with ' + features if features else ''}: "
+                f"{_quote(e.stderr)}"
+            ) from None
         complaints = [line.strip() for line in stderr.splitlines()
                       if _UNKNOWN_PROCESSOR in line or _UNKNOWN_FEATURE in line]
         _probed[key] = "; ".join(dict.fromkeys(complaints))

@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import VerificationError
+from ..errors import CodegenError, VerificationError
 
 __all__ = ["KernelEntry", "Verification", "VerificationError", "verify_entries"]
 
@@ -103,9 +103,12 @@ def _descriptors(elf: bytes) -> dict[str, tuple[int, bytes]]:
 
 def _disassemble(disassembler: Path, mcpu: str, code_object: Path) -> tuple[str, dict[int, str]]:
     cmd = [str(disassembler), "-d", f"--mcpu={mcpu}", str(code_object)]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", check=False)
+    except OSError as e:
+        raise CodegenError(f"cannot run `{cmd[0]}`: {e}") from None
     if r.returncode != 0 or "not a recognized processor" in r.stderr:
-        raise RuntimeError(f"`{' '.join(cmd)}` failed: {r.stderr.strip()}")
+        raise CodegenError(f"`{' '.join(cmd)}` failed: {r.stderr.strip()}")
     listing = {}
     for line in r.stdout.splitlines():
         m = _DISASSEMBLY_LINE.match(line)
@@ -122,7 +125,10 @@ def verify_entries(
     ``code_object`` is an HSACO file for processor ``mcpu``; ``disassembler``
     is llvm-objdump. Returns the record; the caller decides to raise.
     """
-    descriptors = _descriptors(code_object.read_bytes())
+    try:
+        descriptors = _descriptors(code_object.read_bytes())
+    except (ValueError, struct.error, IndexError) as e:
+        raise CodegenError(f"cannot read the kernel descriptors of {code_object}: {e}") from None
     command, listing = _disassemble(disassembler, mcpu, code_object)
     entries = []
     for name in kernels:
