@@ -104,3 +104,30 @@ def test_a_worker_that_died_while_idle_is_replaced():
     worker.process.wait()
     assert ".visible .entry copy(" in compile_ir(COPY, "sm_90").data.decode()
     assert worker not in emit._idle and all(w.alive() for w in emit._idle)
+
+
+def test_threads_compile_in_parallel_workers():
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: compile_ir(COPY, "sm_90").data, range(8)))
+    assert len(set(results)) == 1 and b".visible .entry copy(" in results[0]
+    assert all(w.alive() for w in emit._idle)
+
+
+def test_a_forked_child_starts_its_own_worker():
+    import os
+    compile_ir(COPY, "sm_90")
+    parents = list(emit._idle)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: must not talk to the parent's workers
+        try:
+            ok = not emit._idle and b"copy" in compile_ir(COPY, "sm_90").data
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == b"1"
+    os.waitpid(pid, 0)
+    assert emit._idle[: len(parents)] == parents and all(w.alive() for w in parents)
+    assert b"copy" in compile_ir(COPY, "sm_90").data

@@ -155,11 +155,17 @@ def compile_ir(
     ``icache_flush``: inject ``s_icache_inv`` + 16 ``s_nop`` first in every
     kernel; default True on AMD; True on NVIDIA is an error (no such flush).
     ``prologue``: assembly for the target (AMDGPU asm, or PTX) injected at
-    each kernel's entry, after the flush when both are asked for.
+    each kernel's entry, after the flush when both are asked for. On AMD it
+    is moved above the kernel-argument loads and register setup, so it must
+    write no register or memory the kernel uses. PTX is checked first.
     ``code_object_version``: AMD HSACO version, 5 by default (ROCm < 6.3
     rejects LLVM 22's default, 6).
     ``ptx_version``: PTX ISA version times ten (e.g. 80); None for LLVM's
     minimum for the sm.
+
+    Raises IRError (the IR or the input file), CodegenError (target, options,
+    prologue, an LLVM abort, a failing tool), VerificationError, ToolchainError:
+    all ``pyhipbench.Error``.
     """
     if not (icache_flush is None or isinstance(icache_flush, (bool, np.bool_))):
         raise CodegenError(f"icache_flush={icache_flush!r}: expected True, False or None (the default)")

@@ -7,8 +7,10 @@ above it (LLVM 22 on gfx90a, gfx942, gfx950, gfx1100: kernel-argument
 ``s_load``s, register setup, in some kernels ``s_waitcnt``, ``v_cmp`` and the
 scratch setup). The prologue block is
 therefore moved, in the emitted assembly, to directly after the kernel's
-entry label. That move is sound because the prologue reads and writes no
-register and no memory the kernel uses. Where the block was, one ``s_nop 0``
+entry label. That move is sound only because the prologue reads and writes
+no register and no memory the kernel uses: a user prologue that writes, say,
+the kernel-argument pointer s[0:1] now runs before the argument loads and
+breaks the kernel, and nothing can detect that. Where the block was, one ``s_nop 0``
 is left: LLVM's hazard recognizer counted the inline asm as one wait state
 between its neighbours (SIInstrInfo::getNumWaitStates: 1 for any
 non-meta instruction), and the nop keeps that count.

@@ -123,7 +123,10 @@ _idle: list[_Worker] = []
 
 def _forget_workers() -> None:
     # In a forked child the pool's pipes are shared with the parent's workers:
-    # drop them (the parent still owns those processes) and start afresh.
+    # drop them (the parent still owns those processes) and start afresh, with
+    # a new lock (another thread may have held the old one at the fork).
+    global _lock
+    _lock = threading.Lock()
     _idle.clear()
 
 
