@@ -10,6 +10,7 @@ import signal
 import pytest
 
 from codegen_helpers import require_toolchain
+from pyhipbench import ir
 from pyhipbench.codegen import CodegenError, compile_ir, emit
 
 # Verifies everywhere, selects only on processors with MFMA (gfx90a/gfx942/gfx950).
@@ -131,3 +132,11 @@ def test_a_forked_child_starts_its_own_worker():
     os.waitpid(pid, 0)
     assert emit._idle[: len(parents)] == parents and all(w.alive() for w in parents)
     assert b"copy" in compile_ir(COPY, "sm_90").data
+
+
+def test_a_worker_that_cannot_start_is_a_codegen_error(monkeypatch, tmp_path):
+    emit._close_workers()
+    monkeypatch.setattr(emit.sys, "executable", str(tmp_path / "no-python"))
+    with pytest.raises(CodegenError, match=rf"^cannot start the code generator process \({tmp_path}/no-python\): "
+                       r".*No such file"):
+        emit.assembly(ir.parse(COPY), "nvptx64-nvidia-cuda", "sm_90", "", ["copy"])

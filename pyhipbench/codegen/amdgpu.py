@@ -306,14 +306,17 @@ def compile_module(
     if prologue is not None:
         asm = _prologue_first(asm, kernels, preload)
     asm = _METADATA_STRING.sub(r"\1!str \2", asm)
-    with tempfile.TemporaryDirectory(prefix="pyhipbench-") as tmp:
-        source, obj, hsaco = (Path(tmp) / n for n in ("kernels.s", "kernels.o", "kernels.hsaco"))
-        source.write_text(asm)
-        _assemble(tools, mcpu, asm, kernels, source, obj)
-        _run([str(tools.linker), "-shared", "--no-undefined", str(obj), "-o", str(hsaco)])
-        verification = None
-        if prologue is not None:
-            verification = verify_entries(hsaco, mcpu, kernels, expected, tools.disassembler)
-            if not verification.ok:
-                raise VerificationError(verification)
-        return hsaco.read_bytes(), verification
+    try:
+        with tempfile.TemporaryDirectory(prefix="pyhipbench-") as tmp:
+            source, obj, hsaco = (Path(tmp) / n for n in ("kernels.s", "kernels.o", "kernels.hsaco"))
+            source.write_text(asm)
+            _assemble(tools, mcpu, asm, kernels, source, obj)
+            _run([str(tools.linker), "-shared", "--no-undefined", str(obj), "-o", str(hsaco)])
+            verification = None
+            if prologue is not None:
+                verification = verify_entries(hsaco, mcpu, kernels, expected, tools.disassembler)
+                if not verification.ok:
+                    raise VerificationError(verification)
+            return hsaco.read_bytes(), verification
+    except OSError as e:  # the temporary directory: full disk, no $TMPDIR
+        raise CodegenError(f"cannot write the assembler's temporary files: {e}") from None

@@ -54,21 +54,20 @@ class _Worker:
     """One code generator process and the file its stderr goes to."""
 
     def __init__(self) -> None:
-        self._stderr = tempfile.TemporaryFile()
-        # Appending writes let the parent empty the file between requests.
-        flags = fcntl.fcntl(self._stderr.fileno(), fcntl.F_GETFL)
-        fcntl.fcntl(self._stderr.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
         env = dict(os.environ)
         # The worker imports llvmlite from where this process found it.
         paths = [str(Path(llvmlite.__file__).parent.parent), env.get("PYTHONPATH", "")]
         env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
         try:
+            self._stderr = tempfile.TemporaryFile()
+            # Appending writes let the parent empty the file between requests.
+            flags = fcntl.fcntl(self._stderr.fileno(), fcntl.F_GETFL)
+            fcntl.fcntl(self._stderr.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
             self.process = subprocess.Popen(
                 [sys.executable, str(_WORKER)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
             )
         except OSError as e:
-            self._stderr.close()
             raise CodegenError(f"cannot start the code generator process ({sys.executable}): {e}") from None
 
     def alive(self) -> bool:
