@@ -2,7 +2,7 @@
 time grows with the kernel count. No GPU needed.
 
     .venv/bin/python bench/compile_cost.py            # containment: 50 compiles, 3 ways
-    .venv/bin/python bench/compile_cost.py --scaling  # 500 and 2000 kernels, gfx942
+    .venv/bin/python bench/compile_cost.py --scaling  # 500 ... 4000 kernels, gfx942
 
 Containment: one small kernel compiled N times, side by side in one run,
 (a) emitting in this process (what pyhipbench did before; an LLVM abort kills
@@ -83,14 +83,16 @@ def many_kernels(n: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--compiles", type=int, default=50)
-    parser.add_argument("--scaling", action="store_true", help="time 500 and 2000 kernels instead")
+    parser.add_argument("--scaling", action="store_true", help="time 500 to 4000 kernels instead")
     args = parser.parse_args()
     if args.scaling:
-        for n in (500, 2000):
+        compile_ir(many_kernels(1), "gfx942")  # warm-up: toolchain lookup, worker start
+        for n in (500, 1000, 2000, 4000):
             text = many_kernels(n)
             start = time.perf_counter()
             compile_ir(text, "gfx942")
-            print(f"{n} kernels, gfx942: {time.perf_counter() - start:.2f} s")
+            seconds = time.perf_counter() - start
+            print(f"{n} kernels, gfx942: {seconds:.2f} s ({seconds / n * 1e3:.1f} ms per kernel)")
         return
     print(f"median ms per compile over {args.compiles} compiles of one small kernel")
     print(f"{'target':8} {'in-process':>11} {'warm worker':>12} {'fresh worker':>13}")
