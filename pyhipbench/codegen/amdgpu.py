@@ -237,10 +237,12 @@ def _assemble(tools: Toolchain, mcpu: str, asm: str, kernels: list[str], source:
         where = _kernels_at_lines(asm, kernels, lines)
         if not where:
             raise
+        # The temporary directory is gone when the user reads this.
+        quoted = str(e).replace(f"{source.parent}/", "")
         raise CodegenError(
             f"the assembler rejected the code of kernel{'s' if len(where) > 1 else ''} "
             f"{', '.join(repr(k) for k in where)} for {mcpu} (in a prologue, the line it quotes "
-            f"is the prologue's): {e}"
+            f"is the prologue's): {quoted}"
         ) from None
 
 
