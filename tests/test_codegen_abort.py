@@ -140,3 +140,13 @@ def test_a_worker_that_cannot_start_is_a_codegen_error(monkeypatch, tmp_path):
     with pytest.raises(CodegenError, match=rf"^cannot start the code generator process \({tmp_path}/no-python\): "
                        r".*No such file"):
         emit.assembly(ir.parse(COPY), "nvptx64-nvidia-cuda", "sm_90", "", ["copy"])
+
+
+def test_a_worker_found_dead_only_on_sending_is_replaced(monkeypatch):
+    compile_ir(COPY, "sm_90")
+    worker = emit._idle[-1]
+    worker.process.send_signal(signal.SIGKILL)
+    worker.process.wait()
+    monkeypatch.setattr(worker, "alive", lambda: True)  # as if it died after the check
+    assert ".visible .entry copy(" in compile_ir(COPY, "sm_90").data.decode()
+    assert worker not in emit._idle

@@ -50,6 +50,10 @@ class _WorkerDied(Exception):
         self.status, self.stderr = status, stderr
 
 
+class _WorkerGone(Exception):
+    """The worker had exited before the request reached it (not the request's fault)."""
+
+
 class _Worker:
     """One code generator process and the file its stderr goes to."""
 
@@ -79,9 +83,9 @@ class _Worker:
         self._stderr.truncate()
         try:
             write_message(self.process.stdin, request)
-            reply = read_message(self.process.stdout)
         except (BrokenPipeError, ConnectionResetError):
-            reply = None
+            raise _WorkerGone() from None
+        reply = read_message(self.process.stdout)
         if reply is None:
             code = self.process.wait()
             raise _WorkerDied(_exit_status(code), self._read_stderr())
@@ -144,26 +148,33 @@ def _run(request: tuple) -> tuple[object, str]:
 
     A worker is returned to the pool only after a complete request, so an
     interrupt mid-request (KeyboardInterrupt) never leaves a half-read reply
-    for the next caller. A worker that died while idle is replaced silently;
-    one that dies during the request raises _WorkerDied.
+    for the next caller. A worker that died while idle is replaced silently
+    (also when that is found only on sending); one that dies during the
+    request raises _WorkerDied.
     """
-    with _lock:
-        while _idle and not _idle[-1].alive():
-            _idle.pop().close()
-        worker = _idle.pop() if _idle else None
-    if worker is None:
-        worker = _Worker()
-    done = False
-    try:
-        (status, value), stderr = worker.call(request)
-        done = True
-    finally:
-        if done:
-            with _lock:
-                _idle.append(worker)
-        else:
-            worker.kill()
-            worker.close()
+    for attempt in (1, 2):
+        with _lock:
+            while _idle and not _idle[-1].alive():
+                _idle.pop().close()
+            worker = _idle.pop() if _idle else None
+        if worker is None:
+            worker = _Worker()
+        done = False
+        try:
+            (status, value), stderr = worker.call(request)
+            done = True
+        except _WorkerGone:
+            if attempt == 2:
+                raise CodegenError("the code generator process exited before it could take a request") from None
+            continue
+        finally:
+            if done:
+                with _lock:
+                    _idle.append(worker)
+            else:
+                worker.kill()
+                worker.close()
+        break
     if status != "ok":
         raise CodegenError(f"LLVM failed: {value}\n{stderr.strip()}".strip())
     return value, stderr
@@ -234,6 +245,8 @@ def known_processors(triple: str) -> tuple[str, ...]:
             _, stderr = worker.call(("help", triple))
         except _WorkerDied as e:
             raise CodegenError(f"LLVM aborted listing the processors of {triple}: {_quote(e.stderr)}") from None
+        except _WorkerGone:
+            raise CodegenError(f"the code generator process exited before listing the processors of {triple}") from None
         finally:
             worker.close()
         listing = stderr.split("Available CPUs for this target:", 1)[-1]
