@@ -200,7 +200,7 @@ def _read_input(path: Path) -> tuple[str, bytes | str]:
     else is LLVM IR, bitcode by its magic or else UTF-8 text.
     """
     data = path.read_bytes()  # a missing file or a directory: OSError naming it, reported by main()
-    if data[:4] in ir._BITCODE_MAGIC:
+    if data[:4] in ir.BITCODE_MAGIC:
         return "ir", data
     try:
         codeobject.detect_format(data)

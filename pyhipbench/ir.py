@@ -31,7 +31,7 @@ __all__ = [
 # `ptx_kernel` by LLVM's IR reader (LLVM >= 20), so they are found the same way.
 KERNEL_CALLING_CONVENTIONS = ("amdgpu_kernel", "ptx_kernel")
 
-_BITCODE_MAGIC = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")  # raw, and the wrapper
+BITCODE_MAGIC = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")  # raw, and the wrapper
 # An LLVM identifier: a bare name or a quoted one with \XX escapes.
 _NAME = r'(?:"(?:[^"\\]|\\[0-9A-Fa-f]{2}|\\\\)*"|[-a-zA-Z$._0-9]+)'
 _DEFINE = re.compile(rf"^define\b[^\n]*?@({_NAME})\(", re.MULTILINE)
@@ -94,20 +94,43 @@ def parse(ir: str | bytes | os.PathLike, *, name: str | None = None) -> Module:
     _init_llvm()
     if isinstance(ir, os.PathLike):
         name = name or os.fspath(ir)
-        with open(ir, "rb") as f:
-            ir = f.read()
+        try:
+            with open(ir, "rb") as f:
+                ir = f.read()
+        except OSError as e:
+            raise IRError(f"cannot read the IR file {name}: {e.strerror or e}") from None
+    elif not isinstance(ir, (str, bytes)):
+        raise IRError(
+            f"expected LLVM IR text (str), text or bitcode (bytes) or a path (os.PathLike), "
+            f"got {type(ir).__name__}"
+        )
     name = name or "<ir>"
     try:
-        if isinstance(ir, bytes) and ir[:4] in _BITCODE_MAGIC:
+        if isinstance(ir, bytes) and ir[:4] in BITCODE_MAGIC:
             module = llvm.parse_bitcode(ir)
         else:
             text = ir.decode() if isinstance(ir, bytes) else ir
+            if "\0" in text:
+                raise IRError(f"{name} holds a NUL character at offset {text.index(chr(0))}: "
+                              "it is neither LLVM IR text nor bitcode")
             module = llvm.parse_assembly(text)
         module.verify()
+    except UnicodeDecodeError as e:
+        raise IRError(
+            f"{name} is neither LLVM bitcode (no BC magic number) nor UTF-8 IR text "
+            f"(byte 0x{ir[e.start]:02x} at offset {e.start})"
+        ) from None
     except RuntimeError as e:
         # llvmlite's message holds LLVM's "<string>:LINE:COL: error: ..." text.
-        raise IRError(f"invalid LLVM IR in {name}: {e}") from None
+        raise IRError(f"invalid LLVM IR in {name}: {e}{_path_hint(ir)}") from None
     return Module(module)
+
+
+def _path_hint(ir: str | bytes) -> str:
+    """A hint when IR text that failed to parse looks like a file name."""
+    if isinstance(ir, str) and "\n" not in ir and ir.strip().endswith((".ll", ".bc")):
+        return f"\n(a str is IR text; to read the file {ir.strip()!r} pass pathlib.Path({ir.strip()!r}))"
+    return ""
 
 
 def _calling_convention_of(function: llvm.ValueRef) -> str | None:
@@ -165,7 +188,7 @@ def inject_prologue(module: Module, asm: str, kernels: list[str] | None = None) 
     newlines). The call is placed first in each kernel's entry block; nothing
     else is changed. ``kernels`` defaults to all kernels of the module.
     """
-    kernels = find_kernels(module) if kernels is None else kernels
+    kernels = set(find_kernels(module) if kernels is None else kernels)
     call = f'  call void asm sideeffect "{_ir_string(asm)}", ""()\n'
     text = str(module)
     pieces, pos, done = [], 0, set()
@@ -182,7 +205,7 @@ def inject_prologue(module: Module, asm: str, kernels: list[str] | None = None) 
         pos = at
         done.add(fname)
     pieces.append(text[pos:])
-    missing = [k for k in kernels if k not in done]
+    missing = sorted(kernels - done)
     if missing:
         raise IRError(f"cannot inject a prologue: no definition found for {missing}")
     try:

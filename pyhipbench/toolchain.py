@@ -86,10 +86,14 @@ def _places() -> list[tuple[Path, str, str]]:
 
 
 @functools.lru_cache(maxsize=None)
-def _version(assembler: Path) -> tuple[int, int]:
-    out = subprocess.run(
-        [assembler, "--version"], capture_output=True, text=True, check=False
-    ).stdout
+def _version(assembler: Path) -> tuple[int, int] | None:
+    """(major, minor) from ``--version``; (0, 0) if it prints none; None if it cannot run."""
+    try:
+        out = subprocess.run(
+            [assembler, "--version"], capture_output=True, text=True, errors="replace", check=False
+        ).stdout
+    except OSError:  # executable but not runnable (wrong architecture, broken #! line)
+        return None
     m = re.search(r"version (\d+)\.(\d+)", out)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
@@ -137,6 +141,9 @@ def find_toolchain(mcpu: str) -> Toolchain:
             continue
         assembler, linker, disassembler = paths
         version = _version(assembler)
+        if version is None:
+            looked.append(f"{assembler} ({why}): cannot be run")
+            continue
         if not _knows_processor(assembler, mcpu):
             looked.append(
                 f"{assembler} (LLVM {version[0]}.{version[1]}, {why}): "

@@ -14,7 +14,7 @@ from codegen_helpers import AMD_TARGETS, IR_DATA, require, require_toolchain
 from pyhipbench import ir
 from pyhipbench.codegen import CodegenError, VerificationError, amdgpu, compile_ir
 from pyhipbench.codegen.verify import verify_entries
-from pyhipbench.toolchain import ENV_VAR
+from pyhipbench.toolchain import ENV_VAR, ToolchainError
 
 FLUSH = ["s_icache_inv"] + ["s_nop 0"] * 16
 EI_ABIVERSION = 8  # ELFABIVERSION_AMDGPU_HSA_V4 = 2, V5 = 3, V6 = 4
@@ -86,7 +86,7 @@ def test_ir_level_injection_alone_is_not_first_on_gfx942(tmp_path):
 
 def test_failed_proof_is_an_error(monkeypatch):
     require_toolchain("gfx942")
-    monkeypatch.setattr(amdgpu, "_prologue_first", lambda asm, kernels: asm)
+    monkeypatch.setattr(amdgpu, "_prologue_first", lambda asm, kernels, preload: asm)
     with pytest.raises(VerificationError) as e:
         compile_ir(IR_DATA / "kernels_gfx942.ll", "gfx942")
     verification = e.value.verification
@@ -156,7 +156,7 @@ def test_code_object_version_5_by_default_also_without_the_module_flag():
 
 
 def test_bad_code_object_version():
-    with pytest.raises(ValueError, match="code object version 7 is not one of"):
+    with pytest.raises(CodegenError, match="code object version 7 is not one of 4, 5, 6"):
         compile_ir(HAND_WRITTEN, "gfx90a", code_object_version=7)
 
 
@@ -211,7 +211,7 @@ def test_unknown_triple_is_named():
 
 
 def test_unknown_target_name():
-    with pytest.raises(ValueError, match="unknown target 'mi300'.*gfxNNN.*sm_NN"):
+    with pytest.raises(CodegenError, match="unknown target 'mi300'.*gfxNNN.*sm_NN"):
         compile_ir(HAND_WRITTEN, "mi300")
 
 
@@ -226,19 +226,19 @@ def test_invalid_ir_names_the_line():
 
 
 def test_ptx_version_on_amd():
-    with pytest.raises(ValueError, match="ptx_version applies to NVIDIA"):
+    with pytest.raises(CodegenError, match="ptx_version=80 applies to NVIDIA targets, not gfx942"):
         compile_ir(HAND_WRITTEN, "gfx942", ptx_version=80)
 
 
 def test_missing_toolchain_is_named(monkeypatch, tmp_path):
     monkeypatch.setenv(ENV_VAR, str(tmp_path))
-    with pytest.raises(Exception, match=f"{tmp_path} \\(\\${ENV_VAR}\\): none of the tools"):
+    with pytest.raises(ToolchainError, match=f"{tmp_path} \\(\\${ENV_VAR}\\): none of the tools"):
         compile_ir(HAND_WRITTEN, "gfx942")
 
 
 def test_bad_prologue_is_an_assembler_error():
     require_toolchain("gfx942")
-    with pytest.raises(CodegenError, match="(?s)llvm-mc.*not_an_instruction"):
+    with pytest.raises(CodegenError, match="(?s)the assembler rejected the code of kernels 'my kernel', 'calls_helper' for gfx942.*llvm-mc.*invalid instruction.*not_an_instruction"):
         compile_ir(HAND_WRITTEN, "gfx942", prologue="not_an_instruction v0")
 
 

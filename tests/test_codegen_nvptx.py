@@ -8,7 +8,7 @@ import pytest
 
 from codegen_helpers import IR_DATA
 from pyhipbench import ir
-from pyhipbench.codegen import compile_ir
+from pyhipbench.codegen import CodegenError, compile_ir
 
 LEGACY = """
 target triple = "nvptx64-nvidia-cuda"
@@ -65,7 +65,7 @@ def test_without_ir_features_llvm_picks_the_minimum_for_the_sm():
 
 
 def test_unknown_ptx_version_is_an_error():
-    with pytest.raises(ValueError, match="PTX ISA version 9.9 was asked for but LLVM .* wrote .version"):
+    with pytest.raises(CodegenError, match=r"ptx_version 99: LLVM \d+ knows no PTX ISA version 9.9 \('\+ptx99' is not a recognized feature"):
         compile_ir(LEGACY, "sm_90", ptx_version=99)
 
 
@@ -82,7 +82,7 @@ def test_user_prologue_goes_into_kernels_only():
 
 
 def test_icache_flush_on_nvidia_is_a_clear_error():
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(CodegenError) as e:
         compile_ir(LEGACY, "sm_90", icache_flush=True)
     message = str(e.value)
     assert "no instruction-cache invalidation" in message and "sm_90" in message
@@ -122,7 +122,7 @@ def test_newest_ptx_a_driver_loads(driver, ptx):
 
 def test_drivers_older_than_cuda_11_are_refused():
     from pyhipbench.codegen.nvptx import max_ptx_version
-    with pytest.raises(ValueError, match="CUDA driver 10.2 predates PTX ISA 7.0"):
+    with pytest.raises(CodegenError, match="CUDA driver 10.2 predates PTX ISA 7.0"):
         max_ptx_version(10020)
 
 

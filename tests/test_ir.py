@@ -161,6 +161,17 @@ def test_target_attributes_are_read():
 
 def test_module_clone_is_independent():
     module = ir.parse(IR_DATA / "kernels_gfx942.ll")
+    before = str(module)
     clone = module.clone()
     assert isinstance(clone, llvm.ModuleRef) and clone is not module.ref
-    assert str(clone) == str(module)
+    assert str(clone) == before
+    # Change the clone every way codegen could: triple, linkage, a new function.
+    clone.triple = "nvptx64-nvidia-cuda"
+    clone.get_function("copy").linkage = "internal"
+    clone.link_in(llvm.parse_assembly('define void @added() { ret void }'))
+    assert str(module) == before and module.triple == "amdgcn-amd-amdhsa"
+    assert module.ref.get_function("copy").linkage == llvm.Linkage.external
+    assert "added" not in module.functions and "added" in [f.name for f in clone.functions]
+    # ... and the other way round.
+    module.ref.get_function("scale").linkage = "internal"
+    assert clone.get_function("scale").linkage == llvm.Linkage.external

@@ -113,3 +113,12 @@ def test_real_assemblers_reject_an_unknown_processor():
     require_toolchain("gfx942")
     with pytest.raises(ToolchainError, match="does not know processor gfx9999"):
         find_toolchain("gfx9999")
+
+
+def test_a_tool_that_cannot_run_is_named(clean_env, tmp_path):
+    fake_tools(tmp_path / "bin", "-30")
+    broken = tmp_path / "bin" / "llvm-mc-30"
+    broken.write_text("#!/nonexistent/interpreter\n")
+    clean_env(tmp_path / "bin")
+    with pytest.raises(ToolchainError, match=rf"{broken} \(PATH\): cannot be run"):
+        find_toolchain("gfx942")

@@ -9,13 +9,14 @@ or PTX (NVIDIA). See docs/codegen.md.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import llvmlite.binding as llvm
+import numpy as np
+
 from .. import ir
-from ..archs import base_arch
-from . import amdgpu, nvptx
+from . import amdgpu, emit, nvptx
 from ..errors import CodegenError, VerificationError
 from .verify import KernelEntry, Verification
 
@@ -27,11 +28,12 @@ __all__ = [
     "VerificationError",
     "compile_for_device",
     "compile_ir",
+    "processor_of",
     "triple_of",
 ]
 
-_AMD_TARGET = re.compile(r"gfx[0-9]+[0-9a-f]*")
-_NVIDIA_TARGET = re.compile(r"sm_[0-9]+[af]?")
+# A HIP target ID: processor, then optional `:feature+`/`:feature-` settings.
+_TARGET_FEATURES = ("sramecc", "xnack")
 _NO_FLUSH_ON_NVIDIA = (
     "NVIDIA GPUs have no instruction-cache invalidation: neither PTX nor the CUDA "
     "driver API exposes one, so icache_flush=True cannot be honoured for {target}. "
@@ -63,16 +65,52 @@ class CodeObject:
         return path
 
 
-def triple_of(target: str) -> str:
-    """The LLVM target triple for a processor name: gfx* or sm_*."""
-    if _AMD_TARGET.fullmatch(target):
+def _triple_family(processor: str) -> str:
+    if processor.startswith("gfx"):
         return amdgpu.TRIPLE
-    if _NVIDIA_TARGET.fullmatch(target):
+    if processor.startswith("sm_"):
         return nvptx.TRIPLE
-    raise ValueError(
-        f"unknown target {target!r}: expected an AMD processor gfxNNN (e.g. gfx90a, "
-        "gfx942, gfx950, gfx1100) or an NVIDIA one sm_NN (e.g. sm_90)"
+    raise CodegenError(
+        f"unknown target {processor!r}: expected an AMD processor gfxNNN (e.g. gfx90a, "
+        "gfx942, gfx950, gfx1100) or an NVIDIA one sm_NN (e.g. sm_90, sm_90a, sm_100a)"
     )
+
+
+def processor_of(target: str) -> str:
+    """The processor of a target or HIP target ID ("gfx942:sramecc+:xnack-" ->
+    "gfx942"), checked against what llvmlite's LLVM knows; CodegenError names
+    the bad part and lists the processors LLVM knows.
+    """
+    if not isinstance(target, str):
+        raise CodegenError(f"target {target!r}: expected a processor name (str) such as gfx942 or sm_90")
+    processor, *features = target.split(":")
+    triple = _triple_family(processor)
+    if features:
+        if triple != amdgpu.TRIPLE:
+            raise CodegenError(f"target {target!r}: only AMD targets take :feature+/- settings")
+        names = [f[:-1] for f in features]
+        for feature in features:
+            if feature[:-1] not in _TARGET_FEATURES or feature[-1:] not in ("+", "-"):
+                raise CodegenError(
+                    f"target {target!r}: {feature!r} is not a target feature setting; "
+                    f"expected {' or '.join(_TARGET_FEATURES)} followed by + or - (gfx942:sramecc+:xnack-)"
+                )
+        if len(set(names)) != len(names):
+            raise CodegenError(f"target {target!r}: a feature is set twice")
+    if emit.check_target(triple, processor):
+        known = emit.known_processors(triple)
+        family = "gfx" if triple == amdgpu.TRIPLE else "sm_"
+        listed = ", ".join(p for p in known if p.startswith(family))
+        raise CodegenError(
+            f"unknown target {processor!r}: llvmlite's LLVM {llvm.llvm_version_info[0]} "
+            f"does not know this processor. It knows: {listed}"
+        )
+    return processor
+
+
+def triple_of(target: str) -> str:
+    """The LLVM target triple for a target: gfx* or sm_* (checked as processor_of does)."""
+    return _triple_family(processor_of(target))
 
 
 def _for_target(module: ir.Module, target: str, triple: str) -> ir.Module:
@@ -117,26 +155,40 @@ def compile_ir(
     ``icache_flush``: inject ``s_icache_inv`` + 16 ``s_nop`` first in every
     kernel; default True on AMD; True on NVIDIA is an error (no such flush).
     ``prologue``: assembly for the target (AMDGPU asm, or PTX) injected at
-    each kernel's entry, after the flush when both are asked for.
+    each kernel's entry, after the flush when both are asked for. On AMD it
+    is moved above the kernel-argument loads and register setup, so it must
+    write no register or memory the kernel uses. PTX is checked first.
     ``code_object_version``: AMD HSACO version, 5 by default (ROCm < 6.3
     rejects LLVM 22's default, 6).
     ``ptx_version``: PTX ISA version times ten (e.g. 80); None for LLVM's
     minimum for the sm.
+
+    Raises IRError (the IR or the input file), CodegenError (target, options,
+    prologue, an LLVM abort, a failing tool), VerificationError, ToolchainError:
+    all ``pyhipbench.Error``.
     """
-    target = base_arch(target)
-    triple = triple_of(target)
+    if not (icache_flush is None or isinstance(icache_flush, (bool, np.bool_))):
+        raise CodegenError(f"icache_flush={icache_flush!r}: expected True, False or None (the default)")
+    if prologue is not None and not isinstance(prologue, str):
+        raise CodegenError(f"prologue {prologue!r}: expected assembly text (str), got {type(prologue).__name__}")
+    target = processor_of(target)
+    triple = _triple_family(target)
+    if triple == amdgpu.TRIPLE:
+        amdgpu.check_code_object_version(code_object_version)
+        if ptx_version is not None:
+            raise CodegenError(f"ptx_version={ptx_version!r} applies to NVIDIA targets, not {target}")
+    elif icache_flush:
+        raise CodegenError(_NO_FLUSH_ON_NVIDIA.format(target=target))
+    elif ptx_version is not None:
+        nvptx.check_ptx_version(ptx_version, target)
     module = _for_target(source if isinstance(source, ir.Module) else ir.parse(source), target, triple)
     kernels = ir.find_kernels(module)
     if triple == nvptx.TRIPLE:
-        if icache_flush:
-            raise ValueError(_NO_FLUSH_ON_NVIDIA.format(target=target))
         data = nvptx.compile_module(
             module, kernels, target, prologue=prologue, ptx_version=ptx_version
         )
         return CodeObject(data, "ptx", target, tuple(kernels))
-    if ptx_version is not None:
-        raise ValueError(f"ptx_version applies to NVIDIA targets, not {target}")
-    injected = [amdgpu.FLUSH] if icache_flush in (None, True) else []
+    injected = [amdgpu.FLUSH] if icache_flush is None or icache_flush else []
     injected += [prologue] if prologue is not None else []
     data, verification = amdgpu.compile_module(
         module,

@@ -7,8 +7,10 @@ above it (LLVM 22 on gfx90a, gfx942, gfx950, gfx1100: kernel-argument
 ``s_load``s, register setup, in some kernels ``s_waitcnt``, ``v_cmp`` and the
 scratch setup). The prologue block is
 therefore moved, in the emitted assembly, to directly after the kernel's
-entry label. That move is sound because the prologue reads and writes no
-register and no memory the kernel uses. Where the block was, one ``s_nop 0``
+entry label. That move is sound only because the prologue reads and writes
+no register and no memory the kernel uses: a user prologue that writes, say,
+the kernel-argument pointer s[0:1] now runs before the argument loads and
+breaks the kernel, and nothing can detect that. Where the block was, one ``s_nop 0``
 is left: LLVM's hazard recognizer counted the inline asm as one wait state
 between its neighbours (SIInstrInfo::getNumWaitStates: 1 for any
 non-meta instruction), and the nop keeps that count.
@@ -16,6 +18,7 @@ non-meta instruction), and the nop keeps that count.
 
 from __future__ import annotations
 
+import numbers
 import re
 import subprocess
 import tempfile
@@ -25,10 +28,11 @@ import llvmlite.binding as llvm
 
 from .. import ir
 from ..toolchain import Toolchain, find_toolchain
-from ..errors import CodegenError, VerificationError
+from ..errors import CodegenError, IRError, VerificationError
+from . import emit
 from .verify import Verification, verify_entries
 
-__all__ = ["TRIPLE", "FLUSH", "CODE_OBJECT_VERSIONS", "CodegenError", "compile_module"]
+__all__ = ["TRIPLE", "FLUSH", "CODE_OBJECT_VERSIONS", "CodegenError", "check_kernel_names", "compile_module"]
 
 TRIPLE = "amdgcn-amd-amdhsa"
 # The ISA asks for 16 s_nop or a branch after the invalidate before
@@ -46,6 +50,12 @@ _BLOCK = re.compile(
 # The entry for firmware that preloads kernel arguments: the label after the
 # compatibility header, aligned to 256 bytes.
 _PRELOAD_ENTRY = re.compile(r"^\s*\.p2align\s+8\n[^\s:]+:\n", re.MULTILINE)
+# A label in column 0 (quoted, or LLVM's unquoted symbol characters), and a
+# kernel descriptor block; both are found in one pass over the assembly.
+_LABEL = re.compile(r'^("(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.$@]+):\n', re.MULTILINE)
+_DESCRIPTOR = re.compile(r"^\t\.amdhsa_kernel ([^\n]+)\n(.*?)^\t\.end_amdhsa_kernel\n", re.MULTILINE | re.DOTALL)
+_PRELOAD_LENGTH = re.compile(r"\.amdhsa_user_sgpr_kernarg_preload_length (\d+)")
+_ASSEMBLER_LINE = re.compile(r"^\S*kernels\.s:(\d+):\d+: error", re.MULTILINE)
 _HAZARD_FILLER = "\ts_nop 0 ; pyhipbench: the wait state the moved prologue was counted as\n"
 _CO_FLAG = re.compile(r'(!"amdhsa_code_object_version", i32 )(\d+)')
 # String-valued metadata keys. LLVM <= 19 infers a YAML scalar's type from its
@@ -56,9 +66,37 @@ _CO_FLAG = re.compile(r'(!"amdhsa_code_object_version", i32 )(\d+)')
 _METADATA_STRING = re.compile(r"^(\s*(?:- )?\.(?:name|type_name):\s+)(?!!str )(\S.*)$", re.MULTILINE)
 
 
+# Kernel names the AMD tools cannot carry through. The assembler reads the
+# name in `.amdhsa_kernel` without unescaping it, so `"` and `\` cannot be
+# spelled there; ld.lld reads `name@x` as symbol versioning; LLVM writes a
+# name starting with a digit unquoted, which its assembler rejects; `.L`
+# names are assembler-local; control characters break the line-based
+# assembly. Everything else LLVM allows in a quoted name works end to end.
+_AMD_NAME_RULES = (
+    (lambda n: not n, "an unnamed kernel has no symbol to launch it by"),
+    (lambda n: any(ord(c) < 0x20 or ord(c) == 0x7F for c in n), "it contains a control character"),
+    (lambda n: '"' in n or "\\" in n, 'it contains `"` or `\\`, which the assembler cannot spell in .amdhsa_kernel'),
+    (lambda n: "@" in n, "it contains `@`, which the linker reads as a symbol version"),
+    (lambda n: "0" <= n[:1] <= "9", "it starts with a digit, which LLVM writes unquoted and its assembler rejects"),
+    (lambda n: n.startswith(".L"), "names starting with `.L` are assembler-local symbols"),
+)
+AMD_NAME_RULE = (
+    "AMD kernel names may hold any printable character except `\"`, `\\` and `@`, "
+    "and may not start with a digit or `.L`"
+)
+
+
+def check_kernel_names(kernels: list[str]) -> None:
+    """Raise IRError for the first kernel whose name cannot become an AMD symbol."""
+    for kernel in kernels:
+        for broken, why in _AMD_NAME_RULES:
+            if broken(kernel):
+                raise IRError(f"kernel name {kernel!r} cannot be compiled for AMD: {why}. {AMD_NAME_RULE}")
+
+
 def _asm_symbol(name: str) -> str:
-    """``name`` as the assembler spells a label."""
-    if re.fullmatch(r"[A-Za-z_.$][A-Za-z0-9_.$]*", name):
+    """``name`` as LLVM spells a label (quoted unless every character is plain)."""
+    if re.fullmatch(r"[A-Za-z0-9_.$@]+", name):
         return name
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -83,72 +121,129 @@ def _with_code_object_version(module: ir.Module, version: int) -> ir.Module:
     return ir.parse(text, name="the IR with the code object version set")
 
 
-def _emit_assembly(module: ir.Module, mcpu: str) -> str:
-    machine = llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=mcpu)
-    return machine.emit_assembly(module.clone())
+def _emit_assembly(module: ir.Module, mcpu: str, kernels: list[str] | None = None) -> str:
+    """The module's AMDGPU assembly, emitted in the code generator's process."""
+    kernels = ir.find_kernels(module) if kernels is None else kernels
+    return emit.assembly(module, TRIPLE, mcpu, "", kernels)
 
 
-def _quote_descriptor_names(asm: str, kernels: list[str]) -> str:
-    """Quote names in ``.amdhsa_kernel`` where the assembler needs it.
+def _descriptors_quoted(asm: str, kernels: list[str]) -> tuple[str, dict[str, int]]:
+    """Quote names in ``.amdhsa_kernel`` where the assembler needs it, and
+    read each kernel's ``.amdhsa_user_sgpr_kernarg_preload_length``: one pass.
 
     LLVM 22 writes ``.amdhsa_kernel my kernel`` unquoted (labels and other
     directives are quoted), which no assembler reads.
     """
-    for kernel in kernels:
-        symbol = _asm_symbol(kernel)
-        if symbol != kernel:
-            asm = asm.replace(f"\t.amdhsa_kernel {kernel}\n", f"\t.amdhsa_kernel {symbol}\n")
-    return asm
+    preload: dict[str, int] = {}
+
+    def quoted(m: re.Match) -> str:
+        name = m.group(1)
+        length = _PRELOAD_LENGTH.search(m.group(2))
+        preload[name] = int(length.group(1)) if length else 0
+        return f"\t.amdhsa_kernel {_asm_symbol(name)}\n{m.group(2)}\t.end_amdhsa_kernel\n"
+
+    return _DESCRIPTOR.sub(quoted, asm), preload
 
 
-def _preload_length(asm: str, symbol: str) -> int:
-    """The kernel's ``.amdhsa_user_sgpr_kernarg_preload_length`` (0 if none)."""
-    start = asm.find(f".amdhsa_kernel {symbol}\n")
-    end = asm.find(".end_amdhsa_kernel", start)
-    m = re.search(r"\.amdhsa_user_sgpr_kernarg_preload_length (\d+)", asm[start:end])
-    return int(m.group(1)) if start >= 0 and m else 0
+def _entry_labels(asm: str, kernels: list[str]) -> list[tuple[int, str]]:
+    """(offset just past the entry label, kernel) for every kernel, in order; one pass."""
+    wanted = {_asm_symbol(k): k for k in kernels}
+    found = {}
+    for m in _LABEL.finditer(asm):
+        kernel = wanted.get(m.group(1))
+        if kernel is not None and kernel not in found:
+            found[kernel] = m.end()
+    missing = [k for k in kernels if k not in found]
+    if missing:
+        raise CodegenError(f"kernel {missing[0]!r}: entry label {_asm_symbol(missing[0])}: not in the assembly")
+    return sorted((at, kernel) for kernel, at in found.items())
 
 
-def _prologue_first(asm: str, kernels: list[str]) -> str:
+def _kernel_prologue_first(kernel: str, body: str, preloads: bool) -> str:
+    """One kernel's body (the text after its entry label, up to its
+    ``.Lfunc_end`` label) with the prologue block moved to its start."""
+    blocks = list(_BLOCK.finditer(body))
+    if len(blocks) != 1:
+        raise CodegenError(
+            f"kernel {kernel!r}: expected one prologue block in its assembly, found {len(blocks)}"
+        )
+    block = blocks[0]
+    rest = body[: block.start()] + _HAZARD_FILLER + body[block.end() :]
+    if preloads:
+        second = _PRELOAD_ENTRY.search(rest)
+        if second is None:
+            raise CodegenError(f"kernel {kernel!r}: preloads arguments but has no 256-byte entry")
+        rest = rest[: second.end()] + block.group(0) + rest[second.end() :]
+    return block.group(0) + rest
+
+
+def _prologue_first(asm: str, kernels: list[str], preload: dict[str, int]) -> str:
     """Move each kernel's prologue block to directly after its entry label.
 
     A kernel with kernel arguments preloaded into SGPRs (gfx940+) has two
     entries: firmware that preloads starts 256 bytes after the descriptor's
     entry, skipping a compatibility header that loads the arguments itself.
     Such a kernel gets the prologue at both entries.
+
+    Linear in the assembly's size: the labels are found in one pass and each
+    kernel's rewrite reads only its own body.
     """
-    for kernel in kernels:
-        symbol = _asm_symbol(kernel)
-        label = f"\n{symbol}:\n"
-        start = asm.find(label)
-        if start < 0:
-            raise CodegenError(f"kernel {kernel!r}: entry label {symbol}: not in the assembly")
-        start += len(label)
+    pieces, pos = [], 0
+    for start, kernel in _entry_labels(asm, kernels):
         end = asm.find(".Lfunc_end", start)
         if end < 0:
             raise CodegenError(f"kernel {kernel!r}: no .Lfunc_end label after its entry")
-        blocks = list(_BLOCK.finditer(asm, start, end))
-        if len(blocks) != 1:
-            raise CodegenError(
-                f"kernel {kernel!r}: expected one prologue block in its assembly, found {len(blocks)}"
-            )
-        block = blocks[0]
-        body = asm[start : block.start()] + _HAZARD_FILLER + asm[block.end() : end]
-        if _preload_length(asm, symbol):
-            second = _PRELOAD_ENTRY.search(body)
-            if second is None:
-                raise CodegenError(f"kernel {kernel!r}: preloads arguments but has no 256-byte entry")
-            body = body[: second.end()] + block.group(0) + body[second.end() :]
-        asm = asm[:start] + block.group(0) + body + asm[end:]
-    return asm
+        pieces.append(asm[pos:start])
+        pieces.append(_kernel_prologue_first(kernel, asm[start:end], preload.get(kernel, 0) > 0))
+        pos = end
+    pieces.append(asm[pos:])
+    return "".join(pieces)
 
 
 def _run(cmd: list[str], hint: str = "") -> None:
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", check=False)
+    except OSError as e:
+        raise CodegenError(f"cannot run `{cmd[0]}`: {e}") from None
     if r.returncode != 0:
         raise CodegenError(
             f"`{' '.join(cmd)}` failed (exit {r.returncode}):\n{r.stderr.strip()}{hint}"
         )
+
+
+def _kernels_at_lines(asm: str, kernels: list[str], lines: list[int]) -> list[str]:
+    """The kernels whose assembly holds the given 1-based line numbers."""
+    starts, line, pos = [], 1, 0
+    for at, kernel in _entry_labels(asm, kernels):
+        line += asm.count("\n", pos, at)
+        pos = at
+        starts.append((line, kernel))
+    named = []
+    for wanted in sorted(set(lines)):
+        owners = [kernel for first, kernel in starts if first <= wanted]
+        if owners and owners[-1] not in named:
+            named.append(owners[-1])
+    return named
+
+
+def _assemble(tools: Toolchain, mcpu: str, asm: str, kernels: list[str], source: Path, obj: Path) -> None:
+    """llvm-mc; its errors become a CodegenError naming the kernels they are in."""
+    cmd = [str(tools.assembler), f"--triple={TRIPLE}", f"--mcpu={mcpu}", "-filetype=obj",
+           str(source), "-o", str(obj)]
+    try:
+        _run(cmd, _older_assembler_hint(tools))
+    except CodegenError as e:
+        lines = [int(n) for n in _ASSEMBLER_LINE.findall(str(e))]
+        where = _kernels_at_lines(asm, kernels, lines)
+        if not where:
+            raise
+        # The temporary directory is gone when the user reads this.
+        quoted = str(e).replace(f"{source.parent}/", "")
+        raise CodegenError(
+            f"the assembler rejected the code of kernel{'s' if len(where) > 1 else ''} "
+            f"{', '.join(repr(k) for k in where)} for {mcpu} (in a prologue, the line it quotes "
+            f"is the prologue's): {quoted}"
+        ) from None
 
 
 def _older_assembler_hint(tools: Toolchain) -> str:
@@ -166,12 +261,25 @@ def _older_assembler_hint(tools: Toolchain) -> str:
     )
 
 
-def _first_mnemonic(asm: str) -> str:
-    for line in asm.splitlines():
+def _first_mnemonic(prologue: str) -> str:
+    """The prologue's first instruction's mnemonic; CodegenError if it has none,
+    or if it holds the inline-asm markers its block is found by."""
+    if ";;#ASMSTART" in prologue or ";;#ASMEND" in prologue:
+        raise CodegenError(f"prologue {prologue!r} holds LLVM's inline-asm markers ;;#ASMSTART/;;#ASMEND")
+    for line in prologue.splitlines():
         code = line.split(";")[0].split("//")[0].strip()
         if code:
             return code.split()[0]
-    raise ValueError(f"prologue {asm!r} holds no instruction")
+    raise CodegenError(f"prologue {prologue!r} holds no instruction (only comments or blank lines)")
+
+
+def check_code_object_version(version: object) -> int:
+    """``version`` as an int if it is one of CODE_OBJECT_VERSIONS, else CodegenError."""
+    if isinstance(version, numbers.Integral) and not isinstance(version, bool) and int(version) in CODE_OBJECT_VERSIONS:
+        return int(version)
+    raise CodegenError(
+        f"code object version {version!r} is not one of {', '.join(map(str, CODE_OBJECT_VERSIONS))}"
+    )
 
 
 def compile_module(
@@ -189,28 +297,28 @@ def compile_module(
     disassembly: a failed check raises VerificationError. Returns the HSACO
     bytes and the verification record (None when there is no prologue).
     """
-    if code_object_version not in CODE_OBJECT_VERSIONS:
-        raise ValueError(
-            f"code object version {code_object_version} is not one of {CODE_OBJECT_VERSIONS}"
-        )
+    code_object_version = check_code_object_version(code_object_version)
+    check_kernel_names(kernels)
+    expected = _first_mnemonic(prologue) if prologue is not None else None
     tools = find_toolchain(mcpu)
     module = _with_code_object_version(module, code_object_version)
     if prologue is not None:
-        expected = _first_mnemonic(prologue)
         module = ir.inject_prologue(module, f"{_MARKER}\n{prologue}", kernels)
-    asm = _quote_descriptor_names(_emit_assembly(module, mcpu), kernels)
+    asm, preload = _descriptors_quoted(_emit_assembly(module, mcpu, kernels), kernels)
     if prologue is not None:
-        asm = _prologue_first(asm, kernels)
+        asm = _prologue_first(asm, kernels, preload)
     asm = _METADATA_STRING.sub(r"\1!str \2", asm)
-    with tempfile.TemporaryDirectory(prefix="pyhipbench-") as tmp:
-        source, obj, hsaco = (Path(tmp) / n for n in ("kernels.s", "kernels.o", "kernels.hsaco"))
-        source.write_text(asm)
-        _run([str(tools.assembler), f"--triple={TRIPLE}", f"--mcpu={mcpu}", "-filetype=obj",
-              str(source), "-o", str(obj)], _older_assembler_hint(tools))
-        _run([str(tools.linker), "-shared", "--no-undefined", str(obj), "-o", str(hsaco)])
-        verification = None
-        if prologue is not None:
-            verification = verify_entries(hsaco, mcpu, kernels, expected, tools.disassembler)
-            if not verification.ok:
-                raise VerificationError(verification)
-        return hsaco.read_bytes(), verification
+    try:
+        with tempfile.TemporaryDirectory(prefix="pyhipbench-") as tmp:
+            source, obj, hsaco = (Path(tmp) / n for n in ("kernels.s", "kernels.o", "kernels.hsaco"))
+            source.write_text(asm)
+            _assemble(tools, mcpu, asm, kernels, source, obj)
+            _run([str(tools.linker), "-shared", "--no-undefined", str(obj), "-o", str(hsaco)])
+            verification = None
+            if prologue is not None:
+                verification = verify_entries(hsaco, mcpu, kernels, expected, tools.disassembler)
+                if not verification.ok:
+                    raise VerificationError(verification)
+            return hsaco.read_bytes(), verification
+    except OSError as e:  # the temporary directory: full disk, no $TMPDIR
+        raise CodegenError(f"cannot write the assembler's temporary files: {e}") from None

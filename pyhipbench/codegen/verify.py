@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..elf import ElfFile
-from ..errors import BenchError, VerificationError
+from ..errors import BenchError, CodegenError, VerificationError
 
 __all__ = ["KernelEntry", "Verification", "VerificationError", "verify_entries"]
 
@@ -101,9 +101,12 @@ def _descriptors(image: bytes) -> dict[str, tuple[int, bytes]]:
 
 def _disassemble(disassembler: Path, mcpu: str, code_object: Path) -> tuple[str, dict[int, str]]:
     cmd = [str(disassembler), "-d", f"--mcpu={mcpu}", str(code_object)]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", check=False)
+    except OSError as e:
+        raise CodegenError(f"cannot run `{cmd[0]}`: {e}") from None
     if r.returncode != 0 or "not a recognized processor" in r.stderr:
-        raise RuntimeError(f"`{' '.join(cmd)}` failed: {r.stderr.strip()}")
+        raise CodegenError(f"`{' '.join(cmd)}` failed: {r.stderr.strip()}")
     listing = {}
     for line in r.stdout.splitlines():
         m = _DISASSEMBLY_LINE.match(line)
@@ -120,7 +123,10 @@ def verify_entries(
     ``code_object`` is an HSACO file for processor ``mcpu``; ``disassembler``
     is llvm-objdump. Returns the record; the caller decides to raise.
     """
-    descriptors = _descriptors(code_object.read_bytes())
+    try:
+        descriptors = _descriptors(code_object.read_bytes())
+    except BenchError as e:  # the object the linker just wrote does not parse
+        raise CodegenError(f"cannot read the kernel descriptors of {code_object}: {e}") from None
     command, listing = _disassemble(disassembler, mcpu, code_object)
     entries = []
     for name in kernels:
