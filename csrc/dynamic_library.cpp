@@ -21,8 +21,10 @@ DynamicLibrary::DynamicLibrary(const std::string& path, const std::string& what,
 
 DynamicLibrary::~DynamicLibrary() { dlclose(handle_); }
 
+void* DynamicLibrary::find(const char* name) const { return dlsym(handle_, name); }
+
 void* DynamicLibrary::symbol(const char* name) const {
-  void* address = dlsym(handle_, name);
+  void* address = find(name);
   if (address == nullptr) {
     throw LibraryError("the " + what_ + " library '" + path_ + "' has no symbol '" + name +
                        "' (driver too old, or not a " + what_ + " library)");

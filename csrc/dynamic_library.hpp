@@ -22,8 +22,16 @@ class DynamicLibrary {
     fn = reinterpret_cast<Fn*>(symbol(name));
   }
 
+  // Resolves `name` into `fn`, or sets it to null if the library lacks it
+  // (an entry point newer versions added).
+  template <class Fn>
+  void resolve_optional(Fn*& fn, const char* name) const {
+    fn = reinterpret_cast<Fn*>(find(name));
+  }
+
  private:
   void* symbol(const char* name) const;
+  void* find(const char* name) const;
   std::string path_;
   std::string what_;
   void* handle_;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_launch_observer.h"
+
 #define MAX_RECORDS 65536
 #define MAX_ARGS 8
 
@@ -41,6 +43,7 @@ static int fail_after; /* fail on the (fail_after+1)-th call of fail_call */
 static int sticky_code; /* once a fault fired with sticky set, every call returns it */
 static int fail_sticky;
 static int live_events;
+static fake_launch_observer launch_observer; /* the fake libcupti, when loaded */
 
 /* ---- control and inspection, for the tests ---- */
 void fake_reset(void) {
@@ -56,6 +59,7 @@ const fake_record* fake_get_record(int i) { return &records[i]; }
 void fake_set_launch_ms(double ms) { launch_ms = ms; }
 void fake_set_args_to_read(int n) { arg_count_to_read = n < MAX_ARGS ? n : MAX_ARGS; }
 int fake_live_events(void) { return live_events; }
+void fake_set_launch_observer(fake_launch_observer observer) { launch_observer = observer; }
 /* Makes the (after+1)-th call named `call` return `code`; with `sticky`, every
  * later call returns it too, as a real driver does after a kernel fault. */
 void fake_fail(const char* call, int code, int after, int sticky) {
@@ -192,10 +196,20 @@ int cuEventElapsedTime(float* ms, fake_event* start, fake_event* stop) {
 }
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
-  (void)extra;
   const uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  return record_launch("cuLaunchKernel", (uintptr_t)f, grid, block, shared, (uintptr_t)stream,
-                       params, NULL, NULL);
+  const fake_launch_params call = {f, gx, gy, gz, bx, by, bz, shared, stream, params, extra};
+  if (launch_observer) launch_observer(FAKE_LAUNCH_ENTER, &call, 0, 0, 0);
+  const double start_ms = clock_ms;
+  const int result = record_launch("cuLaunchKernel", (uintptr_t)f, grid, block, shared,
+                                   (uintptr_t)stream, params, NULL, NULL);
+  if (launch_observer) launch_observer(FAKE_LAUNCH_EXIT, &call, result, start_ms, clock_ms);
+  return result;
+}
+int cuStreamSynchronize(void* stream) {
+  int err = injected("cuStreamSynchronize");
+  if (err) return err;
+  record("cuStreamSynchronize")->stream = (uintptr_t)stream;
+  return 0;
 }
 
 /* ---- HIP runtime API ---- */

@@ -49,6 +49,13 @@ class LibraryError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The launches ran but the timer could not read a time for each of them (for
+// example CUPTI dropped kernel records): the run has no trustworthy samples.
+class MeasurementError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 struct Timings {
   std::vector<double> times_us;  // per timed iteration, µs, from the driver's events
   double host_us = 0;            // host wall time to issue the loop, µs, all iterations
