@@ -1,15 +1,15 @@
-// pybind11 module pyhipbench._core: the launch plan and the timed loop.
+// pybind11 module pyhipbench._core: launch plans, drivers and timers.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "pyhipbench/runtime.hpp"
+#include "pyhipbench/timer.hpp"
 
 namespace py = pybind11;
 using namespace pyhipbench;
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "pyhipbench's C++ core: launch plans and the timed launch loop";
+  m.doc() = "pyhipbench's C++ core: launch plans, driver libraries and the timers that run them";
 
   // pyhipbench.Error is the root of every error a user can cause; the Python
   // layer derives its own errors from it (pyhipbench/errors.py).
@@ -71,24 +71,32 @@ PYBIND11_MODULE(_core, m) {
              return reinterpret_cast<uintptr_t>(plan.args(set));
            }, py::arg("set"));
 
-  py::class_<Runtime>(m, "Runtime")
-      .def_property_readonly("backend", &Runtime::backend)
-      .def_property_readonly("library_path", &Runtime::library_path)
+  py::class_<Driver, std::shared_ptr<Driver>>(m, "Driver")
+      .def_property_readonly("backend", &Driver::backend)
+      .def_property_readonly("library_path", &Driver::library_path);
+
+  m.def("load_driver", &load_driver, py::arg("backend"), py::arg("library_path") = "",
+        "Loads the driver library of `backend` ('cuda' or 'hip').");
+
+  py::class_<Timer>(m, "Timer")
+      .def_property_readonly("name", &Timer::name)
       .def("run",
-           [](Runtime& runtime, LaunchPlan& plan, size_t iterations, size_t first_set) {
+           [](Timer& timer, LaunchPlan& plan, size_t samples, size_t first_set) {
              Timings timings;
              {
                py::gil_scoped_release release;
-               timings = runtime.run(plan, iterations, first_set);
+               timings = timer.run(plan, samples, first_set);
              }
              py::array_t<double> times(static_cast<py::ssize_t>(timings.times_us.size()));
              std::copy(timings.times_us.begin(), timings.times_us.end(), times.mutable_data());
-             return py::make_tuple(times, timings.host_us);
+             return py::make_tuple(times, timings.launches_per_sample, timings.host_us);
            },
-           py::arg("plan"), py::arg("iterations"), py::arg("first_set") = 0,
-           "Runs `iterations` timed launches; returns (per-launch µs as float64 array, "
-           "host µs spent issuing them all).");
+           py::arg("plan"), py::arg("samples"), py::arg("first_set") = 0,
+           "Takes `samples` samples, launch k on argument set (first_set + k) mod plan.sets; returns "
+           "(µs per kernel per sample as a float64 array, launches per sample, host µs spent "
+           "issuing them all).");
 
-  m.def("load_runtime", &load_runtime, py::arg("backend"), py::arg("library_path") = "",
-        "Loads the driver library of `backend` ('cuda' or 'hip').");
+  m.def("make_timer", &make_timer, py::arg("name"), py::arg("driver"), py::arg("context"),
+        "A timer `name` ('events') on `driver`, running in `context` (CUDA: a CUcontext handle; "
+        "HIP: a device ordinal).");
 }

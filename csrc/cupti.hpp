@@ -17,7 +17,7 @@
 
 #include "dynamic_library.hpp"
 #include "pyhipbench/launch_plan.hpp"
-#include "pyhipbench/runtime.hpp"
+#include "pyhipbench/errors.hpp"
 
 namespace pyhipbench {
 

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "pyhipbench/runtime.hpp"
+#include "pyhipbench/errors.hpp"
 
 namespace pyhipbench {
 

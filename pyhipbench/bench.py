@@ -50,9 +50,8 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
 
     with ArgumentSets(device, kernel.params, args, rotation.sets) as sets:
         plan = make_plan(kernel, config, sets, stream.handle if stream else 0)
-        device.backend.make_current()  # the loop launches into the calling thread's context
-        device.runtime.run(plan, warmup, 0)
-        times_us, host_us = device.runtime.run(plan, iterations, warmup % rotation.sets)
+        device.timer.run(plan, warmup, 0)  # the timer makes the device's context current itself
+        times_us, _, host_us = device.timer.run(plan, iterations, warmup % rotation.sets)
     return Result(kernel.name, _device_facts(props), config, rotation, times_us, warmup,
                   host_us / iterations)
 

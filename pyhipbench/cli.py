@@ -40,7 +40,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     device = _open_device(args.backend)
     p = device.properties
     free, total = device.memory_info()
-    print(f"backend        {p.backend} (driver library {device.runtime.library_path})")
+    print(f"backend        {p.backend} (driver library {device.driver.library_path})")
     print(f"device         {p.index}: {p.name}")
     print(f"arch           {p.arch}, {p.compute_units} compute units")
     print(f"L2             {p.l2_bytes / MiB:.1f} MiB")

@@ -1,4 +1,4 @@
-"""Device: one GPU through one backend, with the C++ core's runtime for it."""
+"""Device: one GPU through one backend, with the C++ core's driver and timer for it."""
 from __future__ import annotations
 
 import os
@@ -44,15 +44,17 @@ class Device:
         else:
             self.backend = open_backend(backend, index)
         self.properties: DeviceProperties = self.backend.properties()
-        # The launch loop's driver library; dlopen returns the one the bindings loaded.
-        self.runtime = _core.load_runtime(self.backend.name)
+        # The timers' driver library; dlopen returns the one the bindings loaded.
+        self.driver = _core.load_driver(self.backend.name)
+        self.timer = _core.make_timer("events", self.driver, self.backend.context)
 
     @classmethod
-    def from_backend(cls, backend: Backend, runtime: _core.Runtime) -> "Device":
-        """A Device over an already-open backend and core runtime (embedding, tests)."""
+    def from_backend(cls, backend: Backend, driver: _core.Driver) -> "Device":
+        """A Device over an already-open backend and core driver (embedding, tests)."""
         device = cls.__new__(cls)
-        device.backend, device.runtime = backend, runtime
+        device.backend, device.driver = backend, driver
         device.properties = backend.properties()
+        device.timer = _core.make_timer("events", driver, backend.context)
         return device
 
     # -- facts ---------------------------------------------------------------

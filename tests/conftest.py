@@ -38,11 +38,12 @@ def fake_driver_hip(fake_libraries):
 
 
 @pytest.fixture
-def runtime(fake_libraries, backend_name, fake_driver):
-    return _core.load_runtime(backend_name, str(fake_libraries[backend_name]))
+def driver(fake_libraries, backend_name, fake_driver):
+    """The core's driver over the fake library."""
+    return _core.load_driver(backend_name, str(fake_libraries[backend_name]))
 
 
 @pytest.fixture
-def device(runtime, backend_name):
+def device(driver, backend_name):
     """A Device whose memory is host memory and whose driver is the fake."""
-    return hb.Device.from_backend(HostBackend(backend=backend_name), runtime)
+    return hb.Device.from_backend(HostBackend(backend=backend_name), driver)

@@ -114,26 +114,26 @@ def test_bad_input_is_named_and_nothing_launches(device, copy, fake_driver, chan
     before = len(device.backend.live)
     with pytest.raises(hb.BenchError, match=message):
         hb.bench(copy, call.pop("grid"), call.pop("block"), args, **call)
-    assert fake_driver.records() == []
+    assert fake_driver.work() == []
     assert len(device.backend.live) == before
 
 
 def test_sets_that_cannot_fit_are_refused(fake_libraries, fake_driver_cuda):
     from fakes.host_backend import HostBackend
-    runtime = hb._core.load_runtime("cuda", str(fake_libraries["cuda"]))
-    device = hb.Device.from_backend(HostBackend(free_bytes=300 * MiB), runtime)
+    driver = hb._core.load_driver("cuda", str(fake_libraries["cuda"]))
+    device = hb.Device.from_backend(HostBackend(free_bytes=300 * MiB), driver)
     copy = device.load_module(COPY_PTX).kernel("copy")
     src = device.empty(24 * MiB, np.uint8)   # a second 48 MiB set does not fit in 300 - 256 MiB headroom
     dst = device.empty(24 * MiB, np.uint8)
     with pytest.raises(hb.BenchError, match="rotated sets cannot fit in device memory"):
         hb.bench(copy, 1, 1, [src, dst, hb.int64(1)], iterations=10)
-    assert fake_driver_cuda.records() == []
+    assert fake_driver_cuda.work() == []
 
 
 def test_capped_rotation_warns_by_how_much(fake_libraries, fake_driver_cuda):
     from fakes.host_backend import HostBackend
-    runtime = hb._core.load_runtime("cuda", str(fake_libraries["cuda"]))
-    device = hb.Device.from_backend(HostBackend(free_bytes=256 * MiB + 3 * MiB), runtime)
+    driver = hb._core.load_driver("cuda", str(fake_libraries["cuda"]))
+    device = hb.Device.from_backend(HostBackend(free_bytes=256 * MiB + 3 * MiB), driver)
     copy = device.load_module(COPY_PTX).kernel("copy")
     src, dst = device.empty(256 * 1024, np.uint8), device.empty(256 * 1024, np.uint8)  # 0.5 MiB set
     with pytest.warns(hb.RotationCapped, match="capped from 16 to 7 sets"):
@@ -183,12 +183,12 @@ def test_free_tries_every_copy_and_raises_the_first_failure(device, copy):
     assert all(sets.array(0, a).address for a in (src, dst)) and len(sets) == 1
 
 
-def test_bench_makes_the_device_current_and_uses_the_stream(device, copy, fake_driver, backend_name):
+def test_bench_runs_in_the_devices_context_and_uses_the_stream(device, copy, fake_driver, backend_name):
     src, dst = arrays(device)
     stream = device.stream()
-    before = device.backend.current_calls
     hb.bench(copy, 1, 64, [src, dst, hb.int64(1024)], iterations=2, warmup=0, rotate=1, stream=stream)
-    assert device.backend.current_calls == before + 1
+    made_current = {"cuda": "cuCtxPushCurrent_v2", "hip": "hipSetDevice"}[backend_name]
+    assert {r.value for r in fake_driver.records(made_current)} == {device.backend.context}
     assert {r.stream for r in fake_driver.records(LAUNCH[backend_name])} == {stream.handle}
     stream.close()
     assert device.backend.streams == set()
@@ -196,12 +196,12 @@ def test_bench_makes_the_device_current_and_uses_the_stream(device, copy, fake_d
 
 def test_hip_global_size_must_fit_in_32_bits(fake_libraries, fake_driver_hip):
     from fakes.host_backend import HostBackend
-    runtime = hb._core.load_runtime("hip", str(fake_libraries["hip"]))
-    device = hb.Device.from_backend(HostBackend(backend="hip"), runtime)
+    driver = hb._core.load_driver("hip", str(fake_libraries["hip"]))
+    device = hb.Device.from_backend(HostBackend(backend="hip"), driver)
     empty = device.load_module((resources.files("pyhipbench") / "kernels" / "empty.ptx").read_bytes()).kernel("empty")
     with pytest.raises(hb.BenchError, match="grid x x block x = 4294967296 threads exceeds HIP's 32-bit global size"):
         hb.bench(empty, 1 << 24, 256, [], iterations=1)
-    assert fake_driver_hip.records() == []
+    assert fake_driver_hip.work() == []
 
 
 def test_unloaded_modules_give_no_kernels(device):

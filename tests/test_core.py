@@ -1,4 +1,4 @@
-"""The C++ core against the fake drivers, through its real dlopen path."""
+"""The C++ core against the fake drivers, through its real dlopen path: the driver tables and the events timer."""
 from __future__ import annotations
 
 import struct
@@ -6,9 +6,21 @@ import struct
 import numpy as np
 import pytest
 
+from fakes.host_backend import FAKE_CUDA_CONTEXT
 from pyhipbench import _core
 
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
+CONTEXT = {"cuda": FAKE_CUDA_CONTEXT, "hip": 0}  # what each backend's timers run in
+
+
+@pytest.fixture
+def timer(driver, backend_name):
+    return _core.make_timer("events", driver, CONTEXT[backend_name])
+
+
+def events_timer(fake_libraries, backend_name: str):
+    return _core.make_timer("events", _core.load_driver(backend_name, str(fake_libraries[backend_name])),
+                            CONTEXT[backend_name])
 
 
 def make_plan(sets: int, grid=(4, 2, 1), block=(64, 2, 1), shared=128, stream=0x77):
@@ -36,10 +48,11 @@ def test_launch_plan_rejects_inconsistent_sets():
         _core.LaunchPlan(1, "k", (1, 1, 1), (1, 1, 1), 0, 0, [], [])
 
 
-def test_rotation_order_and_per_set_pointer_arrays(runtime, fake_driver, backend_name):
+def test_rotation_order_and_per_set_pointer_arrays(timer, fake_driver, backend_name):
     fake_driver.read_args(2)
     plan = make_plan(3)
-    times, host_us = runtime.run(plan, 7, 2)  # starts at set 2
+    times, launches_per_sample, host_us = timer.run(plan, 7, 2)  # starts at set 2
+    assert timer.name == "events" and launches_per_sample == 1
     launches = fake_driver.records(LAUNCH[backend_name])
     assert len(launches) == 7
     expected_sets = [(2 + i) % 3 for i in range(7)]
@@ -53,8 +66,7 @@ def test_rotation_order_and_per_set_pointer_arrays(runtime, fake_driver, backend
 
 
 def test_hip_launch_takes_global_sizes_and_its_events(fake_libraries, fake_driver_hip):
-    runtime = _core.load_runtime("hip", str(fake_libraries["hip"]))
-    runtime.run(make_plan(1, grid=(4, 3, 2), block=(64, 2, 1)), 3, 0)
+    events_timer(fake_libraries, "hip").run(make_plan(1, grid=(4, 3, 2), block=(64, 2, 1)), 3, 0)
     launches = fake_driver_hip.records("hipExtModuleLaunchKernel")
     assert [list(r.grid) for r in launches] == [[256, 6, 2]] * 3   # grid x block
     assert [list(r.block) for r in launches] == [[64, 2, 1]] * 3
@@ -65,18 +77,19 @@ def test_hip_launch_takes_global_sizes_and_its_events(fake_libraries, fake_drive
 
 
 def test_cuda_records_events_around_each_launch(fake_libraries, fake_driver_cuda):
-    runtime = _core.load_runtime("cuda", str(fake_libraries["cuda"]))
-    runtime.run(make_plan(2), 3, 0)
+    timer = events_timer(fake_libraries, "cuda")
+    timer.run(make_plan(2), 3, 0)
     calls = [r.call.decode() for r in fake_driver_cuda.records() if r.call != b"cuEventSynchronize"]
-    assert calls == ["cuEventRecord", "cuLaunchKernel", "cuEventRecord"] * 3
+    assert calls == ["cuCtxPushCurrent_v2"] + ["cuEventRecord", "cuLaunchKernel", "cuEventRecord"] * 3 + [
+        "cuCtxPopCurrent_v2"]
     launches = fake_driver_cuda.records("cuLaunchKernel")
     assert [list(r.grid) for r in launches] == [[4, 2, 1]] * 3     # blocks, not threads
 
 
-def test_injected_launch_error_names_the_call(runtime, fake_driver, backend_name):
+def test_injected_launch_error_names_the_call(timer, fake_driver, backend_name):
     fake_driver.fail(LAUNCH[backend_name], 1, after=2)
     with pytest.raises(_core.DriverError) as info:
-        runtime.run(make_plan(2), 5, 0)
+        timer.run(make_plan(2), 5, 0)
     error = info.value
     assert not isinstance(error, _core.KernelFault)
     assert error.call == LAUNCH[backend_name] and error.code == 1
@@ -87,11 +100,11 @@ def test_injected_launch_error_names_the_call(runtime, fake_driver, backend_name
 
 
 @pytest.mark.parametrize("sticky", [True, False])
-def test_kernel_fault_says_whether_the_context_survives(runtime, fake_driver, backend_name, sticky):
+def test_kernel_fault_says_whether_the_context_survives(timer, fake_driver, backend_name, sticky):
     sync = {"cuda": "cuEventSynchronize", "hip": "hipEventSynchronize"}[backend_name]
     fake_driver.fail(sync, 700, sticky=sticky)
     with pytest.raises(_core.KernelFault) as info:
-        runtime.run(make_plan(1), 2, 0)
+        timer.run(make_plan(1), 2, 0)
     error = info.value
     assert error.code == 700 and error.call == sync
     assert error.context_usable is (not sticky)
@@ -102,57 +115,124 @@ def test_kernel_fault_says_whether_the_context_survives(runtime, fake_driver, ba
 
 def test_events_are_pooled_not_made_per_run(fake_libraries, fake_driver, backend_name):
     before = fake_driver.lib.fake_live_events()
-    runtime = _core.load_runtime(backend_name, str(fake_libraries[backend_name]))
-    runtime.run(make_plan(1), 10, 0)
-    runtime.run(make_plan(1), 10, 0)
-    runtime.run(make_plan(1), 4, 0)
-    assert fake_driver.lib.fake_live_events() - before == 20  # 2 per iteration of the longest run
-    del runtime
-    assert fake_driver.lib.fake_live_events() == before       # all destroyed with the runtime
+    timer = events_timer(fake_libraries, backend_name)
+    timer.run(make_plan(1), 10, 0)
+    timer.run(make_plan(1), 10, 0)
+    timer.run(make_plan(1), 4, 0)
+    assert fake_driver.lib.fake_live_events() - before == 20  # 2 per sample of the longest run
+    fake_driver.lib.fake_reset()
+    del timer
+    assert fake_driver.lib.fake_live_events() == before       # all destroyed with the timer...
+    assert current_calls(fake_driver, backend_name) == current_around(backend_name, CONTEXT[backend_name])
 
 
-def test_zero_iterations_launch_nothing(runtime, fake_driver):
-    times, host_us = runtime.run(make_plan(1), 0, 0)
-    assert times.shape == (0,) and fake_driver.records() == []
+def test_zero_samples_launch_nothing(timer, fake_driver):
+    times, launches_per_sample, host_us = timer.run(make_plan(1), 0, 0)
+    assert times.shape == (0,) and fake_driver.work() == []
+
+
+# What a run makes current and restores, in order: CUDA pushes the timer's
+# context and pops it; HIP sets the timer's device and then the caller's again.
+CURRENT_CALLS = {"cuda": ("cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2"), "hip": ("hipSetDevice",)}
+
+
+def current_around(backend_name: str, context: int) -> list[tuple[str, int]]:
+    """The calls that make `context` current and then the caller's (device 0 on HIP) again."""
+    if backend_name == "cuda":
+        return [("cuCtxPushCurrent_v2", context), ("cuCtxPopCurrent_v2", context)]
+    return [("hipSetDevice", context), ("hipSetDevice", 0)]
+
+
+def current_calls(fake_driver, backend_name):
+    return [(r.call.decode(), r.value) for r in fake_driver.records() if r.call.decode() in CURRENT_CALLS[backend_name]]
+
+
+@pytest.fixture
+def two_devices(monkeypatch):
+    # HIP: the timer runs on device 1 while the caller's current device is 0.
+    monkeypatch.setenv("FAKE_HIP_DEVICE_COUNT", "2")
+
+
+def test_run_makes_its_context_current_and_restores_the_callers(driver, fake_driver, backend_name, two_devices):
+    context = {"cuda": FAKE_CUDA_CONTEXT + 0x100, "hip": 1}[backend_name]
+    timer = _core.make_timer("events", driver, context)
+    timer.run(make_plan(2), 3, 0)
+    records = [r.call.decode() for r in fake_driver.records()]
+    assert current_calls(fake_driver, backend_name) == current_around(backend_name, context)
+    first_launch = records.index(LAUNCH[backend_name])
+    last_sync = len(records) - 1 - records[::-1].index({"cuda": "cuEventSynchronize", "hip": "hipEventSynchronize"}[backend_name])
+    current_at = [i for i, call in enumerate(records) if call in CURRENT_CALLS[backend_name]]
+    assert current_at[0] < first_launch and current_at[-1] > last_sync   # around everything the run does
+    assert fake_driver.lib.fake_context_depth() == 0 and fake_driver.lib.fake_current_device() == 0
+
+
+def test_a_failed_run_restores_the_callers_context_too(driver, fake_driver, backend_name, two_devices):
+    context = {"cuda": FAKE_CUDA_CONTEXT + 0x100, "hip": 1}[backend_name]
+    timer = _core.make_timer("events", driver, context)
+    fake_driver.fail(LAUNCH[backend_name], 1)
+    with pytest.raises(_core.DriverError, match=f"{LAUNCH[backend_name]} failed"):
+        timer.run(make_plan(2), 3, 0)
+    assert current_calls(fake_driver, backend_name) == current_around(backend_name, context)
+    assert fake_driver.lib.fake_context_depth() == 0 and fake_driver.lib.fake_current_device() == 0
+
+
+def test_a_context_that_cannot_be_made_current_is_a_driver_error(timer, fake_driver, backend_name):
+    call = {"cuda": "cuCtxPushCurrent_v2", "hip": "hipSetDevice"}[backend_name]
+    fake_driver.fail(call, 201 if backend_name == "cuda" else 101)
+    with pytest.raises(_core.DriverError, match=f"{call} failed: .*INVALID_(CONTEXT|DEVICE)") as info:
+        timer.run(make_plan(1), 2, 0)
+    assert info.value.call == call
+    assert fake_driver.records(LAUNCH[backend_name]) == []
+
+
+def test_bad_contexts_and_timer_names_are_refused(driver, backend_name):
+    with pytest.raises(ValueError, match="unknown timer 'cycles' for the .* backend; expected 'events'"):
+        _core.make_timer("cycles", driver, CONTEXT[backend_name])
+    if backend_name == "cuda":
+        with pytest.raises(ValueError, match="CUDA context 0 is not a context: pass a CUcontext handle"):
+            _core.make_timer("events", driver, 0)
+    else:
+        with pytest.raises(ValueError, match="HIP device 4294967296 is not a device ordinal"):
+            _core.make_timer("events", driver, 1 << 32)
 
 
 def test_missing_library_is_a_clear_error(tmp_path):
     with pytest.raises(_core.LibraryError, match="cannot load the CUDA driver library .*PYHIPBENCH_CUDA_LIBRARY"):
-        _core.load_runtime("cuda", str(tmp_path / "libcuda.so.1"))
+        _core.load_driver("cuda", str(tmp_path / "libcuda.so.1"))
     with pytest.raises(_core.LibraryError, match="cannot load the HIP runtime library .*PYHIPBENCH_HIP_LIBRARY"):
-        _core.load_runtime("hip", str(tmp_path / "libamdhip64.so"))
+        _core.load_driver("hip", str(tmp_path / "libamdhip64.so"))
 
 
 def test_library_without_the_symbols_is_named(tmp_path):
     import ctypes.util
     libm = ctypes.util.find_library("m")
     with pytest.raises(_core.LibraryError, match="has no symbol 'cuLaunchKernel'"):
-        _core.load_runtime("cuda", libm)
+        _core.load_driver("cuda", libm)
 
 
 def test_library_path_from_environment(fake_libraries, monkeypatch):
     monkeypatch.setenv("PYHIPBENCH_HIP_LIBRARY", str(fake_libraries["hip"]))
-    assert _core.load_runtime("hip").library_path == str(fake_libraries["hip"])
+    driver = _core.load_driver("hip")
+    assert driver.library_path == str(fake_libraries["hip"]) and driver.backend == "hip"
 
 
 def test_unknown_backend():
     with pytest.raises(ValueError, match="unknown backend 'opencl'"):
-        _core.load_runtime("opencl")
+        _core.load_driver("opencl")
 
 
 def test_hip_rejects_global_sizes_over_32_bits_before_launching(fake_libraries, fake_driver_hip):
-    runtime = _core.load_runtime("hip", str(fake_libraries["hip"]))
     plan = _core.LaunchPlan(1, "k", (1 << 24, 1, 1), (256, 1, 1), 0, 0, [b""], [])
     with pytest.raises(ValueError, match="grid x block = 4294967296 threads on axis x exceeds"):
-        runtime.run(plan, 1, 0)
-    assert fake_driver_hip.records() == []
+        events_timer(fake_libraries, "hip").run(plan, 1, 0)
+    assert fake_driver_hip.work() == []
 
 
-def test_concurrent_runs_on_one_runtime_are_serialised(runtime, fake_driver, backend_name):
+def test_concurrent_runs_on_one_timer_are_serialised(timer, fake_driver, backend_name):
     import threading
     plans = [make_plan(2) for _ in range(4)]
     results = []
-    threads = [threading.Thread(target=lambda p=p: results.append(runtime.run(p, 300, 0)[0])) for p in plans]
+    threads = [threading.Thread(target=lambda p=p: results.append(timer.run(p, 300, 0)[0])) for p in plans]
     for t in threads:
         t.start()
     for t in threads:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-CORE_SOURCES = ["launch_plan.cpp", "dynamic_library.cpp", "runtime.cpp", "cuda_runtime.cpp", "hip_runtime.cpp",
+CORE_SOURCES = ["launch_plan.cpp", "dynamic_library.cpp", "errors.cpp", "driver.cpp", "cuda_driver.cpp",
+                "hip_driver.cpp", "timer.cpp",
                 "cupti.cpp"]
 
 

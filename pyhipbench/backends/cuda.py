@@ -54,6 +54,11 @@ class CudaBackend:
         except Exception:  # interpreter shutdown, or __init__ failed before retaining it
             pass
 
+    @property
+    def context(self) -> int:
+        """The device's primary context (a CUcontext handle as an int): the C++ timers push it while running."""
+        return int(self._context)
+
     def make_current(self) -> None:
         """Makes this device's context current on the calling thread."""
         self._check("cuCtxSetCurrent", self._cu.cuCtxSetCurrent(self._context))

@@ -125,6 +125,11 @@ class HipBackend:
             )
         return self._check(call, result)
 
+    @property
+    def context(self) -> int:
+        """The device ordinal: the C++ timers make it current (hipSetDevice) while running."""
+        return self.index
+
     def make_current(self) -> None:
         """Makes this backend's device current for the calling thread (HIP's current device is per thread)."""
         self._check("hipSetDevice", self._hip.hipSetDevice(self.index))

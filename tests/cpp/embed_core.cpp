@@ -5,13 +5,27 @@
 #include <string>
 #include <vector>
 
-#include "pyhipbench/runtime.hpp"
+#include "pyhipbench/timer.hpp"
 
 using namespace pyhipbench;
 
+namespace {
+
+// The context a timer runs in: a made-up CUcontext handle for the fake CUDA
+// driver, device 0 for HIP.
+uintptr_t fake_context(const std::string& backend) { return backend == "cuda" ? 0xC00000 : 0; }
+
+bool fails(const char* what) {
+  std::printf("%s\n", what);
+  return true;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc != 3) return 2;
-  auto runtime = load_runtime(argv[1], argv[2]);
+  std::shared_ptr<Driver> driver = load_driver(argv[1], argv[2]);
+  std::unique_ptr<Timer> events = make_timer("events", driver, fake_context(argv[1]));
   // Odd set sizes and many sets: every pointer must stay inside the plan's storage.
   for (size_t set_bytes : {1, 12, 16, 17, 40, 100}) {
     for (size_t sets : {1, 3, 7, 64}) {
@@ -27,13 +41,16 @@ int main(int argc, char** argv) {
           return 1;
         }
       }
-      Timings t = runtime->run(plan, 2 * sets, 1);
-      if (t.times_us.size() != 2 * sets) return 1;
+      Timings t = events->run(plan, 2 * sets, 1);
+      if (t.times_us.size() != 2 * sets || t.launches_per_sample != 1) return fails("events: wrong sample count");
     }
   }
   // A kernel without arguments: no storage, no pointer arrays.
   LaunchPlan empty(0x1234, "empty", LaunchConfig{}, {std::string()}, {});
-  if (empty.args(0) != nullptr || runtime->run(empty, 3, 0).times_us.size() != 3) return 1;
+  if (empty.args(0) != nullptr || events->run(empty, 3, 0).times_us.size() != 3) return fails("empty plan");
+  // The timer keeps the driver alive: dropping the caller's handle first is fine.
+  driver.reset();
+  if (events->run(empty, 2, 0).times_us.size() != 2) return fails("events after the driver handle went");
   std::printf("ok\n");
   return 0;
 }

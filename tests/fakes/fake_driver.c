@@ -2,8 +2,9 @@
  *
  * Built by the test suite twice from this one file, as libcuda.so.1 and as
  * libamdhip64.so, and loaded through the core's real dlopen path. It records
- * every launch and event call, gives each launch a fixed duration, and fails a
- * chosen call on demand. Tests read the record through ctypes (fake_* below).
+ * every launch and event call and every context push, pop or device set,
+ * gives each launch a fixed duration, and fails a chosen call on demand.
+ * Tests read the record through ctypes (fake_* below).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ typedef struct {
   uint64_t arg_values[MAX_ARGS];      /* first 8 bytes behind each param pointer */
   uintptr_t start_event, stop_event;  /* events given to the launch (HIP ext) */
   uintptr_t event;                    /* event of an event call */
+  uintptr_t value;                    /* context pushed or popped, device set */
 } fake_record;
 
 typedef struct {
@@ -43,6 +45,9 @@ static int fail_after; /* fail on the (fail_after+1)-th call of fail_call */
 static int sticky_code; /* once a fault fired with sticky set, every call returns it */
 static int fail_sticky;
 static int live_events;
+static int current_device;          /* HIP: the current device */
+static uintptr_t context_stack[64]; /* CUDA: the calling thread's context stack */
+static int context_depth;
 static fake_launch_observer launch_observer; /* the fake libcupti, when loaded */
 
 /* ---- control and inspection, for the tests ---- */
@@ -53,12 +58,15 @@ void fake_reset(void) {
   fail_call[0] = 0;
   fail_code = fail_after = sticky_code = fail_sticky = 0;
   arg_count_to_read = 0;
+  context_depth = 0;
+  current_device = 0;
 }
 int fake_record_count(void) { return record_count; }
 const fake_record* fake_get_record(int i) { return &records[i]; }
 void fake_set_launch_ms(double ms) { launch_ms = ms; }
 void fake_set_args_to_read(int n) { arg_count_to_read = n < MAX_ARGS ? n : MAX_ARGS; }
 int fake_live_events(void) { return live_events; }
+int fake_context_depth(void) { return context_depth; }
 void fake_set_launch_observer(fake_launch_observer observer) { launch_observer = observer; }
 /* Makes the (after+1)-th call named `call` return `code`; with `sticky`, every
  * later call returns it too, as a real driver does after a kernel fault. */
@@ -155,6 +163,7 @@ static const char* error_name(int code) {
     case 2: return "OUT_OF_MEMORY";
     case 100: return "NO_DEVICE";
     case 101: return "INVALID_DEVICE";
+    case 201: return "INVALID_CONTEXT";
     case 200: return "INVALID_IMAGE";
     case 400: return "INVALID_HANDLE";
     case 500: return "NOT_FOUND";
@@ -170,6 +179,7 @@ static const char* error_string(int code) {
     case 2: return "out of memory";
     case 100: return "no GPU device was detected";
     case 101: return "invalid device ordinal";
+    case 201: return "invalid device context";
     case 200: return "device kernel image is invalid";
     case 400: return "invalid resource handle";
     case 500: return "named symbol not found";
@@ -193,6 +203,24 @@ int cuEventRecord(fake_event* event, void* stream) { (void)stream; return event_
 int cuEventSynchronize(fake_event* event) { return event_synchronize("cuEventSynchronize", event); }
 int cuEventElapsedTime(float* ms, fake_event* start, fake_event* stop) {
   return elapsed("cuEventElapsedTime", ms, start, stop);
+}
+/* The context stack: pushes and pops are recorded with the context. */
+int cuCtxPushCurrent_v2(void* context) {
+  int err = injected("cuCtxPushCurrent_v2");
+  if (err) return err;
+  if (!context || context_depth == 64) return 201;
+  record("cuCtxPushCurrent_v2")->value = (uintptr_t)context;
+  context_stack[context_depth++] = (uintptr_t)context;
+  return 0;
+}
+int cuCtxPopCurrent_v2(void** context) {
+  int err = injected("cuCtxPopCurrent_v2");
+  if (err) return err;
+  if (context_depth == 0) return 201;
+  uintptr_t popped = context_stack[--context_depth];
+  record("cuCtxPopCurrent_v2")->value = popped;
+  if (context) *context = (void*)popped;
+  return 0;
 }
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
@@ -227,6 +255,27 @@ int hipEventSynchronize(fake_event* event) { return event_synchronize("hipEventS
 int hipEventElapsedTime(float* ms, fake_event* start, fake_event* stop) {
   return elapsed("hipEventElapsedTime", ms, start, stop);
 }
+/* The current device (per process here; HIP's is per thread). Device count
+ * from FAKE_HIP_DEVICE_COUNT, as fake_hip_runtime.c reads it; hipSetDevice is
+ * recorded with the device. */
+static int fake_device_count(void) {
+  const char* text = getenv("FAKE_HIP_DEVICE_COUNT");
+  return text && *text ? atoi(text) : 1;
+}
+int hipSetDevice(int device) {
+  int err = injected("hipSetDevice");
+  if (err) return err;
+  if (device < 0 || device >= fake_device_count()) return 101;
+  record("hipSetDevice")->value = (uintptr_t)device;
+  current_device = device;
+  return 0;
+}
+int hipGetDevice(int* device) {
+  if (!device) return 1;
+  *device = current_device;
+  return 0;
+}
+int fake_current_device(void) { return current_device; }
 int hipExtModuleLaunchKernel(void* f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx,
                              uint32_t ly, uint32_t lz, size_t shared, void* stream,
                              void** params, void** extra, fake_event* start, fake_event* stop,

@@ -189,8 +189,6 @@ static int env_int(const char* name, int fallback) {
 
 static int device_count(void) { return env_int("FAKE_HIP_DEVICE_COUNT", 1); }
 
-static int current_device;
-
 /* ---- initialization, versions, devices ---- */
 int hipInit(unsigned flags) {
   if (flags != 0) return hipErrorInvalidValue;
@@ -212,17 +210,7 @@ int hipGetDeviceCount(int* count) {
   return *count > 0 ? hipSuccess : hipErrorNoDevice;
 }
 
-int hipSetDevice(int device) {
-  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
-  current_device = device;
-  return hipSuccess;
-}
-
-int hipGetDevice(int* device) {
-  if (!device) return hipErrorInvalidValue;
-  *device = current_device;
-  return hipSuccess;
-}
+/* hipSetDevice and hipGetDevice are in fake_driver.c, which records them. */
 
 int hipGetDevicePropertiesR0600(fake_device_prop* prop, int device) {
   if (!prop) return hipErrorInvalidValue;

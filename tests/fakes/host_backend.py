@@ -14,6 +14,7 @@ from pyhipbench.backends.base import DeviceProperties, KernelParam
 from pyhipbench.codeobject import kernels
 
 MiB = 1 << 20
+FAKE_CUDA_CONTEXT = 0xC0_0000
 
 FAKE_PROPERTIES = DeviceProperties(
     backend="cuda", index=0, name="Fake GPU", arch="sm_90", compute_units=4,
@@ -27,15 +28,16 @@ class HostBackend:
     def __init__(self, free_bytes: int = 900 * MiB, **properties) -> None:
         self._properties = replace(FAKE_PROPERTIES, **properties)
         self.name = self._properties.backend
+        # What the timers make current: a made-up CUcontext handle, or device 0.
+        self.context = FAKE_CUDA_CONTEXT if self.name == "cuda" else 0
         self.free_bytes = free_bytes
         self.live: dict[int, ctypes.Array] = {}
         self.modules: dict[int, dict[str, list[KernelParam]]] = {}
         self.streams: set[int] = set()
-        self.current_calls = 0
         self.free_error: Exception | None = None  # raised by free(), as a driver after a fault
 
     def make_current(self) -> None:
-        self.current_calls += 1
+        pass
 
     def properties(self) -> DeviceProperties:
         return self._properties

@@ -1,16 +1,9 @@
-// The timed loop's view of a GPU driver: launch with events, read times.
-//
-// One Runtime per backend (CUDA, HIP). Each resolves its driver library at run
-// time with dlopen, so the core builds and links with no GPU SDK installed.
+// The errors the core raises: a failed driver call, a kernel fault, a library
+// that cannot be loaded, a run that could not be measured.
 #pragma once
 
-#include <cstdint>
-#include <memory>
 #include <stdexcept>
 #include <string>
-#include <vector>
-
-#include "pyhipbench/launch_plan.hpp"
 
 namespace pyhipbench {
 
@@ -55,29 +48,5 @@ class MeasurementError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-struct Timings {
-  std::vector<double> times_us;  // per timed iteration, µs, from the driver's events
-  double host_us = 0;            // host wall time to issue the loop, µs, all iterations
-};
-
-class Runtime {
- public:
-  virtual ~Runtime() = default;
-  virtual const std::string& backend() const = 0;        // "cuda" or "hip"
-  virtual const std::string& library_path() const = 0;   // the driver library in use
-
-  // Runs `iterations` launches of `plan`; iteration i uses argument set
-  // (first_set + i) mod plan.sets(). Each launch is bracketed by its own event
-  // pair; the host synchronizes once, after the last launch. Nothing is
-  // allocated while launching: events come from a pool grown beforehand.
-  virtual Timings run(LaunchPlan& plan, size_t iterations, size_t first_set) = 0;
-};
-
-// Loads the driver for `backend` ("cuda" or "hip"). `library_path` empty means:
-// the environment variable (PYHIPBENCH_CUDA_LIBRARY / PYHIPBENCH_HIP_LIBRARY),
-// else the platform's default name (libcuda.so.1 / libamdhip64.so).
-std::unique_ptr<Runtime> load_runtime(const std::string& backend,
-                                      const std::string& library_path = "");
 
 }  // namespace pyhipbench

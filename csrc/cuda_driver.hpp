@@ -1,0 +1,118 @@
+// The CUDA driver API (libcuda): every entry point the core calls, resolved at
+// run time, and the one path that turns a failed call into a DriverError.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dynamic_library.hpp"
+#include "status.hpp"
+#include "pyhipbench/driver.hpp"
+#include "pyhipbench/errors.hpp"
+#include "pyhipbench/launch_plan.hpp"
+
+namespace pyhipbench {
+
+class CudaDriver final : public Driver {
+ public:
+  // Handle types as cuda.h declares them: opaque pointers. CUresult is an enum
+  // (int-sized); 0 is CUDA_SUCCESS.
+  using Result = int;
+  using Context = struct CUctx_st*;
+  using Function = struct CUfunc_st*;
+  using Stream = struct CUstream_st*;
+  using Event = struct CUevent_st*;
+
+  static constexpr const char* kBackend = "cuda";
+
+  explicit CudaDriver(const std::string& library_path);
+
+  const std::string& backend() const override { return backend_; }
+  const std::string& library_path() const override { return library_.path(); }
+
+  // Throws the DriverError describing `status` unless it is CUDA_SUCCESS.
+  void check(const char* call, Result status) const {
+    if (status != 0) throw error(call, status);
+  }
+  DriverError error(const char* call, Result status) const;
+
+  // After these the context is unusable: illegal address, launch timeout,
+  // assert, stack error, illegal instruction, misaligned address, invalid
+  // address space, invalid PC, launch failed.
+  static bool is_kernel_fault(Result code) {
+    return code == 700 || code == 702 || code == 710 || (code >= 714 && code <= 719);
+  }
+
+  // A context handle from the caller (Python passes an int).
+  static Context context(uintptr_t handle);
+
+  // cuLaunchKernel validates the launch sizes itself.
+  void check_plan(const LaunchPlan&) const {}
+
+  // One launch of `plan` with `args` on `stream`; with events, bracketed by
+  // them (cuLaunchKernel takes no events: they are recorded on the stream
+  // right before and after it).
+  Status launch(const LaunchPlan& plan, void** args, Stream stream, Event start, Event stop) const {
+    const LaunchConfig& c = plan.config();
+    if (start != nullptr) {
+      if (Result r = cuEventRecord(start, stream)) return {r, "cuEventRecord"};
+    }
+    if (Result r = cuLaunchKernel(reinterpret_cast<Function>(plan.function()), c.grid[0], c.grid[1],
+                                  c.grid[2], c.block[0], c.block[1], c.block[2], c.shared_bytes,
+                                  stream, args, nullptr)) {
+      return {r, "cuLaunchKernel"};
+    }
+    if (stop != nullptr) {
+      if (Result r = cuEventRecord(stop, stream)) return {r, "cuEventRecord"};
+    }
+    return {0, nullptr};
+  }
+
+  // Makes a context current for a scope and restores the caller's after:
+  // cuCtxPushCurrent_v2 / cuCtxPopCurrent_v2, so the thread's stack is as it was.
+  class CurrentContext {
+   public:
+    CurrentContext(const CudaDriver& driver, Context context) : driver_(driver) {
+      driver.check("cuCtxPushCurrent_v2", driver.cuCtxPushCurrent_v2(context));
+    }
+    ~CurrentContext() {
+      Context popped = nullptr;
+      driver_.cuCtxPopCurrent_v2(&popped);  // nothing to do if it fails: the push succeeded
+    }
+    CurrentContext(const CurrentContext&) = delete;
+    CurrentContext& operator=(const CurrentContext&) = delete;
+
+   private:
+    const CudaDriver& driver_;
+  };
+
+  // ---- the entry points (cuda.h signatures, handle types as above) ----
+  Result (*cuLaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, Stream, void**, void**);
+  Result (*cuEventCreate)(Event*, unsigned flags);
+  Result (*cuEventRecord)(Event, Stream);
+  Result (*cuEventSynchronize)(Event);
+  Result (*cuEventElapsedTime)(float* ms, Event start, Event stop);
+  Result (*cuEventDestroy_v2)(Event);
+  Result (*cuCtxPushCurrent_v2)(Context);
+  Result (*cuCtxPopCurrent_v2)(Context*);
+  Result (*cuGetErrorName)(Result, const char**);
+  Result (*cuGetErrorString)(Result, const char**);
+
+  // Names of the calls the timers make through the generic event interface.
+  static constexpr const char* kEventCreate = "cuEventCreate";
+  static constexpr const char* kEventRecord = "cuEventRecord";
+  static constexpr const char* kEventSynchronize = "cuEventSynchronize";
+  static constexpr const char* kEventElapsedTime = "cuEventElapsedTime";
+  Result event_create(Event* event) const { return cuEventCreate(event, 0); }
+  Result event_destroy(Event event) const { return cuEventDestroy_v2(event); }
+  Result event_record(Event event, Stream stream) const { return cuEventRecord(event, stream); }
+  Result event_synchronize(Event event) const { return cuEventSynchronize(event); }
+  Result elapsed_ms(float* ms, Event start, Event stop) const { return cuEventElapsedTime(ms, start, stop); }
+
+ private:
+  DynamicLibrary library_;
+  std::string backend_ = kBackend;
+};
+
+}  // namespace pyhipbench

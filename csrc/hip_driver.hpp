@@ -1,0 +1,113 @@
+// The HIP runtime (libamdhip64): every entry point the core calls, resolved at
+// run time, and the one path that turns a failed call into a DriverError.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "dynamic_library.hpp"
+#include "pyhipbench/driver.hpp"
+#include "pyhipbench/errors.hpp"
+#include "pyhipbench/launch_plan.hpp"
+#include "status.hpp"
+
+namespace pyhipbench {
+
+class HipDriver final : public Driver {
+ public:
+  // Handle types as hip_runtime_api.h declares them: opaque pointers.
+  // hipError_t is an enum (int-sized); 0 is hipSuccess. A context is a device ordinal.
+  using Result = int;
+  using Context = int;
+  using Function = struct ihipModuleSymbol_t*;
+  using Stream = struct ihipStream_t*;
+  using Event = struct ihipEvent_t*;
+
+  static constexpr const char* kBackend = "hip";
+
+  explicit HipDriver(const std::string& library_path);
+
+  const std::string& backend() const override { return backend_; }
+  const std::string& library_path() const override { return library_.path(); }
+
+  // Throws the DriverError describing `status` unless it is hipSuccess.
+  void check(const char* call, Result status) const {
+    if (status != 0) throw error(call, status);
+  }
+  DriverError error(const char* call, Result status) const;
+
+  // hipErrorIllegalAddress, hipErrorLaunchTimeOut, hipErrorAssert,
+  // hipErrorLaunchFailure. On ROCm a GPU memory fault usually aborts the
+  // process (HSA's default) before any of these reaches the caller.
+  static bool is_kernel_fault(Result code) {
+    return code == 700 || code == 702 || code == 710 || code == 719;
+  }
+
+  // A device ordinal from the caller.
+  static Context context(uintptr_t device);
+
+  // hipExtModuleLaunchKernel takes global work sizes (grid x block) as 32-bit values.
+  void check_plan(const LaunchPlan& plan) const;
+
+  // One launch of `plan` with `args` on `stream`; hipExtModuleLaunchKernel
+  // records the two events (if given) around exactly this dispatch. Its sizes
+  // are global work sizes (threads), not block counts; check_plan() has made
+  // sure grid x block fits in 32 bits.
+  Status launch(const LaunchPlan& plan, void** args, Stream stream, Event start, Event stop) const {
+    const LaunchConfig& c = plan.config();
+    const Result r = hipExtModuleLaunchKernel(
+        reinterpret_cast<Function>(plan.function()), c.grid[0] * c.block[0], c.grid[1] * c.block[1],
+        c.grid[2] * c.block[2], c.block[0], c.block[1], c.block[2], c.shared_bytes, stream, args,
+        nullptr, start, stop, 0);
+    return {r, "hipExtModuleLaunchKernel"};
+  }
+
+  // Makes a device current for a scope and restores the caller's after
+  // (HIP's current device is per thread: hipGetDevice, hipSetDevice).
+  class CurrentContext {
+   public:
+    CurrentContext(const HipDriver& driver, Context device) : driver_(driver) {
+      driver.check("hipGetDevice", driver.hipGetDevice(&previous_));
+      driver.check("hipSetDevice", driver.hipSetDevice(device));
+    }
+    ~CurrentContext() { driver_.hipSetDevice(previous_); }
+    CurrentContext(const CurrentContext&) = delete;
+    CurrentContext& operator=(const CurrentContext&) = delete;
+
+   private:
+    const HipDriver& driver_;
+    int previous_ = 0;
+  };
+
+  // ---- the entry points (hip_runtime_api.h signatures, handle types as above) ----
+  Result (*hipExtModuleLaunchKernel)(Function, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
+                                     uint32_t, size_t, Stream, void**, void**, Event start,
+                                     Event stop, uint32_t flags);
+  Result (*hipEventCreate)(Event*);
+  Result (*hipEventRecord)(Event, Stream);
+  Result (*hipEventSynchronize)(Event);
+  Result (*hipEventElapsedTime)(float* ms, Event start, Event stop);
+  Result (*hipEventDestroy)(Event);
+  Result (*hipGetDevice)(int*);
+  Result (*hipSetDevice)(int);
+  const char* (*hipGetErrorName)(Result);
+  const char* (*hipGetErrorString)(Result);
+
+  // Names of the calls the timers make through the generic event interface.
+  static constexpr const char* kEventCreate = "hipEventCreate";
+  static constexpr const char* kEventRecord = "hipEventRecord";
+  static constexpr const char* kEventSynchronize = "hipEventSynchronize";
+  static constexpr const char* kEventElapsedTime = "hipEventElapsedTime";
+  Result event_create(Event* event) const { return hipEventCreate(event); }
+  Result event_destroy(Event event) const { return hipEventDestroy(event); }
+  Result event_record(Event event, Stream stream) const { return hipEventRecord(event, stream); }
+  Result event_synchronize(Event event) const { return hipEventSynchronize(event); }
+  Result elapsed_ms(float* ms, Event start, Event stop) const { return hipEventElapsedTime(ms, start, stop); }
+
+ private:
+  DynamicLibrary library_;
+  std::string backend_ = kBackend;
+};
+
+}  // namespace pyhipbench

@@ -1,0 +1,47 @@
+// Timers: ways of timing the launches of a LaunchPlan on one driver context.
+//
+//   events   an event pair around each launch (HIP: the events
+//            hipExtModuleLaunchKernel records around exactly that dispatch)
+//   graph    a graph of N launches, the rotation unrolled inside it, replayed
+//            between one event pair; a sample is the graph's time / N
+//   batched  N back-to-back launches between one event pair, queued behind a
+//            spin kernel that holds the GPU until the host has queued them all;
+//            a sample is the batch's time / N
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pyhipbench/driver.hpp"
+#include "pyhipbench/errors.hpp"
+#include "pyhipbench/launch_plan.hpp"
+
+namespace pyhipbench {
+
+struct Timings {
+  std::vector<double> times_us;     // one sample per entry, µs PER KERNEL (batched/graph: the batch's mean)
+  size_t launches_per_sample = 1;   // 1 for events and cupti; the batch/graph length for batched and graph
+  double host_us = 0;               // host wall time spent issuing the launches, µs, all samples
+};
+
+class Timer {                       // one way of timing launches of a LaunchPlan
+ public:
+  virtual ~Timer() = default;
+  virtual const std::string& name() const = 0;   // "events", "cupti", "batched", "graph"
+  // `samples` samples; launch k of the run uses argument set (first_set + k) mod plan.sets(),
+  // so chunks continue the rotation. Makes the driver context current itself (and restores the
+  // caller's on return). Nothing allocated inside the timed loop.
+  virtual Timings run(LaunchPlan& plan, size_t samples, size_t first_set) = 0;
+};
+
+// A timer `name` on `driver`. `context`: CUDA, the CUcontext handle to push
+// while running (for example the device's primary context); HIP, the device
+// ordinal. Throws std::invalid_argument for an unknown name, listing those
+// that exist.
+std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver,
+                                  uintptr_t context);
+
+}  // namespace pyhipbench

@@ -1,0 +1,93 @@
+// What every timer shares: the driver and context it runs on, an event pool,
+// and the path from a failed call to DriverError or KernelFault.
+//
+// `Driver` is CudaDriver or HipDriver (csrc/cuda_driver.hpp, csrc/hip_driver.hpp).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pyhipbench/launch_plan.hpp"
+#include "pyhipbench/timer.hpp"
+#include "status.hpp"
+
+namespace pyhipbench {
+
+template <class Driver>
+class TimerBase : public Timer {
+ public:
+  TimerBase(std::string name, std::shared_ptr<Driver> driver, uintptr_t context)
+      : name_(std::move(name)), driver_(std::move(driver)), context_(Driver::context(context)) {}
+
+  const std::string& name() const override { return name_; }
+
+ protected:
+  using Event = typename Driver::Event;
+  using Stream = typename Driver::Stream;
+  using CurrentContext = typename Driver::CurrentContext;
+
+  // Events for `count` uses, created before a timed loop so it allocates nothing.
+  void grow_event_pool(size_t count) {
+    events_.reserve(count);
+    while (events_.size() < count) {
+      Event event{};
+      driver_->check(Driver::kEventCreate, driver_->event_create(&event));
+      events_.push_back(event);
+    }
+  }
+
+  // Frees the pool; for destructors, which run with the context made current.
+  void destroy_events() {
+    for (Event event : events_) driver_->event_destroy(event);
+    events_.clear();
+  }
+
+  // Synchronizes on the last stop event and reads each (start, stop) pair's
+  // time in µs, divided by `launches_per_pair`.
+  std::vector<double> read_event_pairs(const LaunchPlan& plan, size_t pairs, size_t launches_per_pair) {
+    check(plan, Driver::kEventSynchronize, driver_->event_synchronize(events_[2 * pairs - 1]));
+    std::vector<double> times_us(pairs);
+    for (size_t i = 0; i < pairs; ++i) {
+      float ms = 0;
+      check(plan, Driver::kEventElapsedTime, driver_->elapsed_ms(&ms, events_[2 * i], events_[2 * i + 1]));
+      times_us[i] = static_cast<double>(ms) * 1000.0 / static_cast<double>(launches_per_pair);
+    }
+    return times_us;
+  }
+
+  void check(const LaunchPlan& plan, const char* call, int status) {
+    if (status != 0) fail(plan, call, status);
+  }
+
+  // A failed call while `plan` ran: a KernelFault if its code means a kernel
+  // faulted (saying whether the context survived), else a DriverError naming the kernel.
+  [[noreturn]] void fail(const LaunchPlan& plan, const char* call, int status) {
+    DriverError error = driver_->error(call, status);
+    if (!Driver::is_kernel_fault(status)) {
+      throw DriverError(error, std::string(error.what()) + " (kernel '" + plan.kernel_name() + "')");
+    }
+    throw KernelFault(error, plan.kernel_name(), context_usable());
+  }
+
+  // After a fault, ask the driver whether work can still complete.
+  bool context_usable() {
+    Event probe{};
+    if (driver_->event_create(&probe) != 0) return false;
+    const bool usable = driver_->event_record(probe, nullptr) == 0 && driver_->event_synchronize(probe) == 0;
+    driver_->event_destroy(probe);
+    return usable;
+  }
+
+  static double elapsed_us(std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - since).count();
+  }
+
+  const std::string name_;
+  const std::shared_ptr<Driver> driver_;
+  const typename Driver::Context context_;
+  std::vector<Event> events_;
+};
+
+}  // namespace pyhipbench
