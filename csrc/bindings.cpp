@@ -21,6 +21,8 @@ PYBIND11_MODULE(_core, m) {
   py::exception<KernelFault> kernel_fault(m, "KernelFault", driver_error);
   py::register_exception<LibraryError>(m, "LibraryError",
                                        py::make_tuple(error, py::handle(PyExc_OSError)));
+  py::register_exception<MeasurementError>(m, "MeasurementError",
+                                           py::make_tuple(error, py::handle(PyExc_RuntimeError)));
   // Attach the driver's details to the Python exception, so callers can act
   // on the code, not only read the message.
   py::register_exception_translator([](std::exception_ptr p) {
@@ -97,6 +99,8 @@ PYBIND11_MODULE(_core, m) {
            "issuing them all).");
 
   m.def("make_timer", &make_timer, py::arg("name"), py::arg("driver"), py::arg("context"),
-        "A timer `name` ('events') on `driver`, running in `context` (CUDA: a CUcontext handle; "
-        "HIP: a device ordinal).");
+        "A timer `name` ('events'; CUDA also 'cupti') on `driver`, running in `context` (CUDA: a "
+        "CUcontext handle; HIP: a device ordinal). 'cupti' loads libcupti: $PYHIPBENCH_CUPTI_LIBRARY, "
+        "else libcupti.so.13 / .12 / .so by the loader's search, then under $CUDA_HOME and "
+        "/usr/local/cuda.");
 }

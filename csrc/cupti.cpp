@@ -29,14 +29,18 @@ std::vector<std::string> default_candidates() {
   return candidates;
 }
 
+// Once traced, the driver calls into libcupti (its callbacks) for the rest of
+// the process: libcupti must never be unmapped, whatever closes it.
+constexpr bool kStayLoaded = true;
+
 std::unique_ptr<DynamicLibrary> open_cupti(const std::string& explicit_path) {
   const std::string chosen = choose_library(explicit_path, kEnvVar, "");
-  if (!chosen.empty()) return std::make_unique<DynamicLibrary>(chosen, "CUPTI", kEnvVar);
+  if (!chosen.empty()) return std::make_unique<DynamicLibrary>(chosen, "CUPTI", kEnvVar, kStayLoaded);
   const std::vector<std::string> candidates = default_candidates();
   std::string first_reason;
   for (const std::string& candidate : candidates) {
     try {
-      return std::make_unique<DynamicLibrary>(candidate, "CUPTI", kEnvVar);
+      return std::make_unique<DynamicLibrary>(candidate, "CUPTI", kEnvVar, kStayLoaded);
     } catch (const LibraryError& error) {
       if (first_reason.empty()) first_reason = error.what();
     }

@@ -9,8 +9,10 @@
 namespace pyhipbench {
 
 DynamicLibrary::DynamicLibrary(const std::string& path, const std::string& what,
-                               const std::string& env_var)
-    : path_(path), what_(what), handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+                               const std::string& env_var, bool stay_loaded)
+    : path_(path),
+      what_(what),
+      handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (stay_loaded ? RTLD_NODELETE : 0))) {
   if (handle_ == nullptr) {
     const char* reason = dlerror();
     throw LibraryError("cannot load the " + what + " library '" + path + "': " +

@@ -8,8 +8,11 @@ namespace pyhipbench {
 class DynamicLibrary {
  public:
   // `env_var` names the variable a user sets to point at the library; it is
-  // only used in the error message.
-  DynamicLibrary(const std::string& path, const std::string& what, const std::string& env_var);
+  // only used in the error message. `stay_loaded`: never unmap the library,
+  // even after the last handle is closed (for a library that hooks itself into
+  // another, as CUPTI does into the driver).
+  DynamicLibrary(const std::string& path, const std::string& what, const std::string& env_var,
+                 bool stay_loaded = false);
   ~DynamicLibrary();
   DynamicLibrary(const DynamicLibrary&) = delete;
   DynamicLibrary& operator=(const DynamicLibrary&) = delete;

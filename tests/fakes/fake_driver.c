@@ -39,6 +39,7 @@ static int record_count;
 static int arg_count_to_read = 0;
 static double clock_ms;
 static double launch_ms = 0.004; /* each launch takes 4 µs on the fake clock */
+static double launch_ms_step;     /* ... plus this much more than the launch before it */
 static char fail_call[40];
 static int fail_code;
 static int fail_after; /* fail on the (fail_after+1)-th call of fail_call */
@@ -55,6 +56,7 @@ void fake_reset(void) {
   record_count = 0;
   clock_ms = 0;
   launch_ms = 0.004;
+  launch_ms_step = 0;
   fail_call[0] = 0;
   fail_code = fail_after = sticky_code = fail_sticky = 0;
   arg_count_to_read = 0;
@@ -64,6 +66,7 @@ void fake_reset(void) {
 int fake_record_count(void) { return record_count; }
 const fake_record* fake_get_record(int i) { return &records[i]; }
 void fake_set_launch_ms(double ms) { launch_ms = ms; }
+void fake_set_launch_ms_step(double ms) { launch_ms_step = ms; }
 void fake_set_args_to_read(int n) { arg_count_to_read = n < MAX_ARGS ? n : MAX_ARGS; }
 int fake_live_events(void) { return live_events; }
 int fake_context_depth(void) { return context_depth; }
@@ -114,6 +117,7 @@ static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
   r->stop_event = (uintptr_t)stop;
   if (start) { start->time_ms = clock_ms; start->recorded = 1; }
   clock_ms += launch_ms;
+  launch_ms += launch_ms_step;
   if (stop) { stop->time_ms = clock_ms; stop->recorded = 1; }
   return 0;
 }
@@ -232,12 +236,6 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
                                    (uintptr_t)stream, params, NULL, NULL);
   if (launch_observer) launch_observer(FAKE_LAUNCH_EXIT, &call, result, start_ms, clock_ms);
   return result;
-}
-int cuStreamSynchronize(void* stream) {
-  int err = injected("cuStreamSynchronize");
-  if (err) return err;
-  record("cuStreamSynchronize")->stream = (uintptr_t)stream;
-  return 0;
 }
 
 /* ---- HIP runtime API ---- */
