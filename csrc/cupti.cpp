@@ -61,8 +61,6 @@ constexpr size_t kRecordBytesBound = 256;         // a kernel record's size, rou
 struct Delivered {
   uint8_t* buffer;
   size_t valid_bytes;
-  cupti::Context context;
-  uint32_t stream_id;
 };
 
 // The buffers CUPTI fills. Process-wide, like CUPTI's buffer callbacks, and
@@ -145,8 +143,9 @@ void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *max_records = 0;  // as many as fit
 }
 
-void buffer_completed(cupti::Context context, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid_bytes) {
-  if (buffer != nullptr) buffer_pool().deliver({buffer, valid_bytes, context, stream_id});
+// Since CUDA 6 every buffer is global: CUPTI passes no context or stream.
+void buffer_completed(cupti::Context, uint32_t, uint8_t* buffer, size_t, size_t valid_bytes) {
+  if (buffer != nullptr) buffer_pool().deliver({buffer, valid_bytes});
 }
 
 template <class T>
@@ -262,6 +261,8 @@ void CuptiKernelTrace::on_driver_call(void* userdata, int domain, uint32_t callb
   ++trace->seen_;
 }
 
+// CUPTI counts records it had no buffer for in the global queue (context
+// null) and, in older versions, the context's queue: both are read.
 size_t CuptiKernelTrace::dropped_records() {
   size_t total = 0;
   for (cupti::Context context : {context_, cupti::Context{nullptr}}) {
@@ -297,14 +298,7 @@ void CuptiKernelTrace::read_records(const LaunchConfig& config, const std::strin
     throw MeasurementError("CUPTI saw " + std::to_string(seen_) + " launches of " + which + " where " +
                            std::to_string(launches) + " were made: the trace cannot tell them apart");
   }
-  size_t dropped = dropped_records();
-  for (const Delivered& d : delivered) {
-    if (d.context == context_ && d.stream_id == 0) continue;  // counted above
-    size_t more = 0;
-    cupti_.check("cuptiActivityGetNumDroppedRecords",
-                 cupti_.activity_get_num_dropped_records(d.context, d.stream_id, &more));
-    dropped += more;
-  }
+  const size_t dropped = dropped_records();
   if (dropped != 0) {
     throw MeasurementError("CUPTI dropped " + std::to_string(dropped) + " activity records while timing " + which +
                            " (no activity buffer was free): the run has no time for some launches");
