@@ -1,0 +1,148 @@
+"""Self-check of the cupti timer on an NVIDIA GPU: its medians beside torch.profiler's.
+
+For the copy kernel (pyhipbench/kernels/copy.ptx; grid = 8 x SMs, 256 threads,
+warm: one argument set) at each size per buffer, prints
+
+  cupti     the cupti timer's median kernel µs (p10-p90), and its host µs per launch
+  events    the events timer's median µs and host µs per launch, for scale
+  torch     torch.profiler's median for the same kernel, config and launch count,
+            read from its trace (CUPTI through kineto) in a separate process
+  ratio     cupti / torch, and whether it is within ±2 % or ±0.1 µs (the larger)
+
+torch.profiler runs in a child process: CUPTI takes one client per process,
+and torch loads its own libcupti. Without torch the torch column is skipped,
+with a message. The cupti timer loads libcupti from $PYHIPBENCH_CUPTI_LIBRARY,
+else by name, else under $CUDA_HOME or /usr/local/cuda.
+
+    python bench/cupti_check.py --sizes-mb 1 4 16 64 --iterations 200 --out cupti_check.json
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+import pyhipbench as hb
+from pyhipbench import _core
+from pyhipbench.argument_sets import ArgumentSets
+from pyhipbench.bench import make_plan
+from pyhipbench.launch_config import LaunchConfig
+
+WARMUP = 20
+
+
+def copy_plan_runner(device: hb.Device, size_mb: float):
+    """(run, close): run(timer, launches) times `launches` launches of copy at `size_mb` per buffer."""
+    copy = device.load_module(resources.files("pyhipbench") / "kernels" / "copy.ptx").kernel("copy")
+    n = int(size_mb * (1 << 20)) // 4
+    src = device.array(np.ones(n, np.float32))
+    dst = device.empty_like(src)
+    config = LaunchConfig.checked(device.properties.compute_units * 8, 256, 0, device.properties)
+    sets = ArgumentSets(device, copy.params, [src, dst, hb.int64(n)], 1)
+    plan = make_plan(copy, config, sets)
+
+    def run(timer, launches: int):
+        timer.run(plan, WARMUP, 0)
+        times, _, host_us = timer.run(plan, launches, 0)
+        return np.asarray(times), host_us / launches
+
+    return run, sets.free
+
+
+def torch_child(sizes_mb: list[float], iterations: int) -> None:
+    """In the child: each size's copy launches under torch.profiler; prints {size: [µs per kernel]} as JSON."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.init()
+    device = hb.Device("cuda")
+    durations = {}
+    for size in sizes_mb:
+        run, close = copy_plan_runner(device, size)
+        run(device.timer, iterations)  # load, JIT and warm outside the trace
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            run(device.timer, iterations)
+            torch.cuda.synchronize()
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "trace.json"
+            prof.export_chrome_trace(str(trace))
+            events = json.loads(trace.read_text())["traceEvents"]
+        kernels = [e["dur"] for e in events if e.get("cat") == "kernel" and e.get("name") == "copy"]
+        if len(kernels) < iterations:
+            raise SystemExit(f"torch.profiler traced {len(kernels)} copy kernels at {size} MB, expected "
+                             f">= {iterations}")
+        durations[str(size)] = kernels[-iterations:]  # the timed launches follow the warm-up ones
+        close()
+    print(json.dumps(durations))
+
+
+def torch_durations(sizes_mb: list[float], iterations: int) -> dict[str, list[float]] | str:
+    """torch.profiler's kernel µs per size from a child process, or why there are none."""
+    if importlib.util.find_spec("torch") is None:  # not imported here: torch brings its own libcupti
+        return "torch is not importable here: no independent reading (pip install torch to get one)"
+    command = [sys.executable, __file__, "--torch-child", "--iterations", str(iterations),
+               "--sizes-mb", *map(str, sizes_mb)]
+    child = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ))
+    if child.returncode != 0:
+        return f"the torch.profiler child failed ({child.returncode}):\n{child.stderr[-2000:]}"
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes-mb", type=float, nargs="+", default=[1, 4, 16, 64])
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--torch-child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.torch_child:
+        torch_child(args.sizes_mb, args.iterations)
+        return
+
+    device = hb.Device("cuda")
+    cupti = _core.make_timer("cupti", device.driver, device.backend.context)
+    rows = []
+    for size in args.sizes_mb:
+        run, close = copy_plan_runner(device, size)
+        cupti_us, cupti_host = run(cupti, args.iterations)
+        events_us, events_host = run(device.timer, args.iterations)
+        close()
+        rows.append({"size_mb": size, "cupti_median_us": float(np.median(cupti_us)),
+                     "cupti_p10_us": float(np.percentile(cupti_us, 10)),
+                     "cupti_p90_us": float(np.percentile(cupti_us, 90)),
+                     "cupti_host_us_per_launch": cupti_host,
+                     "events_median_us": float(np.median(events_us)), "events_host_us_per_launch": events_host})
+
+    torch = torch_durations(args.sizes_mb, args.iterations)
+    print(f"{device.name}: copy kernel, warm, {args.iterations} launches per size, medians in µs")
+    print(f"  {'MB':>6} {'cupti (p10-p90)':>22} {'host/launch':>11} {'events':>8} {'host/launch':>11} "
+          f"{'torch':>8} {'cupti/torch':>11} {'within':>6}")
+    for row in rows:
+        line = (f"  {row['size_mb']:>6g} {row['cupti_median_us']:>8.3f} ({row['cupti_p10_us']:.3f}-"
+                f"{row['cupti_p90_us']:.3f}) {row['cupti_host_us_per_launch']:>11.2f} "
+                f"{row['events_median_us']:>8.3f} {row['events_host_us_per_launch']:>11.2f}")
+        if isinstance(torch, dict):
+            reference = float(np.median(torch[str(row["size_mb"])]))
+            tolerance = max(0.02 * reference, 0.1)
+            row.update(torch_median_us=reference, ratio=row["cupti_median_us"] / reference,
+                       within_target=abs(row["cupti_median_us"] - reference) <= tolerance)
+            line += f" {reference:>8.3f} {row['ratio']:>11.4f} {'yes' if row['within_target'] else 'NO':>6}"
+        print(line)
+    if not isinstance(torch, dict):
+        print(f"  torch column skipped: {torch}")
+    print("  target: |cupti - torch| <= max(2 %, 0.1 µs)")
+    if args.out:
+        args.out.write_text(json.dumps({"device": device.name, "iterations": args.iterations, "rows": rows,
+                                        "torch": torch if isinstance(torch, str) else "read"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
