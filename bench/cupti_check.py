@@ -4,7 +4,8 @@ For the copy kernel (pyhipbench/kernels/copy.ptx; grid = 8 x SMs, 256 threads,
 warm: one argument set) at each size per buffer, prints
 
   cupti     the cupti timer's median kernel µs (p10-p90), and its host µs per launch
-  events    the events timer's median µs and host µs per launch, for scale
+  events    the events timer's median µs and host µs per launch, for scale (and its
+            host cost before CUPTI was first used in the process)
   torch     torch.profiler's median for the same kernel, config and launch count,
             read from its trace (CUPTI through kineto) in a separate process
   ratio     cupti / torch, and whether it is within ±2 % or ±0.1 µs (the larger)
@@ -108,6 +109,11 @@ def main() -> None:
         return
 
     device = hb.Device("cuda")
+    # The events timer's host cost before CUPTI is first attached to the process, to see whether
+    # CUPTI left attached (disabled, unsubscribed) still costs later launches anything.
+    run, close = copy_plan_runner(device, args.sizes_mb[0])
+    _, events_host_before_cupti = run(device.timer, args.iterations)
+    close()
     cupti = _core.make_timer("cupti", device.driver, device.backend.context)
     rows = []
     for size in args.sizes_mb:
@@ -138,9 +144,12 @@ def main() -> None:
         print(line)
     if not isinstance(torch, dict):
         print(f"  torch column skipped: {torch}")
+    print(f"  events host µs per launch at {args.sizes_mb[0]:g} MB before CUPTI was first used: "
+          f"{events_host_before_cupti:.2f} (after: {rows[0]['events_host_us_per_launch']:.2f})")
     print("  target: |cupti - torch| <= max(2 %, 0.1 µs)")
     if args.out:
         args.out.write_text(json.dumps({"device": device.name, "iterations": args.iterations, "rows": rows,
+                                        "events_host_us_per_launch_before_cupti": events_host_before_cupti,
                                         "torch": torch if isinstance(torch, str) else "read"}, indent=2))
 
 
