@@ -1,7 +1,12 @@
 """The cupti timer against the fake libcuda and the fake libcupti it drives (tests/fakes/fake_cupti.c)."""
 from __future__ import annotations
 
+import ctypes.util
+import json
+import os
 import struct
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -194,3 +199,22 @@ def test_missing_libcupti_names_the_path_and_the_variable(cuda_driver, tmp_path,
 
 def test_measurement_error_is_a_pyhipbench_error():
     assert issubclass(MeasurementError, Error) and issubclass(MeasurementError, RuntimeError)
+
+
+def test_the_installed_libcupti_has_every_entry_point_the_core_resolves(fake_libraries):
+    # In a child process (libcupti is never unloaded once loaded): the default search, then
+    # which libcupti the process mapped.
+    if ctypes.util.find_library("cupti") is None and not any(
+            os.path.exists(f"/usr/local/cuda/lib64/libcupti.so{suffix}") for suffix in (".13", ".12", "")):
+        pytest.skip("no libcupti installed here")
+    script = (
+        "from pyhipbench import _core\n"
+        f"driver = _core.load_driver('cuda', {str(fake_libraries['cuda'])!r})\n"
+        f"assert _core.make_timer('cupti', driver, {FAKE_CUDA_CONTEXT}).name == 'cupti'\n"
+        "import json\n"
+        "print(json.dumps(sorted({line.split()[-1] for line in open('/proc/self/maps') if 'libcupti' in line})))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYHIPBENCH_CUPTI_LIBRARY"}
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert child.returncode == 0, child.stderr
+    mapped = json.loads(child.stdout.strip().splitlines()[-1])
+    assert len(mapped) == 1 and "libcupti.so" in mapped[0] and "fake" not in mapped[0], mapped
