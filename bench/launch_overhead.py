@@ -14,7 +14,9 @@ three alike:
   running  the GPU executes as the loop issues (steady state; the host may be
            held back by the GPU when launches outpace it).
 
-Target: (a)/(b) <= 1.05. Writes the figures as JSON to --out.
+Target: (a)/(b) <= 1.05. Then the `graph` and `batched` timers on the same
+kernel: host µs per kernel issued, and the µs per kernel they read. Writes
+the figures as JSON to --out.
 
     python bench/launch_overhead.py --iterations 200 --rounds 30 --out overhead.json
 """
@@ -103,6 +105,8 @@ def main() -> None:
     parser.add_argument("--spin-us", type=float, default=5000,
                         help="how long the spin kernel holds the GPU before each queued loop, µs")
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--launches-per-sample", type=int, default=100,
+                        help="graph nodes / batch length for the graph and batched timers")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -139,6 +143,22 @@ def main() -> None:
                 "ratio_pyhipbench_over_plain": a / b, "ratio_python_over_pyhipbench": c / a}
             print(f"  {setting:<8} {a:>15.3f} {b:>14.3f} {c:>11.3f} {a / b:>8.3f} {c / a:>8.2f}")
         print("  target (a)/(b) <= 1.05")
+        print(f"  {'timer':<8} {'host µs/kernel':>15} {'µs/kernel':>10}  "
+              f"({args.rounds} rounds x {args.iterations} kernels, {args.launches_per_sample} per sample)")
+        for name in ("graph", "batched"):
+            timer = hb._core.make_timer(name, device.driver, device.backend.context,
+                                        launches_per_sample=args.launches_per_sample)
+            samples = max(1, args.iterations // args.launches_per_sample)
+            timer.run(plan, samples, 0)  # build the graphs before timing
+            host, kernel = [], []
+            for _ in range(args.rounds):
+                times, launches, host_us = timer.run(plan, samples, 0)
+                host.append(host_us / (samples * launches))
+                kernel.extend(times)
+            h, k = float(np.median(host)), float(np.median(kernel))
+            figures[name] = {"median_host_us_per_kernel": h, "median_us_per_kernel": k,
+                             "launches_per_sample": args.launches_per_sample}
+            print(f"  {name:<8} {h:>15.3f} {k:>10.3f}")
     if args.out:
         args.out.write_text(json.dumps(figures, indent=2))
 

@@ -3,6 +3,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <stdexcept>
+
 #include "pyhipbench/timer.hpp"
 
 namespace py = pybind11;
@@ -41,6 +43,11 @@ PYBIND11_MODULE(_core, m) {
       error.attr("code") = e.code();
       error.attr("driver_message") = e.message();
       PyErr_SetObject(error.get_type().ptr(), error.ptr());
+    } catch (const std::invalid_argument& e) {
+      // Bad input to the core (a plan, a timer's options): pyhipbench.BenchError,
+      // a pyhipbench.Error and a ValueError, like the same mistake caught in Python.
+      py::object error = py::module_::import("pyhipbench.errors").attr("BenchError")(e.what());
+      PyErr_SetObject(error.get_type().ptr(), error.ptr());
     }
   });
 
@@ -59,6 +66,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("sets", &LaunchPlan::sets)
       .def_property_readonly("arg_count", &LaunchPlan::arg_count)
       .def_property_readonly("kernel_name", &LaunchPlan::kernel_name)
+      .def_property_readonly("id", &LaunchPlan::id)
       .def("arg_pointers", [](LaunchPlan& plan, size_t set) {
              // The kernelParams addresses of one set, for tests of the packing.
              if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
@@ -98,9 +106,23 @@ PYBIND11_MODULE(_core, m) {
            "(µs per kernel per sample as a float64 array, launches per sample, host µs spent "
            "issuing them all).");
 
-  m.def("make_timer", &make_timer, py::arg("name"), py::arg("driver"), py::arg("context"),
-        "A timer `name` ('events'; CUDA also 'cupti') on `driver`, running in `context` (CUDA: a "
-        "CUcontext handle; HIP: a device ordinal). 'cupti' loads libcupti: $PYHIPBENCH_CUPTI_LIBRARY, "
-        "else libcupti.so.13 / .12 / .so by the loader's search, then under $CUDA_HOME and "
-        "/usr/local/cuda.");
+  m.def("make_timer",
+        [](const std::string& name, std::shared_ptr<Driver> driver, uintptr_t context,
+           size_t launches_per_sample, uintptr_t spin_function, double spin_timeout_ms) {
+          TimerOptions options;
+          options.launches_per_sample = launches_per_sample;
+          options.spin_function = spin_function;
+          options.spin_timeout_ms = spin_timeout_ms;
+          return make_timer(name, std::move(driver), context, options);
+        },
+        py::arg("name"), py::arg("driver"), py::arg("context"), py::kw_only(),
+        py::arg("launches_per_sample") = 0, py::arg("spin_function") = 0,
+        py::arg("spin_timeout_ms") = TimerOptions{}.spin_timeout_ms,
+        "A timer `name` ('events', 'graph', 'batched'; CUDA also 'cupti') on `driver`, running in "
+        "`context` (CUDA: a CUcontext handle; HIP: a device ordinal). 'cupti' loads libcupti: "
+        "$PYHIPBENCH_CUPTI_LIBRARY, else libcupti.so.13 / .12 / .so by the loader's search, then under "
+        "$CUDA_HOME and /usr/local/cuda. `launches_per_sample`: kernel nodes per graph, "
+        "launches per batch (0 = the default, 100). `spin_function` (batched, HIP only): the handle "
+        "of the `spin` kernel of pyhipbench/kernels/amdgpu.ll loaded on the device. "
+        "`spin_timeout_ms` (batched): how long the spin kernel waits for a batch to be queued.");
 }

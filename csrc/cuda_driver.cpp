@@ -17,6 +17,20 @@ CudaDriver::CudaDriver(const std::string& library_path)
   library_.resolve(cuCtxPopCurrent_v2, "cuCtxPopCurrent_v2");
   library_.resolve(cuGetErrorName, "cuGetErrorName");
   library_.resolve(cuGetErrorString, "cuGetErrorString");
+  library_.resolve(cuStreamCreate, "cuStreamCreate");
+  library_.resolve(cuStreamDestroy_v2, "cuStreamDestroy_v2");
+  library_.resolve(cuStreamBeginCapture_v2, "cuStreamBeginCapture_v2");
+  library_.resolve(cuStreamEndCapture, "cuStreamEndCapture");
+  library_.resolve(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  library_.resolve(cuGraphLaunch, "cuGraphLaunch");
+  library_.resolve(cuGraphExecDestroy, "cuGraphExecDestroy");
+  library_.resolve(cuGraphDestroy, "cuGraphDestroy");
+  library_.resolve(cuMemHostAlloc, "cuMemHostAlloc");
+  library_.resolve(cuMemHostGetDevicePointer_v2, "cuMemHostGetDevicePointer_v2");
+  library_.resolve(cuMemFreeHost, "cuMemFreeHost");
+  library_.resolve(cuModuleLoadData, "cuModuleLoadData");
+  library_.resolve(cuModuleGetFunction, "cuModuleGetFunction");
+  library_.resolve(cuModuleUnload, "cuModuleUnload");
 }
 
 DriverError CudaDriver::error(const char* call, Result status) const {

@@ -22,6 +22,9 @@ class CudaDriver final : public Driver {
   using Function = struct CUfunc_st*;
   using Stream = struct CUstream_st*;
   using Event = struct CUevent_st*;
+  using Graph = struct CUgraph_st*;
+  using GraphExec = struct CUgraphExec_st*;
+  using Module = struct CUmod_st*;
 
   static constexpr const char* kBackend = "cuda";
 
@@ -98,6 +101,20 @@ class CudaDriver final : public Driver {
   Result (*cuCtxPopCurrent_v2)(Context*);
   Result (*cuGetErrorName)(Result, const char**);
   Result (*cuGetErrorString)(Result, const char**);
+  Result (*cuStreamCreate)(Stream*, unsigned flags);
+  Result (*cuStreamDestroy_v2)(Stream);
+  Result (*cuStreamBeginCapture_v2)(Stream, int mode);
+  Result (*cuStreamEndCapture)(Stream, Graph*);
+  Result (*cuGraphInstantiateWithFlags)(GraphExec*, Graph, unsigned long long flags);
+  Result (*cuGraphLaunch)(GraphExec, Stream);
+  Result (*cuGraphExecDestroy)(GraphExec);
+  Result (*cuGraphDestroy)(Graph);
+  Result (*cuMemHostAlloc)(void** host, size_t bytes, unsigned flags);
+  Result (*cuMemHostGetDevicePointer_v2)(void** device, void* host, unsigned flags);
+  Result (*cuMemFreeHost)(void* host);
+  Result (*cuModuleLoadData)(Module*, const void* image);
+  Result (*cuModuleGetFunction)(Function*, Module, const char* name);
+  Result (*cuModuleUnload)(Module);
 
   // Names of the calls the timers make through the generic event interface.
   static constexpr const char* kEventCreate = "cuEventCreate";
@@ -109,6 +126,51 @@ class CudaDriver final : public Driver {
   Result event_record(Event event, Stream stream) const { return cuEventRecord(event, stream); }
   Result event_synchronize(Event event) const { return cuEventSynchronize(event); }
   Result elapsed_ms(float* ms, Event start, Event stop) const { return cuEventElapsedTime(ms, start, stop); }
+
+  // Graphs, built by stream capture. CU_STREAM_NON_BLOCKING (1): the capture
+  // stream never waits on, nor joins, the legacy default stream;
+  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL (1): only this thread's calls are
+  // checked for capture safety, so other threads may allocate meanwhile.
+  Status capture_stream_create(Stream* stream) const { return {cuStreamCreate(stream, 1), "cuStreamCreate"}; }
+  Status stream_destroy(Stream stream) const { return {cuStreamDestroy_v2(stream), "cuStreamDestroy_v2"}; }
+  Status begin_capture(Stream stream) const {
+    return {cuStreamBeginCapture_v2(stream, 1), "cuStreamBeginCapture_v2"};
+  }
+  Status end_capture(Stream stream, Graph* graph) const {
+    return {cuStreamEndCapture(stream, graph), "cuStreamEndCapture"};
+  }
+  Status graph_instantiate(GraphExec* exec, Graph graph) const {
+    return {cuGraphInstantiateWithFlags(exec, graph, 0), "cuGraphInstantiateWithFlags"};
+  }
+  Status graph_launch(GraphExec exec, Stream stream) const { return {cuGraphLaunch(exec, stream), "cuGraphLaunch"}; }
+  Status graph_exec_destroy(GraphExec exec) const { return {cuGraphExecDestroy(exec), "cuGraphExecDestroy"}; }
+  Status graph_destroy(Graph graph) const { return {cuGraphDestroy(graph), "cuGraphDestroy"}; }
+
+  // Pinned host memory mapped into the device's address space
+  // (CU_MEMHOSTALLOC_DEVICEMAP), and the address kernels use for it.
+  Status host_alloc_mapped(void** host, size_t bytes) const {
+    return {cuMemHostAlloc(host, bytes, 0x02), "cuMemHostAlloc"};
+  }
+  Status host_device_pointer(void** device, void* host) const {
+    return {cuMemHostGetDevicePointer_v2(device, host, 0), "cuMemHostGetDevicePointer_v2"};
+  }
+  Status host_free(void* host) const { return {cuMemFreeHost(host), "cuMemFreeHost"}; }
+
+  // The spin kernel is embedded PTX (csrc/timers/spin_kernel_ptx.hpp), loaded
+  // into the timer's context.
+  static constexpr bool kEmbedsSpinKernel = true;
+  Status module_load_data(Module* module, const char* image) const {
+    return {cuModuleLoadData(module, image), "cuModuleLoadData"};
+  }
+  Status module_get_function(Function* function, Module module, const char* name) const {
+    return {cuModuleGetFunction(function, module, name), "cuModuleGetFunction"};
+  }
+  Status module_unload(Module module) const { return {cuModuleUnload(module), "cuModuleUnload"}; }
+
+  // One thread of `function` with `params` on `stream`.
+  Status launch_single(Function function, void** params, Stream stream) const {
+    return {cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel"};
+  }
 
  private:
   DynamicLibrary library_;

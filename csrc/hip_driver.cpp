@@ -18,6 +18,17 @@ HipDriver::HipDriver(const std::string& library_path)
   library_.resolve(hipSetDevice, "hipSetDevice");
   library_.resolve(hipGetErrorName, "hipGetErrorName");
   library_.resolve(hipGetErrorString, "hipGetErrorString");
+  library_.resolve(hipStreamCreateWithFlags, "hipStreamCreateWithFlags");
+  library_.resolve(hipStreamDestroy, "hipStreamDestroy");
+  library_.resolve(hipStreamBeginCapture, "hipStreamBeginCapture");
+  library_.resolve(hipStreamEndCapture, "hipStreamEndCapture");
+  library_.resolve(hipGraphInstantiate, "hipGraphInstantiate");
+  library_.resolve(hipGraphLaunch, "hipGraphLaunch");
+  library_.resolve(hipGraphExecDestroy, "hipGraphExecDestroy");
+  library_.resolve(hipGraphDestroy, "hipGraphDestroy");
+  library_.resolve(hipHostMalloc, "hipHostMalloc");
+  library_.resolve(hipHostGetDevicePointer, "hipHostGetDevicePointer");
+  library_.resolve(hipHostFree, "hipHostFree");
 }
 
 DriverError HipDriver::error(const char* call, Result status) const {

@@ -23,6 +23,10 @@ class HipDriver final : public Driver {
   using Function = struct ihipModuleSymbol_t*;
   using Stream = struct ihipStream_t*;
   using Event = struct ihipEvent_t*;
+  using Graph = struct ihipGraph*;
+  using GraphExec = struct hipGraphExec*;
+  using GraphNode = struct hipGraphNode*;
+  using Module = struct ihipModule_t*;
 
   static constexpr const char* kBackend = "hip";
 
@@ -93,6 +97,17 @@ class HipDriver final : public Driver {
   Result (*hipSetDevice)(int);
   const char* (*hipGetErrorName)(Result);
   const char* (*hipGetErrorString)(Result);
+  Result (*hipStreamCreateWithFlags)(Stream*, unsigned flags);
+  Result (*hipStreamDestroy)(Stream);
+  Result (*hipStreamBeginCapture)(Stream, int mode);
+  Result (*hipStreamEndCapture)(Stream, Graph*);
+  Result (*hipGraphInstantiate)(GraphExec*, Graph, GraphNode* error_node, char* log, size_t log_bytes);
+  Result (*hipGraphLaunch)(GraphExec, Stream);
+  Result (*hipGraphExecDestroy)(GraphExec);
+  Result (*hipGraphDestroy)(Graph);
+  Result (*hipHostMalloc)(void** host, size_t bytes, unsigned flags);
+  Result (*hipHostGetDevicePointer)(void** device, void* host, unsigned flags);
+  Result (*hipHostFree)(void* host);
 
   // Names of the calls the timers make through the generic event interface.
   static constexpr const char* kEventCreate = "hipEventCreate";
@@ -104,6 +119,47 @@ class HipDriver final : public Driver {
   Result event_record(Event event, Stream stream) const { return hipEventRecord(event, stream); }
   Result event_synchronize(Event event) const { return hipEventSynchronize(event); }
   Result elapsed_ms(float* ms, Event start, Event stop) const { return hipEventElapsedTime(ms, start, stop); }
+
+  // Graphs, built by stream capture. hipStreamNonBlocking (1): the capture
+  // stream never waits on, nor joins, the null stream;
+  // hipStreamCaptureModeThreadLocal (1): only this thread's calls are
+  // checked for capture safety, so other threads may allocate meanwhile.
+  Status capture_stream_create(Stream* stream) const {
+    return {hipStreamCreateWithFlags(stream, 1), "hipStreamCreateWithFlags"};
+  }
+  Status stream_destroy(Stream stream) const { return {hipStreamDestroy(stream), "hipStreamDestroy"}; }
+  Status begin_capture(Stream stream) const { return {hipStreamBeginCapture(stream, 1), "hipStreamBeginCapture"}; }
+  Status end_capture(Stream stream, Graph* graph) const {
+    return {hipStreamEndCapture(stream, graph), "hipStreamEndCapture"};
+  }
+  Status graph_instantiate(GraphExec* exec, Graph graph) const {
+    return {hipGraphInstantiate(exec, graph, nullptr, nullptr, 0), "hipGraphInstantiate"};
+  }
+  Status graph_launch(GraphExec exec, Stream stream) const { return {hipGraphLaunch(exec, stream), "hipGraphLaunch"}; }
+  Status graph_exec_destroy(GraphExec exec) const { return {hipGraphExecDestroy(exec), "hipGraphExecDestroy"}; }
+  Status graph_destroy(Graph graph) const { return {hipGraphDestroy(graph), "hipGraphDestroy"}; }
+
+  // Pinned host memory mapped into the device's address space
+  // (hipHostMallocMapped), and the address kernels use for it.
+  Status host_alloc_mapped(void** host, size_t bytes) const {
+    return {hipHostMalloc(host, bytes, 0x2), "hipHostMalloc"};
+  }
+  Status host_device_pointer(void** device, void* host) const {
+    return {hipHostGetDevicePointer(device, host, 0), "hipHostGetDevicePointer"};
+  }
+  Status host_free(void* host) const { return {hipHostFree(host), "hipHostFree"}; }
+
+  // No embedded spin kernel: an AMD code object is per processor, so the
+  // caller compiles one for its device (pyhipbench/kernels/amdgpu.ll, `spin`)
+  // and passes its function handle.
+  static constexpr bool kEmbedsSpinKernel = false;
+
+  // One work-item of `function` with `params` on `stream`.
+  Status launch_single(Function function, void** params, Stream stream) const {
+    return {hipExtModuleLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr, nullptr,
+                                     nullptr, 0),
+            "hipExtModuleLaunchKernel"};
+  }
 
  private:
   DynamicLibrary library_;

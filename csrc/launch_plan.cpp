@@ -1,5 +1,6 @@
 #include "pyhipbench/launch_plan.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 
@@ -9,11 +10,13 @@ namespace {
 // Each set starts on a boundary fit for the widest kernel argument (a 16-byte vector).
 constexpr size_t kAlignment = alignof(std::max_align_t);
 size_t round_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+std::atomic<uint64_t> next_plan_id{1};
 }  // namespace
 
 LaunchPlan::LaunchPlan(uintptr_t function, std::string kernel_name, LaunchConfig config,
                        const std::vector<std::string>& arg_sets, std::vector<size_t> arg_offsets)
-    : function_(function),
+    : id_(next_plan_id++),
+      function_(function),
       kernel_name_(std::move(kernel_name)),
       config_(config),
       sets_(arg_sets.size()),

@@ -57,6 +57,11 @@ class Device:
         device.timer = _core.make_timer("events", driver, backend.context)
         return device
 
+    def __del__(self) -> None:
+        # The timer frees its events, graphs and pinned memory in the backend's
+        # context: drop it before the backend can release that context.
+        self.__dict__.pop("timer", None)
+
     # -- facts ---------------------------------------------------------------
     @property
     def name(self) -> str:

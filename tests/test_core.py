@@ -8,6 +8,7 @@ import pytest
 
 from fakes.host_backend import FAKE_CUDA_CONTEXT
 from pyhipbench import _core
+from pyhipbench.errors import BenchError
 
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
 CONTEXT = {"cuda": FAKE_CUDA_CONTEXT, "hip": 0}  # what each backend's timers run in
@@ -40,11 +41,11 @@ def test_launch_plan_points_each_set_at_its_own_buffer():
 
 
 def test_launch_plan_rejects_inconsistent_sets():
-    with pytest.raises(ValueError, match="argument set 1 has 4 bytes, set 0 has 8"):
+    with pytest.raises(BenchError, match="argument set 1 has 4 bytes, set 0 has 8"):
         _core.LaunchPlan(1, "k", (1, 1, 1), (1, 1, 1), 0, 0, [b"\0" * 8, b"\0" * 4], [0])
-    with pytest.raises(ValueError, match="offset 8 is outside the 8-byte argument set"):
+    with pytest.raises(BenchError, match="offset 8 is outside the 8-byte argument set"):
         _core.LaunchPlan(1, "k", (1, 1, 1), (1, 1, 1), 0, 0, [b"\0" * 8], [8])
-    with pytest.raises(ValueError, match="at least one argument set"):
+    with pytest.raises(BenchError, match="at least one argument set"):
         _core.LaunchPlan(1, "k", (1, 1, 1), (1, 1, 1), 0, 0, [], [])
 
 
@@ -186,13 +187,13 @@ def test_a_context_that_cannot_be_made_current_is_a_driver_error(timer, fake_dri
 
 
 def test_bad_contexts_and_timer_names_are_refused(driver, backend_name):
-    with pytest.raises(ValueError, match="unknown timer 'cycles' for the .* backend; expected 'events'"):
+    with pytest.raises(BenchError, match="unknown timer 'cycles' for the .* backend; expected one of 'events', 'graph', 'batched'"):
         _core.make_timer("cycles", driver, CONTEXT[backend_name])
     if backend_name == "cuda":
-        with pytest.raises(ValueError, match="CUDA context 0 is not a context: pass a CUcontext handle"):
+        with pytest.raises(BenchError, match="CUDA context 0 is not a context: pass a CUcontext handle"):
             _core.make_timer("events", driver, 0)
     else:
-        with pytest.raises(ValueError, match="HIP device 4294967296 is not a device ordinal"):
+        with pytest.raises(BenchError, match="HIP device 4294967296 is not a device ordinal"):
             _core.make_timer("events", driver, 1 << 32)
 
 
@@ -217,13 +218,13 @@ def test_library_path_from_environment(fake_libraries, monkeypatch):
 
 
 def test_unknown_backend():
-    with pytest.raises(ValueError, match="unknown backend 'opencl'"):
+    with pytest.raises(BenchError, match="unknown backend 'opencl'"):
         _core.load_driver("opencl")
 
 
 def test_hip_rejects_global_sizes_over_32_bits_before_launching(fake_libraries, fake_driver_hip):
     plan = _core.LaunchPlan(1, "k", (1 << 24, 1, 1), (256, 1, 1), 0, 0, [b""], [])
-    with pytest.raises(ValueError, match="grid x block = 4294967296 threads on axis x exceeds"):
+    with pytest.raises(BenchError, match="grid x block = 4294967296 threads on axis x exceeds"):
         events_timer(fake_libraries, "hip").run(plan, 1, 0)
     assert fake_driver_hip.work() == []
 

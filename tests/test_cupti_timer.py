@@ -14,7 +14,7 @@ import pytest
 
 from fakes.host_backend import FAKE_CUDA_CONTEXT
 from pyhipbench import _core
-from pyhipbench.errors import DriverError, Error, KernelFault, LibraryError, MeasurementError
+from pyhipbench.errors import BenchError, DriverError, Error, KernelFault, LibraryError, MeasurementError
 
 # Each fake kernel record lives at 1 s + the fake clock's launch time; the
 # first launch of a test starts at fake time 0.
@@ -184,10 +184,18 @@ def test_two_timers_on_two_threads_trace_one_at_a_time(cuda_driver, fake_cupti, 
 
 def test_cupti_is_cuda_only_and_named_among_the_timers(fake_libraries, cuda_driver):
     hip = _core.load_driver("hip", str(fake_libraries["hip"]))
-    with pytest.raises(ValueError, match="the hip backend has no cupti timer; expected 'events'"):
+    with pytest.raises(BenchError, match="the cupti timer reads NVIDIA's CUPTI: the hip backend has no cupti timer; "
+                                         "expected one of 'events', 'graph', 'batched'$"):
         _core.make_timer("cupti", hip, 0)
-    with pytest.raises(ValueError, match="unknown timer 'cuptii' for the cuda backend; expected 'events' or 'cupti'"):
+    with pytest.raises(BenchError, match="unknown timer 'cuptii' for the cuda backend; "
+                                         "expected one of 'events', 'graph', 'batched', 'cupti'$"):
         _core.make_timer("cuptii", cuda_driver, FAKE_CUDA_CONTEXT)
+
+
+def test_cupti_times_each_launch_on_its_own(cuda_driver, fake_cupti):
+    with pytest.raises(BenchError, match="launches_per_sample=5: the cupti timer times each launch on its own"):
+        _core.make_timer("cupti", cuda_driver, FAKE_CUDA_CONTEXT, launches_per_sample=5)
+    assert _core.make_timer("cupti", cuda_driver, FAKE_CUDA_CONTEXT, launches_per_sample=1).name == "cupti"
 
 
 def test_missing_libcupti_names_the_path_and_the_variable(cuda_driver, tmp_path, monkeypatch):

@@ -60,6 +60,9 @@ class TimerBase : public Timer {
   void check(const LaunchPlan& plan, const char* call, int status) {
     if (status != 0) fail(plan, call, status);
   }
+  void check(const LaunchPlan& plan, Status status) {
+    if (status.code != 0) fail(plan, status.call, status.code);
+  }
 
   // A failed call while `plan` ran: a KernelFault if its code means a kernel
   // faulted (saying whether the context survived), else a DriverError naming the kernel.

@@ -48,3 +48,38 @@ exit:
 define amdgpu_kernel void @empty() {
   ret void
 }
+
+; spin(flag, target, timeout_ns, timed_out): the batched timer's spin kernel
+; (csrc/timers/batched_timer.hpp), launched as one work-item. Waits until the
+; word *flag (pinned host memory mapped to the device, written by the host
+; after it has queued a batch) reaches `target`, re-reading it with
+; system-scope atomic loads; if `timeout_ns` pass first, writes `target` to
+; *timed_out and returns, so a host that cannot finish queuing is an error,
+; not a hang. Time is the constant 100 MHz real-time counter
+; (llvm.readsteadycounter: s_memrealtime, or s_sendmsg_rtn_b64 on gfx11+).
+declare i64 @llvm.readsteadycounter()
+
+define amdgpu_kernel void @spin(ptr addrspace(1) %flag, i32 %target, i64 %timeout_ns, ptr addrspace(1) %timed_out) {
+entry:
+  %start = call i64 @llvm.readsteadycounter()
+  br label %wait
+
+wait:
+  %value = load atomic volatile i32, ptr addrspace(1) %flag monotonic, align 4
+  %released = icmp uge i32 %value, %target
+  br i1 %released, label %exit, label %check
+
+check:
+  %now = call i64 @llvm.readsteadycounter()
+  %ticks = sub i64 %now, %start
+  %elapsed_ns = mul i64 %ticks, 10
+  %waiting = icmp ult i64 %elapsed_ns, %timeout_ns
+  br i1 %waiting, label %wait, label %give_up
+
+give_up:
+  store atomic volatile i32 %target, ptr addrspace(1) %timed_out monotonic, align 4
+  br label %exit
+
+exit:
+  ret void
+}

@@ -27,6 +27,14 @@ int main(int argc, char** argv) {
   if (argc != 3) return 2;
   std::shared_ptr<Driver> driver = load_driver(argv[1], argv[2]);
   std::unique_ptr<Timer> events = make_timer("events", driver, fake_context(argv[1]));
+  TimerOptions five_per_sample;
+  five_per_sample.launches_per_sample = 5;
+  std::unique_ptr<Timer> graph = make_timer("graph", driver, fake_context(argv[1]), five_per_sample);
+  // CUDA embeds the spin kernel; on HIP the embedder passes its own (any
+  // handle here: the fake runs it as a plain kernel).
+  TimerOptions batch_options = five_per_sample;
+  if (std::string(argv[1]) == "hip") batch_options.spin_function = 0x5917;
+  std::unique_ptr<Timer> batched = make_timer("batched", driver, fake_context(argv[1]), batch_options);
   // Odd set sizes and many sets: every pointer must stay inside the plan's storage.
   for (size_t set_bytes : {1, 12, 16, 17, 40, 100}) {
     for (size_t sets : {1, 3, 7, 64}) {
@@ -44,13 +52,23 @@ int main(int argc, char** argv) {
       }
       Timings t = events->run(plan, 2 * sets, 1);
       if (t.times_us.size() != 2 * sets || t.launches_per_sample != 1) return fails("events: wrong sample count");
+      // Twice on one plan (graphs cached), then the next plan frees them.
+      for (size_t first_set : {size_t{0}, sets - 1}) {
+        Timings g = graph->run(plan, sets + 1, first_set);
+        if (g.times_us.size() != sets + 1 || g.launches_per_sample != 5) return fails("graph: wrong sample count");
+        Timings b = batched->run(plan, sets + 1, first_set);
+        if (b.times_us.size() != sets + 1 || b.launches_per_sample != 5) return fails("batched: wrong sample count");
+      }
     }
   }
   // A kernel without arguments: no storage, no pointer arrays.
   LaunchPlan empty(0x1234, "empty", LaunchConfig{}, {std::string()}, {});
-  if (empty.args(0) != nullptr || events->run(empty, 3, 0).times_us.size() != 3) return fails("empty plan");
+  if (empty.args(0) != nullptr || events->run(empty, 3, 0).times_us.size() != 3 ||
+      graph->run(empty, 3, 0).times_us.size() != 3 || batched->run(empty, 3, 0).times_us.size() != 3) {
+    return fails("empty plan");
+  }
   if (std::string(argv[1]) == "cuda") {
-    // Records spanning several of CUPTI's buffers, and runs after a failed one.
+    // Runs of 1 to 12000 samples: records spanning several of CUPTI's buffers.
     std::unique_ptr<Timer> cupti = make_timer("cupti", driver, fake_context(argv[1]));
     LaunchPlan plan(0x1234, "k", LaunchConfig{}, {std::string(17, 'a'), std::string(17, 'b')}, {0, 16});
     for (size_t samples : {1, 5, 12000, 3}) {
@@ -58,8 +76,10 @@ int main(int argc, char** argv) {
       if (t.times_us.size() != samples || t.times_us[0] <= 0) return fails("cupti: wrong samples");
     }
   }
-  // The timer keeps the driver alive: dropping the caller's handle first is fine.
+  // The timers keep the driver alive: dropping the caller's handle first is fine.
   driver.reset();
+  graph.reset();
+  batched.reset();
   if (events->run(empty, 2, 0).times_us.size() != 2) return fails("events after the driver handle went");
   std::printf("ok\n");
   return 0;

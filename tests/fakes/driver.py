@@ -10,7 +10,8 @@ class FakeRecord(ctypes.Structure):
                 ("shared_bytes", ctypes.c_uint64), ("stream", ctypes.c_size_t),
                 ("params", ctypes.c_size_t), ("arg_values", ctypes.c_uint64 * 8),
                 ("start_event", ctypes.c_size_t), ("stop_event", ctypes.c_size_t),
-                ("event", ctypes.c_size_t), ("value", ctypes.c_size_t)]
+                ("event", ctypes.c_size_t), ("value", ctypes.c_size_t),
+                ("blocked_by", ctypes.c_uint64)]
 
 
 CONTEXT_CALLS = ("cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "hipSetDevice")

@@ -26,7 +26,8 @@ typedef struct {
   uint64_t arg_values[MAX_ARGS];      /* first 8 bytes behind each param pointer */
   uintptr_t start_event, stop_event;  /* events given to the launch (HIP ext) */
   uintptr_t event;                    /* event of an event call */
-  uintptr_t value;                    /* context pushed or popped, device set */
+  uintptr_t value;                    /* context pushed or popped, device set, graph, spin target */
+  uint64_t blocked_by;                /* the target of the spin kernel still holding the stream, or 0 */
 } fake_record;
 
 typedef struct {
@@ -47,6 +48,7 @@ static int sticky_code; /* once a fault fired with sticky set, every call return
 static int fail_sticky;
 static int live_events;
 static int current_device;          /* HIP: the current device */
+static int spin_queue_limit;        /* launches a blocking spin kernel lets queue; 0 = no limit */
 static uintptr_t context_stack[64]; /* CUDA: the calling thread's context stack */
 static int context_depth;
 static fake_launch_observer launch_observer; /* the fake libcupti, when loaded */
@@ -62,6 +64,7 @@ void fake_reset(void) {
   arg_count_to_read = 0;
   context_depth = 0;
   current_device = 0;
+  spin_queue_limit = 0;
 }
 int fake_record_count(void) { return record_count; }
 const fake_record* fake_get_record(int i) { return &records[i]; }
@@ -80,10 +83,13 @@ void fake_fail(const char* call, int code, int after, int sticky) {
   fail_sticky = sticky;
 }
 
+static uint64_t blocking_spin(void);
+
 static fake_record* record(const char* call) {
   fake_record* r = &records[record_count < MAX_RECORDS ? record_count++ : MAX_RECORDS - 1];
   memset(r, 0, sizeof *r);
   strncpy(r->call, call, sizeof r->call - 1);
+  r->blocked_by = blocking_spin();
   return r;
 }
 
@@ -100,11 +106,309 @@ static int injected(const char* call) {
   return 0;
 }
 
+/* ---- streams, capture and graphs ----
+ * Streams made here are registered, so a handle the tests made up (a plan's
+ * stream 0x77) is never dereferenced. A launch on a stream being captured is
+ * not run: it becomes a node of the capture's graph, keeping the first bytes
+ * of each argument as they were at capture (the real driver copies the
+ * values then). Launching an instantiated graph runs its nodes in order, each
+ * recorded as a "graph node" with its own kernelParams, each taking
+ * launch_ms on the fake clock. */
+typedef struct {
+  uintptr_t function;
+  uint32_t grid[3], block[3];
+  uint64_t shared_bytes;
+  uintptr_t params;
+  uint64_t arg_values[MAX_ARGS];
+} fake_node;
+
+typedef struct {
+  int count, capacity;
+  fake_node* nodes;
+} fake_graph; /* an instantiated graph (exec) has the same shape: a copy */
+
+typedef struct {
+  fake_graph* capture; /* the graph being captured, or NULL */
+} fake_stream;
+
+#define MAX_STREAMS 64
+static fake_stream* streams[MAX_STREAMS];
+static int live_streams, live_graphs, live_graph_execs;
+int fake_live_streams(void) { return live_streams; }
+int fake_live_graphs(void) { return live_graphs; }
+int fake_live_graph_execs(void) { return live_graph_execs; }
+
+static fake_stream* find_stream(const void* handle) {
+  for (int i = 0; i < MAX_STREAMS; ++i)
+    if (handle && streams[i] == handle) return streams[i];
+  return NULL;
+}
+
+static int stream_create(const char* call, fake_stream** out) {
+  int err = injected(call);
+  if (err) return err;
+  for (int i = 0; i < MAX_STREAMS; ++i) {
+    if (!streams[i]) {
+      streams[i] = calloc(1, sizeof **out);
+      *out = streams[i];
+      ++live_streams;
+      record(call)->value = (uintptr_t)*out;
+      return 0;
+    }
+  }
+  return 2;
+}
+
+static int stream_destroy(const char* call, fake_stream* stream) {
+  for (int i = 0; i < MAX_STREAMS; ++i) {
+    if (stream && streams[i] == stream) {
+      if (stream->capture) return 900; /* still capturing */
+      record(call)->value = (uintptr_t)stream;
+      free(stream);
+      streams[i] = NULL;
+      --live_streams;
+      return 0;
+    }
+  }
+  return 400;
+}
+
+static int begin_capture(const char* call, fake_stream* stream) {
+  int err = injected(call);
+  if (err) return err;
+  stream = find_stream(stream);
+  if (!stream || stream->capture) return 1;
+  stream->capture = calloc(1, sizeof *stream->capture);
+  record(call)->value = (uintptr_t)stream;
+  return 0;
+}
+
+static int end_capture(const char* call, fake_stream* stream, fake_graph** graph) {
+  stream = find_stream(stream);
+  if (!stream || !stream->capture) return 1;
+  *graph = stream->capture;
+  stream->capture = NULL;
+  ++live_graphs;
+  record(call)->value = (uintptr_t)*graph;
+  return injected(call);
+}
+
+static int graph_destroy(fake_graph* graph, int* live) {
+  if (!graph) return 400;
+  free(graph->nodes);
+  free(graph);
+  --*live;
+  return 0;
+}
+
+static int graph_instantiate(const char* call, fake_graph** exec, fake_graph* graph) {
+  int err = injected(call);
+  if (err) return err;
+  fake_graph* copy = calloc(1, sizeof *copy);
+  copy->count = copy->capacity = graph->count;
+  copy->nodes = malloc(sizeof(fake_node) * (size_t)(graph->count ? graph->count : 1));
+  memcpy(copy->nodes, graph->nodes, sizeof(fake_node) * (size_t)graph->count);
+  *exec = copy;
+  ++live_graph_execs;
+  record(call)->value = (uintptr_t)graph->count;
+  return 0;
+}
+
+static int graph_launch(const char* call, fake_graph* exec, uintptr_t stream) {
+  int err = injected(call);
+  if (err) return err;
+  fake_record* r = record(call);
+  r->stream = stream;
+  r->value = (uintptr_t)exec;
+  for (int i = 0; i < exec->count; ++i) {
+    const fake_node* n = &exec->nodes[i];
+    fake_record* node = record("graph node");
+    node->function = n->function;
+    memcpy(node->grid, n->grid, sizeof node->grid);
+    memcpy(node->block, n->block, sizeof node->block);
+    node->shared_bytes = n->shared_bytes;
+    node->stream = stream;
+    node->params = n->params;
+    memcpy(node->arg_values, n->arg_values, sizeof node->arg_values);
+    node->value = (uintptr_t)exec;
+    clock_ms += launch_ms;
+  }
+  return 0;
+}
+
+/* Adds a launch to the graph `stream` is capturing; 0 if it is not capturing. */
+static int captured(const char* call, uintptr_t f, const uint32_t grid[3], const uint32_t block[3],
+                    uint64_t shared, void* stream_handle, void** params) {
+  fake_stream* stream = find_stream(stream_handle);
+  if (!stream || !stream->capture) return 0;
+  fake_graph* g = stream->capture;
+  if (g->count == g->capacity) {
+    g->capacity = g->capacity ? 2 * g->capacity : 16;
+    g->nodes = realloc(g->nodes, sizeof(fake_node) * (size_t)g->capacity);
+  }
+  fake_node* n = &g->nodes[g->count++];
+  memset(n, 0, sizeof *n);
+  n->function = f;
+  memcpy(n->grid, grid, sizeof n->grid);
+  memcpy(n->block, block, sizeof n->block);
+  n->shared_bytes = shared;
+  n->params = (uintptr_t)params;
+  for (int a = 0; a < arg_count_to_read && params; ++a) memcpy(&n->arg_values[a], params[a], 8);
+  record(call)->value = (uintptr_t)stream; /* a captured launch: recorded, not run */
+  return 1;
+}
+
+/* ---- pinned, mapped host memory ----
+ * The device's address of a mapped allocation is its host address plus
+ * DEVICE_ALIAS, so a kernel handed the host address instead is caught. */
+#define DEVICE_ALIAS ((uintptr_t)1 << 44)
+#define MAX_HOST_ALLOCATIONS 16
+typedef struct {
+  char* host;
+  size_t bytes;
+  int mapped;
+} host_allocation;
+static host_allocation host_allocations[MAX_HOST_ALLOCATIONS];
+static int live_host_allocations;
+int fake_live_host_allocations(void) { return live_host_allocations; }
+
+static int host_alloc(const char* call, void** host, size_t bytes, int mapped) {
+  int err = injected(call);
+  if (err) return err;
+  for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
+    if (!host_allocations[i].host) {
+      host_allocations[i].host = calloc(1, bytes);
+      host_allocations[i].bytes = bytes;
+      host_allocations[i].mapped = mapped;
+      *host = host_allocations[i].host;
+      ++live_host_allocations;
+      record(call)->value = bytes;
+      return 0;
+    }
+  }
+  return 2;
+}
+
+static int host_device_pointer(const char* call, void** device, void* host) {
+  int err = injected(call);
+  if (err) return err;
+  for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
+    host_allocation* a = &host_allocations[i];
+    if (a->host && (char*)host >= a->host && (char*)host < a->host + a->bytes) {
+      if (!a->mapped) return 1; /* not allocated mapped: no device address */
+      *device = (void*)((uintptr_t)host + DEVICE_ALIAS);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* The host address behind a device address of mapped memory, or NULL. */
+static uint32_t* mapped_word(uintptr_t device) {
+  for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
+    host_allocation* a = &host_allocations[i];
+    uintptr_t base = (uintptr_t)a->host + DEVICE_ALIAS;
+    if (a->host && a->mapped && device >= base && device + 4 <= base + a->bytes) return (uint32_t*)(device - DEVICE_ALIAS);
+  }
+  return NULL;
+}
+
+/* ---- the spin kernel ----
+ * A launch of `spin_function` is the batched timer's spin kernel. The fake
+ * runs launches when they are queued, so "held" is bookkeeping: while the
+ * spin's release word (host memory) is below its target, every call is
+ * recorded with blocked_by = the target. The spin ends when a later call finds
+ * the word released, or, if the host synchronizes first or queues more than
+ * `spin_queue_limit` launches behind it (a real launch call would block until
+ * the spin gives up), it times out and writes its target to the timed-out word. */
+static uintptr_t spin_function;
+static struct {
+  int active;
+  uint32_t* flag;
+  uint32_t target;
+  uint32_t* timed_out;
+  int queued;
+} spin;
+void fake_set_spin_function(uintptr_t f) { spin_function = f; }
+void fake_set_spin_queue_limit(int launches) { spin_queue_limit = launches; }
+
+static uint64_t blocking_spin(void) {
+  return spin.active && *(volatile uint32_t*)spin.flag < spin.target ? spin.target : 0;
+}
+
+/* Ends the pending spin: released if its word reached the target, else timed out. */
+static void finish_spin(void) {
+  if (!spin.active) return;
+  int released = *(volatile uint32_t*)spin.flag >= spin.target;
+  spin.active = 0;
+  if (!released) *spin.timed_out = spin.target;
+  record(released ? "spin released" : "spin timed out")->value = spin.target;
+}
+
+static int launch_spin(void** params, uintptr_t stream) {
+  finish_spin(); /* the stream runs one spin at a time */
+  uintptr_t flag = *(uintptr_t*)params[0], timed_out = *(uintptr_t*)params[3];
+  uint32_t* flag_word = mapped_word(flag);
+  uint32_t* timed_out_word = mapped_word(timed_out);
+  if (!flag_word || !timed_out_word) return 1; /* not device addresses of mapped memory */
+  fake_record* r = record("spin");
+  r->stream = stream;
+  r->arg_values[0] = flag;
+  r->arg_values[1] = *(uint32_t*)params[1];
+  r->arg_values[2] = *(uint64_t*)params[2];
+  r->arg_values[3] = timed_out;
+  r->value = *(uint32_t*)params[1];
+  spin.active = 1;
+  spin.flag = flag_word;
+  spin.target = *(uint32_t*)params[1];
+  spin.timed_out = timed_out_word;
+  spin.queued = 0;
+  return 0;
+}
+
+/* A launch arriving behind the spin: a released spin ends; a full queue makes it time out. */
+static void queue_behind_spin(void) {
+  if (!spin.active) return;
+  if (!blocking_spin() || (spin_queue_limit && spin.queued >= spin_queue_limit)) {
+    finish_spin();
+    return;
+  }
+  ++spin.queued;
+}
+
+static int host_free(const char* call, void* host) {
+  for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
+    host_allocation* a = &host_allocations[i];
+    if (host && a->host == host) {
+      if (spin.active && (char*)spin.flag >= a->host && (char*)spin.flag < a->host + a->bytes) spin.active = 0;
+      record(call)->value = a->bytes;
+      free(a->host);
+      a->host = NULL;
+      --live_host_allocations;
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* ---- modules (CUDA): only the batched timer's embedded spin kernel loads ---- */
+typedef struct {
+  char function; /* its address is the module's one function handle */
+} fake_module;
+static int live_modules;
+int fake_live_modules(void) { return live_modules; }
+
 static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
                          const uint32_t block[3], uint64_t shared, uintptr_t stream,
                          void** params, fake_event* start, fake_event* stop) {
   int err = injected(call);
   if (err) return err;
+  if (spin_function && f == spin_function) return launch_spin(params, stream);
+  queue_behind_spin();
+  if (captured(strcmp(call, "cuLaunchKernel") == 0 ? "captured cuLaunchKernel" : "captured hipExtModuleLaunchKernel",
+               f, grid, block, shared, (void*)stream, params)) {
+    return start || stop ? 1 : 0; /* as HIP: no events inside a capture */
+  }
   fake_record* r = record(call);
   r->function = f;
   memcpy(r->grid, grid, sizeof r->grid);
@@ -142,6 +446,7 @@ static int event_record(const char* call, fake_event* event) {
 static int event_synchronize(const char* call, fake_event* event) {
   int err = injected(call);
   if (err) return err;
+  finish_spin(); /* the host waits: a spin still holding the GPU runs into its timeout */
   record(call)->event = (uintptr_t)event;
   return 0;
 }
@@ -172,6 +477,7 @@ static const char* error_name(int code) {
     case 400: return "INVALID_HANDLE";
     case 500: return "NOT_FOUND";
     case 700: return "ILLEGAL_ADDRESS";
+    case 900: return "STREAM_CAPTURE_UNSUPPORTED";
     default: return "UNKNOWN";
   }
 }
@@ -188,6 +494,7 @@ static const char* error_string(int code) {
     case 400: return "invalid resource handle";
     case 500: return "named symbol not found";
     case 700: return "an illegal memory access was encountered";
+    case 900: return "operation not permitted when stream is capturing";
     default: return "unknown error";
   }
 }
@@ -224,6 +531,56 @@ int cuCtxPopCurrent_v2(void** context) {
   uintptr_t popped = context_stack[--context_depth];
   record("cuCtxPopCurrent_v2")->value = popped;
   if (context) *context = (void*)popped;
+  return 0;
+}
+int cuStreamCreate(fake_stream** stream, unsigned flags) { (void)flags; return stream_create("cuStreamCreate", stream); }
+int cuStreamDestroy_v2(fake_stream* stream) { return stream_destroy("cuStreamDestroy_v2", stream); }
+int cuStreamBeginCapture_v2(fake_stream* stream, int mode) {
+  (void)mode;
+  return begin_capture("cuStreamBeginCapture_v2", stream);
+}
+int cuStreamEndCapture(fake_stream* stream, fake_graph** graph) {
+  return end_capture("cuStreamEndCapture", stream, graph);
+}
+int cuGraphInstantiateWithFlags(fake_graph** exec, fake_graph* graph, unsigned long long flags) {
+  (void)flags;
+  return graph_instantiate("cuGraphInstantiateWithFlags", exec, graph);
+}
+int cuGraphLaunch(fake_graph* exec, void* stream) { return graph_launch("cuGraphLaunch", exec, (uintptr_t)stream); }
+int cuGraphExecDestroy(fake_graph* exec) { return graph_destroy(exec, &live_graph_execs); }
+int cuGraphDestroy(fake_graph* graph) { return graph_destroy(graph, &live_graphs); }
+int cuMemHostAlloc(void** host, size_t bytes, unsigned flags) {
+  return host_alloc("cuMemHostAlloc", host, bytes, (flags & 0x02) != 0); /* CU_MEMHOSTALLOC_DEVICEMAP */
+}
+int cuMemHostGetDevicePointer_v2(void** device, void* host, unsigned flags) {
+  (void)flags;
+  return host_device_pointer("cuMemHostGetDevicePointer_v2", device, host);
+}
+int cuMemFreeHost(void* host) { return host_free("cuMemFreeHost", host); }
+int cuModuleLoadData(fake_module** module, const char* image) {
+  int err = injected("cuModuleLoadData");
+  if (err) return err;
+  if (!image || !strstr(image, ".entry pyhipbench_spin(")) return 200;
+  *module = calloc(1, sizeof **module);
+  ++live_modules;
+  record("cuModuleLoadData")->value = (uintptr_t)*module;
+  return 0;
+}
+int cuModuleGetFunction(void** function, fake_module* module, const char* name) {
+  int err = injected("cuModuleGetFunction");
+  if (err) return err;
+  if (strcmp(name, "pyhipbench_spin") != 0) return 500;
+  *function = &module->function;
+  spin_function = (uintptr_t)*function;
+  record("cuModuleGetFunction")->value = (uintptr_t)*function;
+  return 0;
+}
+int cuModuleUnload(fake_module* module) {
+  if (!module) return 400;
+  if (spin_function == (uintptr_t)&module->function) spin_function = 0;
+  record("cuModuleUnload")->value = (uintptr_t)module;
+  free(module);
+  --live_modules;
   return 0;
 }
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -274,6 +631,34 @@ int hipGetDevice(int* device) {
   return 0;
 }
 int fake_current_device(void) { return current_device; }
+int hipStreamCreate(fake_stream** stream) { return stream_create("hipStreamCreate", stream); }
+int hipStreamCreateWithFlags(fake_stream** stream, unsigned flags) {
+  (void)flags;
+  return stream_create("hipStreamCreateWithFlags", stream);
+}
+int hipStreamDestroy(fake_stream* stream) { return stream_destroy("hipStreamDestroy", stream); }
+int hipStreamBeginCapture(fake_stream* stream, int mode) {
+  (void)mode;
+  return begin_capture("hipStreamBeginCapture", stream);
+}
+int hipStreamEndCapture(fake_stream* stream, fake_graph** graph) {
+  return end_capture("hipStreamEndCapture", stream, graph);
+}
+int hipGraphInstantiate(fake_graph** exec, fake_graph* graph, void* error_node, char* log, size_t log_bytes) {
+  (void)error_node, (void)log, (void)log_bytes;
+  return graph_instantiate("hipGraphInstantiate", exec, graph);
+}
+int hipGraphLaunch(fake_graph* exec, void* stream) { return graph_launch("hipGraphLaunch", exec, (uintptr_t)stream); }
+int hipGraphExecDestroy(fake_graph* exec) { return graph_destroy(exec, &live_graph_execs); }
+int hipGraphDestroy(fake_graph* graph) { return graph_destroy(graph, &live_graphs); }
+int hipHostMalloc(void** host, size_t bytes, unsigned flags) {
+  return host_alloc("hipHostMalloc", host, bytes, (flags & 0x2) != 0); /* hipHostMallocMapped */
+}
+int hipHostGetDevicePointer(void** device, void* host, unsigned flags) {
+  (void)flags;
+  return host_device_pointer("hipHostGetDevicePointer", device, host);
+}
+int hipHostFree(void* host) { return host_free("hipHostFree", host); }
 int hipExtModuleLaunchKernel(void* f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx,
                              uint32_t ly, uint32_t lz, size_t shared, void* stream,
                              void** params, void** extra, fake_event* start, fake_event* stop,

@@ -316,19 +316,7 @@ int hipMemcpyDtoD(void* destination, void* source, size_t bytes) {
 
 int hipDeviceSynchronize(void) { return hipSuccess; }
 
-/* ---- streams: distinct handles, nothing to order on a fake ---- */
-static int live_streams;
-int hipStreamCreate(void** stream) {
-  *stream = malloc(1);
-  ++live_streams;
-  return hipSuccess;
-}
-int hipStreamDestroy(void* stream) {
-  if (stream == NULL || live_streams == 0) return hipErrorInvalidResourceHandle;
-  free(stream);
-  --live_streams;
-  return hipSuccess;
-}
+/* ---- streams: hipStreamCreate and hipStreamDestroy are in fake_driver.c (capture needs them) ---- */
 int hipStreamSynchronize(void* stream) { (void)stream; return hipSuccess; }
 
 /* ---- modules: AMDGPU ELF code objects ---- */

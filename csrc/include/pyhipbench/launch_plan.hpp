@@ -32,6 +32,9 @@ class LaunchPlan {
   LaunchPlan(const LaunchPlan&) = delete;
   LaunchPlan& operator=(const LaunchPlan&) = delete;
 
+  // Unique to this plan in the process (never reused, unlike its address):
+  // what timers key the graphs they build from a plan by.
+  uint64_t id() const { return id_; }
   uintptr_t function() const { return function_; }
   const std::string& kernel_name() const { return kernel_name_; }
   const LaunchConfig& config() const { return config_; }
@@ -41,6 +44,7 @@ class LaunchPlan {
   void** args(size_t s) { return arg_count() == 0 ? nullptr : &pointers_[s * arg_count()]; }
 
  private:
+  uint64_t id_;
   uintptr_t function_;
   std::string kernel_name_;
   LaunchConfig config_;

@@ -40,11 +40,27 @@ class Timer {                       // one way of timing launches of a LaunchPla
   virtual Timings run(LaunchPlan& plan, size_t samples, size_t first_set) = 0;
 };
 
+// What a timer's constructor takes besides its driver and context.
+struct TimerOptions {
+  // graph: kernel nodes per graph; batched: launches per batch. Each sample
+  // times that many launches (rotating) and reports their mean. 0 = the
+  // timer's default (kDefaultLaunchesPerSample); events takes only 1.
+  size_t launches_per_sample = 0;
+  static constexpr size_t kDefaultLaunchesPerSample = 100;
+  // batched, HIP only: the function handle (hipFunction_t as an int) of a
+  // spin kernel with the signature of pyhipbench/kernels/amdgpu.ll's `spin`,
+  // loaded on the timer's device. CUDA embeds its own: leave 0.
+  uintptr_t spin_function = 0;
+  // batched: how long the spin kernel holds the GPU waiting for the host to
+  // queue a batch before it gives up and the run fails, ms.
+  double spin_timeout_ms = 1000;
+};
+
 // A timer `name` on `driver`. `context`: CUDA, the CUcontext handle to push
 // while running (for example the device's primary context); HIP, the device
-// ordinal. Throws std::invalid_argument for an unknown name, listing those
-// that exist.
+// ordinal. Throws std::invalid_argument for an unknown name (listing those
+// that exist) or options the timer cannot take.
 std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver,
-                                  uintptr_t context);
+                                  uintptr_t context, const TimerOptions& options = {});
 
 }  // namespace pyhipbench
