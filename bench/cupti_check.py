@@ -9,6 +9,8 @@ warm: one argument set) at each size per buffer, prints
   torch     torch.profiler's median for the same kernel, config and launch count,
             read from its trace (CUPTI through kineto) in a separate process
   ratio     cupti / torch, and whether it is within ±2 % or ±0.1 µs (the larger)
+  run cost  wall µs of one whole run() of 1 and of 101 launches, cupti and events: the
+            fixed cost a run pays (CUPTI's set-up and flush) beside its cost per launch
 
 torch.profiler runs in a child process: CUPTI takes one client per process,
 and torch loads its own libcupti. Without torch the torch column is skipped,
@@ -26,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -40,22 +43,35 @@ from pyhipbench.launch_config import LaunchConfig
 WARMUP = 20
 
 
-def copy_plan_runner(device: hb.Device, size_mb: float):
-    """(run, close): run(timer, launches) times `launches` launches of copy at `size_mb` per buffer."""
-    copy = device.load_module(resources.files("pyhipbench") / "kernels" / "copy.ptx").kernel("copy")
-    n = int(size_mb * (1 << 20)) // 4
-    src = device.array(np.ones(n, np.float32))
-    dst = device.empty_like(src)
-    config = LaunchConfig.checked(device.properties.compute_units * 8, 256, 0, device.properties)
-    sets = ArgumentSets(device, copy.params, [src, dst, hb.int64(n)], 1)
-    plan = make_plan(copy, config, sets)
+class CopyRuns:
+    """Launches of copy at `size_mb` per buffer, warm (one argument set), timed by a given timer."""
 
-    def run(timer, launches: int):
-        timer.run(plan, WARMUP, 0)
-        times, _, host_us = timer.run(plan, launches, 0)
+    def __init__(self, device: hb.Device, size_mb: float) -> None:
+        copy = device.load_module(resources.files("pyhipbench") / "kernels" / "copy.ptx").kernel("copy")
+        n = int(size_mb * (1 << 20)) // 4
+        src = device.array(np.ones(n, np.float32))
+        dst = device.empty_like(src)
+        config = LaunchConfig.checked(device.properties.compute_units * 8, 256, 0, device.properties)
+        self.sets = ArgumentSets(device, copy.params, [src, dst, hb.int64(n)], 1)
+        self.plan = make_plan(copy, config, self.sets)
+
+    def times(self, timer, launches: int) -> tuple[np.ndarray, float]:
+        """(µs per kernel, host µs per launch) of `launches` launches, after WARMUP untimed ones."""
+        timer.run(self.plan, WARMUP, 0)
+        times, _, host_us = timer.run(self.plan, launches, 0)
         return np.asarray(times), host_us / launches
 
-    return run, sets.free
+    def run_wall_us(self, timer, launches: int, repeats: int = 20) -> float:
+        """Median wall µs of one whole `run` of `launches` launches: set-up, launches, wait, read-out."""
+        walls = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            timer.run(self.plan, launches, 0)
+            walls.append((time.perf_counter() - start) * 1e6)
+        return float(np.median(walls))
+
+    def close(self) -> None:
+        self.sets.free()
 
 
 def torch_child(sizes_mb: list[float], iterations: int) -> None:
@@ -67,10 +83,10 @@ def torch_child(sizes_mb: list[float], iterations: int) -> None:
     device = hb.Device("cuda")
     durations = {}
     for size in sizes_mb:
-        run, close = copy_plan_runner(device, size)
-        run(device.timer, iterations)  # load, JIT and warm outside the trace
+        runs = CopyRuns(device, size)
+        runs.times(device.timer, iterations)  # load, JIT and warm outside the trace
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            run(device.timer, iterations)
+            runs.times(device.timer, iterations)
             torch.cuda.synchronize()
         with tempfile.TemporaryDirectory() as tmp:
             trace = Path(tmp) / "trace.json"
@@ -81,7 +97,7 @@ def torch_child(sizes_mb: list[float], iterations: int) -> None:
             raise SystemExit(f"torch.profiler traced {len(kernels)} copy kernels at {size} MB, expected "
                              f">= {iterations}")
         durations[str(size)] = kernels[-iterations:]  # the timed launches follow the warm-up ones
-        close()
+        runs.close()
     print(json.dumps(durations))
 
 
@@ -111,16 +127,21 @@ def main() -> None:
     device = hb.Device("cuda")
     # The events timer's host cost before CUPTI is first attached to the process, to see whether
     # CUPTI left attached (disabled, unsubscribed) still costs later launches anything.
-    run, close = copy_plan_runner(device, args.sizes_mb[0])
-    _, events_host_before_cupti = run(device.timer, args.iterations)
-    close()
+    runs = CopyRuns(device, args.sizes_mb[0])
+    _, events_host_before_cupti = runs.times(device.timer, args.iterations)
+    runs.close()
     cupti = _core.make_timer("cupti", device.driver, device.backend.context)
     rows = []
     for size in args.sizes_mb:
-        run, close = copy_plan_runner(device, size)
-        cupti_us, cupti_host = run(cupti, args.iterations)
-        events_us, events_host = run(device.timer, args.iterations)
-        close()
+        runs = CopyRuns(device, size)
+        cupti_us, cupti_host = runs.times(cupti, args.iterations)
+        events_us, events_host = runs.times(device.timer, args.iterations)
+        if size == args.sizes_mb[0]:
+            # A run's fixed cost (CUPTI: callbacks, subscription, enable, flush, disable) beside its
+            # cost per launch: what chunked adaptive stopping pays per chunk.
+            run_wall_us = {name: {launches: runs.run_wall_us(timer, launches) for launches in (1, 101)}
+                           for name, timer in (("cupti", cupti), ("events", device.timer))}
+        runs.close()
         rows.append({"size_mb": size, "cupti_median_us": float(np.median(cupti_us)),
                      "cupti_p10_us": float(np.percentile(cupti_us, 10)),
                      "cupti_p90_us": float(np.percentile(cupti_us, 90)),
@@ -144,12 +165,17 @@ def main() -> None:
         print(line)
     if not isinstance(torch, dict):
         print(f"  torch column skipped: {torch}")
+    for name, walls in run_wall_us.items():
+        print(f"  {name}: one run() of 1 launch {walls[1]:.1f} µs wall, of 101 launches {walls[101]:.1f} µs: "
+              f"fixed {walls[1] - (walls[101] - walls[1]) / 100:.1f} µs + {(walls[101] - walls[1]) / 100:.2f} µs "
+              f"per launch")
     print(f"  events host µs per launch at {args.sizes_mb[0]:g} MB before CUPTI was first used: "
           f"{events_host_before_cupti:.2f} (after: {rows[0]['events_host_us_per_launch']:.2f})")
     print("  target: |cupti - torch| <= max(2 %, 0.1 µs)")
     if args.out:
         args.out.write_text(json.dumps({"device": device.name, "iterations": args.iterations, "rows": rows,
                                         "events_host_us_per_launch_before_cupti": events_host_before_cupti,
+                                        "run_wall_us": run_wall_us,
                                         "torch": torch if isinstance(torch, str) else "read"}, indent=2))
 
 
