@@ -23,6 +23,8 @@ PYBIND11_MODULE(_core, m) {
   py::exception<KernelFault> kernel_fault(m, "KernelFault", driver_error);
   py::register_exception<LibraryError>(m, "LibraryError",
                                        py::make_tuple(error, py::handle(PyExc_OSError)));
+  py::register_exception<MeasurementError>(m, "MeasurementError",
+                                           py::make_tuple(error, py::handle(PyExc_RuntimeError)));
   // Attach the driver's details to the Python exception, so callers can act
   // on the code, not only read the message.
   py::register_exception_translator([](std::exception_ptr p) {
@@ -127,8 +129,10 @@ PYBIND11_MODULE(_core, m) {
         py::arg("name"), py::arg("driver"), py::arg("context"), py::kw_only(),
         py::arg("launches_per_sample") = 0, py::arg("spin_function") = 0,
         py::arg("spin_timeout_ms") = TimerOptions{}.spin_timeout_ms,
-        "A timer `name` ('events', 'graph', 'batched') on `driver`, running in `context` (CUDA: a "
-        "CUcontext handle; HIP: a device ordinal). `launches_per_sample`: kernel nodes per graph, "
+        "A timer `name` ('events', 'graph', 'batched'; CUDA also 'cupti') on `driver`, running in "
+        "`context` (CUDA: a CUcontext handle; HIP: a device ordinal). 'cupti' loads libcupti: "
+        "$PYHIPBENCH_CUPTI_LIBRARY, else libcupti.so.13 / .12 / .so by the loader's search, then under "
+        "$CUDA_HOME and /usr/local/cuda. `launches_per_sample`: kernel nodes per graph, "
         "launches per batch (0 = the default, 100). `spin_function` (batched, HIP only): the handle "
         "of the `spin` kernel of pyhipbench/kernels/amdgpu.ll loaded on the device. "
         "`spin_timeout_ms` (batched): how long the spin kernel waits for a batch to be queued.");

@@ -9,8 +9,10 @@
 namespace pyhipbench {
 
 DynamicLibrary::DynamicLibrary(const std::string& path, const std::string& what,
-                               const std::string& env_var)
-    : path_(path), what_(what), handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+                               const std::string& env_var, bool stay_loaded)
+    : path_(path),
+      what_(what),
+      handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (stay_loaded ? RTLD_NODELETE : 0))) {
   if (handle_ == nullptr) {
     const char* reason = dlerror();
     throw LibraryError("cannot load the " + what + " library '" + path + "': " +
@@ -21,8 +23,10 @@ DynamicLibrary::DynamicLibrary(const std::string& path, const std::string& what,
 
 DynamicLibrary::~DynamicLibrary() { dlclose(handle_); }
 
+void* DynamicLibrary::find(const char* name) const { return dlsym(handle_, name); }
+
 void* DynamicLibrary::symbol(const char* name) const {
-  void* address = dlsym(handle_, name);
+  void* address = find(name);
   if (address == nullptr) {
     throw LibraryError("the " + what_ + " library '" + path_ + "' has no symbol '" + name +
                        "' (driver too old, or not a " + what_ + " library)");

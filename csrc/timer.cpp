@@ -1,10 +1,12 @@
 #include "pyhipbench/timer.hpp"
 
 #include <stdexcept>
+#include <type_traits>
 
 #include "cuda_driver.hpp"
 #include "hip_driver.hpp"
 #include "timers/batched_timer.hpp"
+#include "timers/cupti_timer.hpp"
 #include "timers/event_timer.hpp"
 #include "timers/graph_timer.hpp"
 
@@ -15,18 +17,25 @@ namespace {
 template <class VendorDriver>
 std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_ptr<VendorDriver> driver,
                                          uintptr_t context, const TimerOptions& options) {
+  constexpr bool kCuda = std::is_same<VendorDriver, CudaDriver>::value;
+  const std::string names = kCuda ? "'events', 'graph', 'batched', 'cupti'" : "'events', 'graph', 'batched'";
+  if (name == "cupti" && !kCuda) {
+    throw std::invalid_argument("the cupti timer reads NVIDIA's CUPTI: the " + driver->backend() +
+                                " backend has no cupti timer; expected one of " + names);
+  }
   const size_t launches = options.launches_per_sample;
   if (options.spin_function != 0 && name != "batched") {
     throw std::invalid_argument("spin_function=" + std::to_string(options.spin_function) + ": only the "
                                 "batched timer takes a spin kernel, not '" + name + "'");
   }
-  if (name == "events") {
+  if (name == "events" || name == "cupti") {
     if (launches > 1) {
-      throw std::invalid_argument("launches_per_sample=" + std::to_string(launches) +
-                                  ": the events timer times each launch on its own; expected 1 (or 0, "
+      throw std::invalid_argument("launches_per_sample=" + std::to_string(launches) + ": the " + name +
+                                  " timer times each launch on its own; expected 1 (or 0, "
                                   "the default), or use the 'graph' or 'batched' timer");
     }
-    return std::make_unique<EventTimer<VendorDriver>>(std::move(driver), context);
+    if (name == "events") return std::make_unique<EventTimer<VendorDriver>>(std::move(driver), context);
+    if constexpr (kCuda) return std::make_unique<CuptiTimer>(std::move(driver), context);
   }
   const size_t per_sample = launches == 0 ? TimerOptions::kDefaultLaunchesPerSample : launches;
   if (name == "graph") return std::make_unique<GraphTimer<VendorDriver>>(std::move(driver), context, per_sample);
@@ -35,7 +44,7 @@ std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_pt
                                                         options.spin_function, options.spin_timeout_ms);
   }
   throw std::invalid_argument("unknown timer '" + name + "' for the " + driver->backend() +
-                              " backend; expected one of 'events', 'graph', 'batched'");
+                              " backend; expected one of " + names);
 }
 
 }  // namespace

@@ -11,18 +11,19 @@ class around a candidate and nothing else escapes:
     ├── ToolchainError    no usable assembler / linker / disassembler
     ├── NoDeviceError     no usable GPU, driver or Python bindings
     ├── LibraryError      a driver library could not be loaded (C++ core; also an OSError)
+    ├── MeasurementError  the launches ran but a timer could not time each (C++ core; e.g. CUPTI dropped records)
     └── DriverError       a driver call failed (`call`, `code`, `driver_message`)
         └── KernelFault   a kernel faulted while running (`context_usable`)
 
-`DriverError`, `KernelFault` and `LibraryError` are raised by the C++ core
+`DriverError`, `KernelFault`, `LibraryError` and `MeasurementError` are raised by the C++ core
 (pyhipbench._core) and, through `driver_error`, by the Python backends.
 """
 from __future__ import annotations
 
-from ._core import DriverError, Error, KernelFault, LibraryError
+from ._core import DriverError, Error, KernelFault, LibraryError, MeasurementError
 
 __all__ = ["Error", "BenchError", "IRError", "CodegenError", "VerificationError", "ToolchainError",
-           "NoDeviceError", "LibraryError", "DriverError", "KernelFault", "driver_error"]
+           "NoDeviceError", "LibraryError", "MeasurementError", "DriverError", "KernelFault", "driver_error"]
 
 
 class BenchError(Error, ValueError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from fakes.build import build_fake
+from fakes.cupti import FakeCupti
 from fakes.driver import FakeDriver
 from fakes.host_backend import HostBackend
 
@@ -14,7 +15,9 @@ from pyhipbench import _core
 @pytest.fixture(scope="session")
 def fake_libraries(tmp_path_factory):
     directory = tmp_path_factory.mktemp("fake-drivers")
-    return {"cuda": build_fake(directory, "libcuda.so.1"), "hip": build_fake(directory, "libamdhip64.so")}
+    libraries = {"cuda": build_fake(directory, "libcuda.so.1"), "hip": build_fake(directory, "libamdhip64.so")}
+    libraries["cupti"] = build_fake(directory, "libcupti.so")  # linked to the fake libcuda beside it
+    return libraries
 
 
 @pytest.fixture(params=["cuda", "hip"])
@@ -30,6 +33,13 @@ def fake_driver(fake_libraries, backend_name):
 @pytest.fixture
 def fake_driver_cuda(fake_libraries):
     return FakeDriver(fake_libraries["cuda"])
+
+
+@pytest.fixture
+def fake_cupti(fake_libraries, monkeypatch):
+    """The fake libcupti, reset, and named by PYHIPBENCH_CUPTI_LIBRARY for the core to load."""
+    monkeypatch.setenv("PYHIPBENCH_CUPTI_LIBRARY", str(fake_libraries["cupti"]))
+    return FakeCupti(fake_libraries["cupti"])
 
 
 @pytest.fixture

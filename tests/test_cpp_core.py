@@ -1,6 +1,7 @@
 """The core as a C++ tuner embeds it: no Python, built with sanitizers, on the fake drivers."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,7 +10,8 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 CORE_SOURCES = ["launch_plan.cpp", "dynamic_library.cpp", "errors.cpp", "driver.cpp", "cuda_driver.cpp",
-                "hip_driver.cpp", "timer.cpp"]
+                "hip_driver.cpp", "timer.cpp",
+                "cupti.cpp", "timers/cupti_timer.cpp"]
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +28,7 @@ def embed_core(tmp_path_factory):
 
 
 def test_core_embeds_without_python_and_is_memory_clean(embed_core, fake_libraries, backend_name):
+    env = {**os.environ, "PYHIPBENCH_CUPTI_LIBRARY": str(fake_libraries["cupti"])}
     result = subprocess.run([str(embed_core), backend_name, str(fake_libraries[backend_name])],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr

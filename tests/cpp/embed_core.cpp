@@ -1,6 +1,7 @@
 // A C++ tuner's use of the core, without Python: built by test_cpp_core.py
 // against csrc/include with AddressSanitizer and UBSan, and run on the fake
-// driver named by argv[1] ("cuda" or "hip") and argv[2] (its path).
+// driver named by argv[1] ("cuda" or "hip") and argv[2] (its path). On CUDA
+// the cupti timer runs too, on the fake libcupti that $PYHIPBENCH_CUPTI_LIBRARY names.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -65,6 +66,15 @@ int main(int argc, char** argv) {
   if (empty.args(0) != nullptr || events->run(empty, 3, 0).times_us.size() != 3 ||
       graph->run(empty, 3, 0).times_us.size() != 3 || batched->run(empty, 3, 0).times_us.size() != 3) {
     return fails("empty plan");
+  }
+  if (std::string(argv[1]) == "cuda") {
+    // Runs of 1 to 12000 samples: records spanning several of CUPTI's buffers.
+    std::unique_ptr<Timer> cupti = make_timer("cupti", driver, fake_context(argv[1]));
+    LaunchPlan plan(0x1234, "k", LaunchConfig{}, {std::string(17, 'a'), std::string(17, 'b')}, {0, 16});
+    for (size_t samples : {1, 5, 12000, 3}) {
+      Timings t = cupti->run(plan, samples, 1);
+      if (t.times_us.size() != samples || t.times_us[0] <= 0) return fails("cupti: wrong samples");
+    }
   }
   // The timers keep the driver alive: dropping the caller's handle first is fine.
   driver.reset();

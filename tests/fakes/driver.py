@@ -26,6 +26,7 @@ class FakeDriver:
         self.lib = ctypes.CDLL(self.path)  # the same handle the core's dlopen gets
         self.lib.fake_get_record.restype = ctypes.POINTER(FakeRecord)
         self.lib.fake_set_launch_ms.argtypes = [ctypes.c_double]
+        self.lib.fake_set_launch_ms_step.argtypes = [ctypes.c_double]
         self.lib.fake_fail.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int]
         # Devices and timers of earlier tests release their events and streams
         # when collected: collect them now, so their calls are not in this record.

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_launch_observer.h"
+
 #define MAX_RECORDS 65536
 #define MAX_ARGS 8
 
@@ -38,6 +40,7 @@ static int record_count;
 static int arg_count_to_read = 0;
 static double clock_ms;
 static double launch_ms = 0.004; /* each launch takes 4 µs on the fake clock */
+static double launch_ms_step;     /* ... plus this much more than the launch before it */
 static char fail_call[40];
 static int fail_code;
 static int fail_after; /* fail on the (fail_after+1)-th call of fail_call */
@@ -48,12 +51,14 @@ static int current_device;          /* HIP: the current device */
 static int spin_queue_limit;        /* launches a blocking spin kernel lets queue; 0 = no limit */
 static uintptr_t context_stack[64]; /* CUDA: the calling thread's context stack */
 static int context_depth;
+static fake_launch_observer launch_observer; /* the fake libcupti, when loaded */
 
 /* ---- control and inspection, for the tests ---- */
 void fake_reset(void) {
   record_count = 0;
   clock_ms = 0;
   launch_ms = 0.004;
+  launch_ms_step = 0;
   fail_call[0] = 0;
   fail_code = fail_after = sticky_code = fail_sticky = 0;
   arg_count_to_read = 0;
@@ -64,9 +69,11 @@ void fake_reset(void) {
 int fake_record_count(void) { return record_count; }
 const fake_record* fake_get_record(int i) { return &records[i]; }
 void fake_set_launch_ms(double ms) { launch_ms = ms; }
+void fake_set_launch_ms_step(double ms) { launch_ms_step = ms; }
 void fake_set_args_to_read(int n) { arg_count_to_read = n < MAX_ARGS ? n : MAX_ARGS; }
 int fake_live_events(void) { return live_events; }
 int fake_context_depth(void) { return context_depth; }
+void fake_set_launch_observer(fake_launch_observer observer) { launch_observer = observer; }
 /* Makes the (after+1)-th call named `call` return `code`; with `sticky`, every
  * later call returns it too, as a real driver does after a kernel fault. */
 void fake_fail(const char* call, int code, int after, int sticky) {
@@ -414,6 +421,7 @@ static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
   r->stop_event = (uintptr_t)stop;
   if (start) { start->time_ms = clock_ms; start->recorded = 1; }
   clock_ms += launch_ms;
+  launch_ms += launch_ms_step;
   if (stop) { stop->time_ms = clock_ms; stop->recorded = 1; }
   return 0;
 }
@@ -577,10 +585,14 @@ int cuModuleUnload(fake_module* module) {
 }
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
-  (void)extra;
   const uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  return record_launch("cuLaunchKernel", (uintptr_t)f, grid, block, shared, (uintptr_t)stream,
-                       params, NULL, NULL);
+  const fake_launch_params call = {f, gx, gy, gz, bx, by, bz, shared, stream, params, extra};
+  if (launch_observer) launch_observer(FAKE_LAUNCH_ENTER, &call, 0, 0, 0);
+  const double start_ms = clock_ms;
+  const int result = record_launch("cuLaunchKernel", (uintptr_t)f, grid, block, shared,
+                                   (uintptr_t)stream, params, NULL, NULL);
+  if (launch_observer) launch_observer(FAKE_LAUNCH_EXIT, &call, result, start_ms, clock_ms);
+  return result;
 }
 
 /* ---- HIP runtime API ---- */

@@ -1,5 +1,5 @@
 // The errors the core raises: a failed driver call, a kernel fault, a library
-// that cannot be loaded.
+// that cannot be loaded, a run that could not be measured.
 #pragma once
 
 #include <stdexcept>
@@ -38,6 +38,13 @@ class KernelFault : public DriverError {
 
 // The driver library could not be loaded or lacks a symbol.
 class LibraryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The launches ran but the timer could not read a time for each of them (for
+// example CUPTI dropped kernel records): the run has no trustworthy samples.
+class MeasurementError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -2,6 +2,9 @@
 //
 //   events   an event pair around each launch (HIP: the events
 //            hipExtModuleLaunchKernel records around exactly that dispatch)
+//   cupti    (CUDA) each kernel's start and end on the GPU, from CUPTI's kernel
+//            activity records; libcupti is loaded at run time
+//            ($PYHIPBENCH_CUPTI_LIBRARY overrides where from)
 //   graph    a graph of N launches, the rotation unrolled inside it, replayed
 //            between one event pair; a sample is the graph's time / N
 //   batched  N back-to-back launches between one event pair, queued behind a

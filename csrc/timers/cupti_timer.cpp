@@ -1,0 +1,48 @@
+#include "timers/cupti_timer.hpp"
+
+#include <chrono>
+
+namespace pyhipbench {
+
+CuptiTimer::CuptiTimer(std::shared_ptr<CudaDriver> driver, uintptr_t context, const std::string& cupti_library)
+    : TimerBase<CudaDriver>("cupti", std::move(driver), context), cupti_(cupti_library) {}
+
+CuptiTimer::~CuptiTimer() {
+  try {
+    CurrentContext current(*driver_, context_);
+    destroy_events();
+  } catch (const DriverError&) {
+    // The context is gone (a sticky fault): its event went with it.
+  }
+}
+
+Timings CuptiTimer::run(LaunchPlan& plan, size_t samples, size_t first_set) {
+  std::lock_guard<std::mutex> one_run_at_a_time(running_);
+  const CudaDriver& driver = *driver_;
+  driver.check_plan(plan);
+  Timings timings;
+  if (samples == 0) return timings;
+  CurrentContext current(driver, context_);
+  grow_event_pool(1);
+  const Event done = events_[0];
+  const auto stream = reinterpret_cast<Stream>(plan.config().stream);
+  const size_t sets = plan.sets();
+  size_t set = first_set % sets;
+
+  CuptiKernelTrace trace(cupti_, reinterpret_cast<uintptr_t>(context_), plan.function(), samples);
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < samples; ++i) {
+    const Status status = driver.launch(plan, plan.args(set), stream, nullptr, nullptr);
+    if (status.code != 0) fail(plan, status.call, status.code);
+    set = set + 1 == sets ? 0 : set + 1;
+  }
+  timings.host_us = elapsed_us(start);
+  // CUPTI's flush does not wait for the GPU: the last kernel must have ended
+  // before its record is complete.
+  check(plan, CudaDriver::kEventRecord, driver.event_record(done, stream));
+  check(plan, CudaDriver::kEventSynchronize, driver.event_synchronize(done));
+  trace.finish(plan.config(), plan.kernel_name(), timings.times_us);
+  return timings;
+}
+
+}  // namespace pyhipbench

@@ -1,0 +1,341 @@
+/* A fake CUPTI (libcupti) for CPU-only tests of the cupti timer.
+ *
+ * Built as libcupti.so beside the fake libcuda.so.1 and linked to it, as the
+ * real libcupti is to the real driver; it registers itself with the fake
+ * driver (fake_set_launch_observer) when loaded. Then every fake
+ * cuLaunchKernel goes through CUPTI's driver API callback, with a correlation
+ * id, and - while kernel activity is enabled - writes a kernel activity record
+ * holding the launch's grid, block and start/end on the fake clock into the
+ * buffers the core supplied. A full buffer is handed back at once, a partial
+ * one on flush. Tests steer it and read its call log through ctypes
+ * (fake_cupti_* below, tests/fakes/cupti.py).
+ *
+ * Record layout: the kernel record prefix CUPTI has kept since
+ * CUpti_ActivityKernel4 (kind 0, start 16, end 24, streamId 48, grid 52,
+ * block 64, correlationId 92), padded to the size of the version faked
+ * (216 bytes: CUpti_ActivityKernel10 of CUPTI 13; 208: Kernel9 of CUPTI 12).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fake_launch_observer.h"
+
+#define KIND_KERNEL 3
+#define KIND_CONCURRENT_KERNEL 10
+#define KIND_OVERHEAD 17 /* a non-kernel record the core must step over */
+#define OVERHEAD_RECORD_BYTES 40
+#define DOMAIN_DRIVER_API 1
+#define CBID_CU_LAUNCH_KERNEL 307
+#define GPU_EPOCH_NS 1000000000ull /* the fake GPU clock's reading at fake time 0 */
+
+enum {
+  SUCCESS = 0,
+  ERROR_INVALID_PARAMETER = 1,
+  ERROR_MAX_LIMIT_REACHED = 12,
+  ERROR_INVALID_KIND = 21,
+  ERROR_MULTIPLE_SUBSCRIBERS = 39,
+  ERROR_UNKNOWN = 999,
+};
+
+typedef void (*callback_function)(void* userdata, int domain, uint32_t cbid, const void* data);
+typedef void (*buffer_requested_function)(uint8_t** buffer, size_t* size, size_t* max_records);
+typedef void (*buffer_completed_function)(void* context, uint32_t stream_id, uint8_t* buffer,
+                                          size_t size, size_t valid_size);
+
+/* CUpti_CallbackData. */
+typedef struct {
+  int callback_site;
+  const char* function_name;
+  const void* function_params;
+  void* function_return_value;
+  const char* symbol_name;
+  void* context;
+  uint32_t context_uid;
+  uint64_t* correlation_data;
+  uint32_t correlation_id;
+} callback_data;
+
+static uint32_t version;
+static size_t record_bytes;
+static int subscribed, other_subscriber, launch_callback_enabled;
+static callback_function subscriber_function;
+static void* subscriber_userdata;
+static buffer_requested_function buffer_requested;
+static buffer_completed_function buffer_completed;
+static int concurrent_kernel_enabled, kernel_enabled;
+static uint8_t* buffer;
+static size_t buffer_size, buffer_used;
+static size_t dropped;
+static uint32_t next_correlation_id;
+static uint32_t launch_correlation_id; /* of the cuLaunchKernel in progress */
+static int foreign_records_per_launch, records_to_drop, records_without_time, records_with_wrong_grid;
+static int buffers_requested, buffers_completed, buffers_refused;
+static char call_log[16384];
+static char fail_call[48];
+static int fail_code;
+
+/* ---- control and inspection, for the tests ---- */
+void fake_cupti_reset(void) {
+  subscribed = launch_callback_enabled = concurrent_kernel_enabled = kernel_enabled = 0;
+  buffer = NULL; /* the core's; it keeps its buffers for the process's lifetime */
+  buffer_used = buffer_size = 0;
+  version = 130001;
+  record_bytes = 216;
+  other_subscriber = 0;
+  foreign_records_per_launch = records_to_drop = records_without_time = records_with_wrong_grid = 0;
+  buffers_requested = buffers_completed = buffers_refused = 0;
+  dropped = 0;
+  next_correlation_id = 1000;
+  call_log[0] = 0;
+  fail_call[0] = 0;
+  fail_code = 0;
+}
+void fake_cupti_set_version(uint32_t v) { version = v; }
+void fake_cupti_set_record_bytes(size_t n) { record_bytes = n; }
+/* Another CUPTI client (nsys, torch.profiler) holds the callback subscription. */
+void fake_cupti_set_other_subscriber(int on) { other_subscriber = on; }
+/* Before each of our kernel records: this many records of other launches. */
+void fake_cupti_set_foreign_records(int n) { foreign_records_per_launch = n; }
+void fake_cupti_drop_records(int n) { records_to_drop = n; }
+void fake_cupti_records_without_time(int n) { records_without_time = n; }
+void fake_cupti_records_with_wrong_grid(int n) { records_with_wrong_grid = n; }
+/* Makes the next call named `call` return `code`. */
+void fake_cupti_fail(const char* call, int code) {
+  strncpy(fail_call, call, sizeof fail_call - 1);
+  fail_code = code;
+}
+const char* fake_cupti_log(void) { return call_log; }
+int fake_cupti_buffers_requested(void) { return buffers_requested; }
+int fake_cupti_buffers_completed(void) { return buffers_completed; }
+int fake_cupti_subscribed(void) { return subscribed; }
+int fake_cupti_activity_enabled(void) { return concurrent_kernel_enabled || kernel_enabled; }
+
+/* Logs the call; the error it should return, if one was injected. */
+static int enter(const char* call) {
+  const size_t used = strlen(call_log);
+  snprintf(call_log + used, sizeof call_log - used, "%s%s", used ? " " : "", call);
+  if (fail_call[0] && strcmp(call, fail_call) == 0) {
+    fail_call[0] = 0;
+    return fail_code;
+  }
+  return SUCCESS;
+}
+
+/* ---- activity buffers ---- */
+static void complete_buffer(void) {
+  if (!buffer) return;
+  uint8_t* full = buffer;
+  const size_t valid = buffer_used, size = buffer_size;
+  buffer = NULL;
+  buffer_used = buffer_size = 0;
+  ++buffers_completed;
+  buffer_completed(NULL, 0, full, size, valid);
+}
+
+/* Space for a record of `bytes` in the current buffer, asking the core for a
+ * new buffer when it is full; NULL (and the record counted as dropped) if the
+ * core gives none big enough. */
+static uint8_t* space_for(size_t bytes) {
+  if (buffer && buffer_used + bytes > buffer_size) complete_buffer();
+  if (!buffer) {
+    uint8_t* fresh = NULL;
+    size_t size = 0, max_records = 0;
+    ++buffers_requested;
+    buffer_requested(&fresh, &size, &max_records);
+    if (!fresh || size < bytes) {
+      ++buffers_refused;
+      ++dropped;
+      return NULL;
+    }
+    buffer = fresh;
+    buffer_size = size;
+    buffer_used = 0;
+  }
+  uint8_t* at = buffer + buffer_used;
+  memset(at, 0, bytes);
+  buffer_used += bytes;
+  return at;
+}
+
+static void put32(uint8_t* record, size_t offset, uint32_t value) { memcpy(record + offset, &value, 4); }
+static void put64(uint8_t* record, size_t offset, uint64_t value) { memcpy(record + offset, &value, 8); }
+
+static void write_kernel_record(uint32_t correlation_id, const fake_launch_params* call,
+                                uint64_t start_ns, uint64_t end_ns) {
+  uint8_t* record = space_for(record_bytes);
+  if (!record) return;
+  put32(record, 0, concurrent_kernel_enabled ? KIND_CONCURRENT_KERNEL : KIND_KERNEL);
+  put64(record, 16, start_ns);
+  put64(record, 24, end_ns);
+  put32(record, 48, (uint32_t)((uintptr_t)call->stream & 0xFFFF) + 7); /* streamId */
+  put32(record, 52, call->grid_x);
+  put32(record, 56, call->grid_y);
+  put32(record, 60, call->grid_z);
+  put32(record, 64, call->block_x);
+  put32(record, 68, call->block_y);
+  put32(record, 72, call->block_z);
+  put32(record, 92, correlation_id);
+}
+
+static void write_foreign_records(void) {
+  const fake_launch_params other = {(void*)0xBEEF, 1, 1, 1, 32, 1, 1, 0, (void*)0x5, NULL, NULL};
+  for (int i = 0; i < foreign_records_per_launch; ++i) {
+    if (i % 2) {
+      uint8_t* overhead = space_for(OVERHEAD_RECORD_BYTES);
+      if (overhead) put32(overhead, 0, KIND_OVERHEAD);
+    } else {
+      write_kernel_record(next_correlation_id++, &other, GPU_EPOCH_NS, GPU_EPOCH_NS + 123);
+    }
+  }
+}
+
+/* Called by the fake driver around each cuLaunchKernel. */
+static void observe_launch(int site, const fake_launch_params* call, int result, double start_ms,
+                           double end_ms) {
+  if (site == FAKE_LAUNCH_ENTER) launch_correlation_id = next_correlation_id++;
+  if (subscribed && launch_callback_enabled) {
+    int returned = result;
+    callback_data data = {site, "cuLaunchKernel", call, &returned, "kern", NULL, 1, NULL,
+                          launch_correlation_id};
+    subscriber_function(subscriber_userdata, DOMAIN_DRIVER_API, CBID_CU_LAUNCH_KERNEL, &data);
+  }
+  if (site != FAKE_LAUNCH_EXIT || result != 0 || !(concurrent_kernel_enabled || kernel_enabled)) return;
+  write_foreign_records();
+  if (records_to_drop > 0) {
+    --records_to_drop;
+    ++dropped;
+    return;
+  }
+  uint64_t start_ns = GPU_EPOCH_NS + (uint64_t)(start_ms * 1e6 + 0.5);
+  uint64_t end_ns = GPU_EPOCH_NS + (uint64_t)(end_ms * 1e6 + 0.5);
+  if (records_without_time > 0) {
+    --records_without_time;
+    start_ns = end_ns = 0;
+  }
+  fake_launch_params reported = *call;
+  if (records_with_wrong_grid > 0) {
+    --records_with_wrong_grid;
+    reported.grid_x += 1;
+  }
+  write_kernel_record(launch_correlation_id, &reported, start_ns, end_ns);
+}
+
+__attribute__((constructor)) static void attach_to_driver(void) {
+  fake_cupti_reset();
+  fake_set_launch_observer(observe_launch);
+}
+
+/* ---- the CUPTI API ---- */
+int cuptiGetVersion(uint32_t* v) {
+  int err = enter("cuptiGetVersion");
+  if (err) return err;
+  *v = version;
+  return SUCCESS;
+}
+
+static const char* result_name(int result) {
+  switch (result) {
+    case SUCCESS: return "CUPTI_SUCCESS";
+    case ERROR_INVALID_PARAMETER: return "CUPTI_ERROR_INVALID_PARAMETER";
+    case ERROR_MAX_LIMIT_REACHED: return "CUPTI_ERROR_MAX_LIMIT_REACHED";
+    case ERROR_INVALID_KIND: return "CUPTI_ERROR_INVALID_KIND";
+    case ERROR_MULTIPLE_SUBSCRIBERS: return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+    default: return NULL;
+  }
+}
+
+int cuptiGetResultString(int result, const char** text) {
+  const char* name = result_name(result);
+  if (!name) return ERROR_INVALID_PARAMETER;
+  *text = name;
+  return SUCCESS;
+}
+
+int cuptiGetErrorMessage(int result, const char** text) {
+  switch (result) {
+    case ERROR_INVALID_PARAMETER: *text = "Invalid parameter"; return SUCCESS;
+    case ERROR_MULTIPLE_SUBSCRIBERS:
+      *text = "CUPTI doesn't allow multiple callback subscribers";
+      return SUCCESS;
+    default: return ERROR_INVALID_PARAMETER;
+  }
+}
+
+int cuptiSubscribe(void** subscriber, callback_function function, void* userdata) {
+  int err = enter("cuptiSubscribe");
+  if (err) return err;
+  if (subscribed || other_subscriber) return ERROR_MULTIPLE_SUBSCRIBERS;
+  subscribed = 1;
+  subscriber_function = function;
+  subscriber_userdata = userdata;
+  *subscriber = &subscribed;
+  return SUCCESS;
+}
+
+int cuptiEnableCallback(uint32_t enable, void* subscriber, int domain, uint32_t cbid) {
+  int err = enter("cuptiEnableCallback");
+  if (err) return err;
+  if (!subscribed || subscriber != &subscribed) return ERROR_INVALID_PARAMETER;
+  if (domain == DOMAIN_DRIVER_API && cbid == CBID_CU_LAUNCH_KERNEL) launch_callback_enabled = enable != 0;
+  return SUCCESS;
+}
+
+int cuptiUnsubscribe(void* subscriber) {
+  int err = enter("cuptiUnsubscribe");
+  if (err) return err;
+  if (!subscribed || subscriber != &subscribed) return ERROR_INVALID_PARAMETER;
+  subscribed = launch_callback_enabled = 0;
+  return SUCCESS;
+}
+
+int cuptiActivityRegisterCallbacks(buffer_requested_function requested, buffer_completed_function completed) {
+  int err = enter("cuptiActivityRegisterCallbacks");
+  if (err) return err;
+  if (!requested || !completed) return ERROR_INVALID_PARAMETER;
+  buffer_requested = requested;
+  buffer_completed = completed;
+  return SUCCESS;
+}
+
+static int set_kind(const char* call, int kind, int on) {
+  int err = enter(call);
+  if (err) return err;
+  if (kind == KIND_CONCURRENT_KERNEL) concurrent_kernel_enabled = on;
+  else if (kind == KIND_KERNEL) kernel_enabled = on;
+  else return ERROR_INVALID_KIND;
+  return SUCCESS;
+}
+int cuptiActivityEnable(int kind) { return set_kind("cuptiActivityEnable", kind, 1); }
+int cuptiActivityDisable(int kind) { return set_kind("cuptiActivityDisable", kind, 0); }
+
+int cuptiActivityFlushAll(uint32_t flag) {
+  int err = enter(flag & 1 ? "cuptiActivityFlushAll(forced)" : "cuptiActivityFlushAll");
+  if (err) return err;
+  if (!buffer_completed) return 7; /* CUPTI_ERROR_INVALID_OPERATION: no callbacks registered */
+  if (buffer && buffer_used > 0) complete_buffer();
+  return SUCCESS;
+}
+
+int cuptiActivityGetNextRecord(uint8_t* records, size_t valid_bytes, uint8_t** record) {
+  if (!records) return ERROR_INVALID_PARAMETER;
+  size_t at = 0;
+  if (*record) {
+    uint32_t kind;
+    memcpy(&kind, *record, 4);
+    at = (size_t)(*record - records) + (kind == KIND_OVERHEAD ? OVERHEAD_RECORD_BYTES : record_bytes);
+  }
+  if (at >= valid_bytes) return ERROR_MAX_LIMIT_REACHED;
+  *record = records + at;
+  return SUCCESS;
+}
+
+int cuptiActivityGetNumDroppedRecords(void* context, uint32_t stream_id, size_t* count) {
+  (void)context;
+  (void)stream_id;
+  int err = enter("cuptiActivityGetNumDroppedRecords");
+  if (err) return err;
+  *count = dropped;
+  dropped = 0;
+  return SUCCESS;
+}
