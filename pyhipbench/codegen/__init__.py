@@ -103,7 +103,7 @@ def processor_of(target: str) -> str:
         listed = ", ".join(p for p in known if p.startswith(family))
         raise CodegenError(
             f"unknown target {processor!r}: llvmlite's LLVM {llvm.llvm_version_info[0]} "
-            f"does not know this processor. It knows: {listed}"
+            f"does not know this processor; expected one it knows: {listed}"
         )
     return processor
 
