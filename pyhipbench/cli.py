@@ -81,7 +81,7 @@ def _target(text: str) -> str:
     """A processor compile_ir knows (gfx942, gfx942:xnack-, sm_90), checked before any work."""
     try:
         triple_of(archs.base_arch(text))
-X
+    except Error as e:  # codegen's "unknown target" names the value and the expected forms
         raise argparse.ArgumentTypeError(str(e)) from None
     return text
 
