@@ -203,14 +203,14 @@ void CuptiLibrary::check(const char* call, cupti::Result result) const {
 // ---- one run's trace ----
 
 CuptiKernelTrace::CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context, uintptr_t function,
-                                   size_t launches)
+                                   size_t launches, size_t other_records)
     : cupti_(cupti),
       context_(reinterpret_cast<cupti::Context>(context)),
       function_(function),
       thread_(std::this_thread::get_id()),
       one_trace_at_a_time_(trace_mutex()),
       correlation_ids_(launches, 0) {
-  buffer_pool().prepare(launches);
+  buffer_pool().prepare(launches + other_records);
   try {
     start();
   } catch (...) {

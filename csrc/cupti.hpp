@@ -123,7 +123,10 @@ class CuptiLibrary {
 class CuptiKernelTrace {
  public:
   // `context`: the CUcontext the launches run in (where CUPTI counts dropped records).
-  CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context, uintptr_t function, size_t launches);
+  // `other_records`: kernels of other functions this run launches too (a
+  // clean step), whose records also need buffer space.
+  CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context, uintptr_t function, size_t launches,
+                   size_t other_records = 0);
   ~CuptiKernelTrace();
   CuptiKernelTrace(const CuptiKernelTrace&) = delete;
   CuptiKernelTrace& operator=(const CuptiKernelTrace&) = delete;

@@ -226,3 +226,14 @@ def test_the_installed_libcupti_has_every_entry_point_the_core_resolves(fake_lib
     assert child.returncode == 0, child.stderr
     mapped = json.loads(child.stdout.strip().splitlines()[-1])
     assert len(mapped) == 1 and "libcupti.so" in mapped[0] and "fake" not in mapped[0], mapped
+
+
+def test_the_clean_step_runs_before_each_launch_and_is_not_a_sample(cupti_timer, fake_driver_cuda, fake_cupti):
+    # The fake gives every launch, the clean step's too, its own record; only the plan's are samples.
+    fake_driver_cuda.lib.fake_set_launch_ms_step(0.0005)   # launch k (counting clean steps) runs 4 + 0.5 k µs
+    plan = make_plan()
+    plan.set_clean_step(0xC1EA, "clean step", (16, 1, 1), (256, 1, 1), struct.pack("<Q", 0), [0])
+    times, _, _ = cupti_timer.run(plan, 4, 0)
+    launches = fake_driver_cuda.records("cuLaunchKernel")
+    assert [r.function for r in launches] == [0xC1EA, 0xF00] * 4
+    np.testing.assert_allclose(times, [KERNEL_US + 0.5 * (2 * k + 1) for k in range(4)], atol=1e-9)

@@ -29,9 +29,18 @@ Timings CuptiTimer::run(LaunchPlan& plan, size_t samples, size_t first_set) {
   const size_t sets = plan.sets();
   size_t set = first_set % sets;
 
-  CuptiKernelTrace trace(cupti_, reinterpret_cast<uintptr_t>(context_), plan.function(), samples);
+  LaunchPlan* clean = plan.clean_step();
+  if (clean != nullptr) driver.check_plan(*clean);
+
+  // The trace keeps only the plan's function: the clean step's records are not samples.
+  CuptiKernelTrace trace(cupti_, reinterpret_cast<uintptr_t>(context_), plan.function(), samples,
+                         clean != nullptr ? samples : 0);
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < samples; ++i) {
+    if (clean != nullptr) {
+      const Status cleaned = driver.launch(*clean, clean->args(0), stream, nullptr, nullptr);
+      if (cleaned.code != 0) fail(*clean, cleaned.call, cleaned.code);
+    }
     const Status status = driver.launch(plan, plan.args(set), stream, nullptr, nullptr);
     if (status.code != 0) fail(plan, status.call, status.code);
     set = set + 1 == sets ? 0 : set + 1;
