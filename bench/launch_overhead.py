@@ -116,7 +116,7 @@ def main() -> None:
     config = LaunchConfig.checked(1, 1, 0, device.properties)
     sets = ArgumentSets(device, empty.params, [], 1)
     plan = make_plan(empty, config, sets)
-    device.timer.run(plan, args.iterations, 0)  # warm the event pool and the JIT
+    device.timer("events").run(plan, args.iterations, 0)  # warm the event pool and the JIT
 
     with tempfile.TemporaryDirectory() as tmp:
         plain_loop = PlainLoop(Path(tmp), args.iterations)
@@ -132,7 +132,7 @@ def main() -> None:
             core, plain, python = [], [], []
             for _ in range(args.rounds):
                 before()
-                core.append(device.timer.run(plan, args.iterations, 0)[2] / args.iterations)
+                core.append(device.timer("events").run(plan, args.iterations, 0)[2] / args.iterations)
                 before()
                 plain.append(plain_loop.host_us(empty.handle))
                 before()

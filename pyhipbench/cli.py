@@ -1,4 +1,4 @@
-"""The `pyhipbench` command: info, demo, compile, run.
+"""The `pyhipbench` command: info, demo, compile, run, compare.
 
 `main()` is the one place errors become messages: a pyhipbench.Error (exit 1;
 BenchError, bad input found before anything ran: exit 2) or an OSError
@@ -8,7 +8,6 @@ options (exit 2). Bad input never gives a traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -21,17 +20,20 @@ import numpy as np
 from . import __version__, archs, codeobject, ir
 from .arg_spec import DTYPES, FILLS, ArgSpec, materialize, parse_arg
 from .args import int64
-from .bench import bench
+from .bench import MAX_LAUNCHES, bench
+from .cache import CACHE_STATES
 from .codegen import CodeObject, compile_for_device, compile_ir, triple_of
 from .codegen.nvptx import TRIPLE as NVPTX_TRIPLE
 from .device import Device
 from .errors import BenchError, Error, IRError, NoDeviceError
+from .report import compare, load, render
 from .rotation import plan_rotation
+from .timers import TIMERS, default_timer
 
 MiB = archs.MiB
 MAX_SIZE = (1 << 63) - 1            # bytes: numpy's and the drivers' signed 64-bit sizes
 MAX_DIM = (1 << 32) - 1             # the drivers take each grid and block dimension as 32 bits
-MAX_ITERATIONS = 10_000_000         # each timed iteration keeps two events and a time
+MAX_ITERATIONS = MAX_LAUNCHES      # each timed launch of a chunk keeps its events until the chunk ends
 _SIZE = re.compile(r"(-?(?:\d+(?:\.\d*)?|\.\d+))([KMGT]?)(?:I?B)?")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -67,6 +69,24 @@ def _iterations(text: str) -> int:
 
 def _warmup(text: str) -> int:
     return _whole(text, "a count of warm-up launches", 0, MAX_ITERATIONS)
+
+
+def _fraction(text: str, what: str, low: float, high: float) -> float:
+    try:
+        value = float(text.strip().removesuffix("%")) / (100 if text.strip().endswith("%") else 1)
+    except ValueError:
+        value = None
+    if value is None or not low < value < high:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {what}")
+    return value
+
+
+def _precision(text: str) -> float:
+    return _fraction(text, "a relative precision between 0 and 1 such as 0.01 or 1%", 0, 1)
+
+
+def _seconds(text: str) -> float:
+    return _fraction(text, "a time in seconds above 0, at most a day", 0, 86400.000001)
 
 
 def _shared_bytes(text: str) -> int:
@@ -138,7 +158,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         device = _open_device(args.backend)
     except NoDeviceError as e:
         return _demo_plan_only(e, args.profile)
-    return _demo_run(device, args.iterations)
+    return _demo_run(device)
 
 
 def _demo_plan_only(reason: Exception, profile_name: str) -> int:
@@ -146,48 +166,49 @@ def _demo_plan_only(reason: Exception, profile_name: str) -> int:
     print(f"no GPU here ({reason}); showing the plan for {profile.name} ({profile_name}), nothing is run")
     print(f"  L2 {profile.l2_bytes / MiB:.0f} MiB, last-level cache {profile.llc_bytes / MiB:.0f} MiB, "
           f"{profile.total_bytes / 1e9:.0f} GB")
-    print(f"  {'copy size':>12} {'set (src+dst)':>14} {'sets':>5}  why")
+    print(f"  the copy kernel in each cache state: warm (one argument set), dirty-cold (rotated sets), "
+          f"clean-cold (one set, a {2 * profile.llc_bytes / MiB:.0f} MiB read before each launch)")
+    print(f"  {'copy size':>12} {'set (src+dst)':>14} {'dirty-cold sets':>16}  why")
     for size in _demo_sizes(profile.llc_bytes):
         r = plan_rotation(2 * size, profile.llc_bytes, profile.total_bytes, profile.total_bytes)
-        print(f"  {size / MiB:>9.1f} MiB {2 * size / MiB:>10.1f} MiB {r.sets:>5}  {r.reason}")
-    print("  plus an empty kernel, warm, for launch overhead")
+        print(f"  {size / MiB:>9.1f} MiB {2 * size / MiB:>10.1f} MiB {r.sets:>16}  {r.reason}")
+    timer = "cupti (kernel time from CUPTI activity records)" if profile.backend == "cuda" else \
+        "events (hipExtModuleLaunchKernel's events around the dispatch)"
+    print(f"  timer: {timer}; each run stops once the median's 95 % CI is within ±1 %")
+    print("  plus an empty kernel, warm, with the default timer and with per-launch events")
     return 0
 
 
-def _bundled_kernels(device):
-    """The demo's copy and empty kernels: PTX on CUDA; on HIP, IR compiled for the device."""
+def _demo_run(device) -> int:
     kernels = resources.files("pyhipbench") / "kernels"
     if device.backend.name == "cuda":
         copy = device.load_module(kernels / "copy.ptx").kernel("copy")
-        return copy, device.load_module(kernels / "empty.ptx").kernel("empty")
-    module = device.load_module(compile_for_device(Path(kernels / "amdgpu.ll"), device).data)
-    return module.kernel("copy"), module.kernel("empty")
-
-
-def _demo_run(device, iterations: int) -> int:
-    copy, empty = _bundled_kernels(device)
+        empty = device.load_module(kernels / "empty.ptx").kernel("empty")
+    else:
+        copy, empty = device.bundled_amd_module().kernel("copy"), device.bundled_amd_module().kernel("empty")
     p = device.properties
-    print(f"{p.name} ({p.arch}), last-level cache {p.llc_bytes / MiB:.0f} MiB; "
-          f"event-timed medians over {iterations} iterations")
-    print(f"{'kernel':<8} {'size':>10} {'cache':<11} {'sets':>5} {'median µs':>10} {'GB/s':>8} {'host µs/it':>11}")
+    print(f"{p.name} ({p.arch}), last-level cache {p.llc_bytes / MiB:.0f} MiB; medians to a ±1 % 95 % CI")
+    print(f"{'kernel':<7} {'size':>10} {'cache':<11} {'timer':<7} {'sets':>5} {'median µs':>10} {'CI ±':>7} "
+          f"{'samples':>7} {'GB/s':>7} {'wall ms':>8}")
+
+    def row(kernel: str, size: str, r, gbps: str) -> None:
+        print(f"{kernel:<7} {size:>10} {r.cache_state:<11} {r.timer:<7} {r.rotation.sets:>5} {r.median_us:>10.3f} "
+              f"{100 * r.stats.rel_ci:>6.2f}% {r.samples:>7} {gbps:>7} {1e3 * r.wall_s:>8.1f}")
+
     for size in _demo_sizes(p.llc_bytes):
         n = size // 4
         src = device.array(np.arange(n, dtype=np.float32))
         dst = device.empty_like(src)
-        block = 256
-        grid = min(-(-n // block), p.compute_units * 8)
-        for rotate in (1, "auto"):
-            r = bench(copy, grid, block, [src, dst, int64(n)], iterations=iterations, rotate=rotate)
-            gbps = 2 * size / (r.median_us * 1e3)
-            print(f"{'copy':<8} {size / MiB:>6.1f} MiB {r.cache_state:<11} {r.rotation.sets:>5} "
-                  f"{r.median_us:>10.2f} {gbps:>8.0f} {r.host_us_per_iteration:>11.2f}")
+        grid = min(-(-n // 256), p.compute_units * 8)
+        for cache in CACHE_STATES:
+            r = bench(copy, grid, 256, [src, dst, int64(n)], cache=cache)
+            row("copy", f"{size / MiB:.1f} MiB", r, f"{2 * size / (r.median_us * 1e3):.0f}")
         src.free()
         dst.free()
-    r = bench(empty, 1, 1, [], iterations=iterations, rotate=1)
-    print(f"{'empty':<8} {'-':>10} {r.cache_state:<11} {r.rotation.sets:>5} {r.median_us:>10.2f} "
-          f"{'-':>8} {r.host_us_per_iteration:>11.2f}")
-    print("dirty-cold = rotating buffer sets (earlier outputs still in L2, being written back); "
-          "warm = one set")
+    for timer in dict.fromkeys((default_timer(device), "events")):
+        row("empty", "-", bench(empty, 1, 1, [], cache="warm", timer=timer), "-")
+    print("warm: one argument set; dirty-cold: rotated sets (earlier outputs still in the cache, written back "
+          "during the kernel); clean-cold: one set, the cache cleaned by a read before each launch (untimed)")
     return 0
 
 
@@ -274,22 +295,28 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_result(path: Path, text: str) -> int:
-    """Writes the result JSON; if that fails, prints it so the measurement is not lost (exit 1)."""
-    try:
-        path.write_text(text)
-    except OSError as e:
-        print(text)
-        print(f"pyhipbench run: could not write {path}: {e.strerror or e}; the result JSON is printed "
-              "on stdout instead", file=sys.stderr)
-        return 1
-    print(f"wrote {path}")
-    return 0
+def _write_reports(paths: list[Path], results: list[dict]) -> int:
+    """Writes each report; one that cannot be written is printed instead, so the
+    measurement is not lost (exit 1)."""
+    status = 0
+    for path in paths:
+        text = render(path, results)
+        try:
+            path.write_text(text)
+        except OSError as e:
+            print(text)
+            print(f"pyhipbench run: could not write {path}: {e.strerror or e}; the report is printed "
+                  "on stdout instead", file=sys.stderr)
+            status = 1
+            continue
+        print(f"wrote {path}")
+    return status
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.json is not None:
-        _check_output("--json", args.json, args.input)
+    for path in args.out:
+        _check_output("--out", path, args.input)
+        render(path, [])  # an unknown format is refused before any work
     kind, source = _read_input(args.input)
     if kind == "code object" and args.no_icache_flush:
         raise BenchError(f"--no-icache-flush applies to LLVM IR input only; {args.input} is already a "
@@ -302,10 +329,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         source = code.data
     kernel = device.load_module(source).kernel(args.kernel)
     kernel_args = [materialize(spec, device) for spec in args.arg]
-    result = bench(kernel, args.grid, args.block, kernel_args, iterations=args.iterations,
+    result = bench(kernel, args.grid, args.block, kernel_args, timer=args.timer, cache=args.cache,
+                   precision=args.precision, max_time_s=args.max_time, iterations=args.iterations,
                    warmup=args.warmup, rotate=args.rotate, shared_bytes=args.shared_bytes)
     print(result.summary())
-    return _write_result(args.json, json.dumps(result.to_dict(), indent=2)) if args.json else 0
+    return _write_reports(args.out, [result.to_dict()])
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    comparisons = compare(load(args.a), load(args.b))
+    if not comparisons:
+        raise BenchError(f"{args.a} and {args.b} have no kernel and launch in common (matched by kernel "
+                         "name, grid, block, cache state and timer)")
+    print(f"{'kernel and launch':<60} {'A µs':>10} {'B µs':>10} {'B/A':>7}  B is")
+    for c in comparisons:
+        print(f"{c.key:<60} {c.a_median_us:>10.3f} {c.b_median_us:>10.3f} {c.ratio:>7.3f}  {c.verdict}")
+    return 0
 
 
 ARG_HELP = ("a kernel argument, in order: TYPE:VALUE for a scalar (int64:1048576, uint32:0xff, float32:2.5), "
@@ -331,9 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="bytes of one argument set, for the rotation shown: 4096, 64M, 1.5G (default 64M)")
     info.set_defaults(handler=cmd_info)
 
-    demo = commands.add_parser("demo", help="time the bundled kernels, warm vs rotating")
+    demo = commands.add_parser("demo", help="time the bundled kernels in each cache state")
     demo.add_argument("--backend", choices=("hip", "cuda"))
-    demo.add_argument("--iterations", type=_iterations, default=200)
     demo.add_argument("--profile", choices=sorted(archs.PROFILES), default="h200",
                       help="device to plan for when no GPU is present (default h200)")
     demo.set_defaults(handler=cmd_demo)
@@ -364,14 +402,33 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--block", type=_dims, required=True, help="threads per block, e.g. 256")
     run.add_argument("--arg", type=_kernel_arg, action="append", default=[], help=ARG_HELP)
     run.add_argument("--shared-bytes", type=_shared_bytes, default=0, help="dynamic shared memory, bytes")
-    run.add_argument("--iterations", type=_iterations, default=100, help=f"timed launches, 1 to {MAX_ITERATIONS}")
-    run.add_argument("--warmup", type=_warmup, default=10, help="untimed launches first, 0 or more")
-    run.add_argument("--rotate", type=_rotate, default="auto", help="'auto' or a set count (1 = warm)")
+    run.add_argument("--timer", choices=TIMERS + ("auto",), default="auto",
+                     help="cupti (kernel time, NVIDIA), events, graph, batched; auto: cupti where it works, "
+                          "else events")
+    run.add_argument("--cache", choices=CACHE_STATES + ("auto",), default="auto",
+                     help="cache state at each timed launch; auto: clean-cold (warm with --rotate 1, "
+                          "dirty-cold with --rotate N > 1)")
+    run.add_argument("--precision", type=_precision, default=0.01,
+                     help="stop when the median's 95%% CI is within this fraction (default 0.01 = 1%%)")
+    run.add_argument("--max-time", type=_seconds, default=1.0, help="wall-time cap of the timed samples, s")
+    run.add_argument("--iterations", type=_iterations,
+                     help=f"take exactly this many samples (1 to {MAX_ITERATIONS}) instead of --precision")
+    run.add_argument("--warmup", type=_warmup, help="untimed samples first (default: until the times settle)")
+    run.add_argument("--rotate", type=_rotate, default="auto",
+                     help="dirty-cold's argument-set count: 'auto' or a number (1 = warm)")
     run.add_argument("--no-icache-flush", action="store_true",
                      help="AMD, LLVM IR input only: compile without the flush")
     run.add_argument("--backend", choices=("hip", "cuda"))
-    run.add_argument("--json", type=Path, help="write the result as JSON here (checked before running)")
+    run.add_argument("--out", type=Path, action="append", default=[],
+                     help="write the result here, as JSON, CSV or a markdown table by the suffix "
+                          "(.json, .csv, .md); repeatable; checked before running")
     run.set_defaults(handler=cmd_run)
+
+    comparison = commands.add_parser("compare", help="B against A, kernel by kernel: faster, slower or the "
+                                                     "same (95%% CIs of the medians overlap)")
+    comparison.add_argument("a", type=Path, help="a JSON report (run --out A.json)")
+    comparison.add_argument("b", type=Path, help="another JSON report")
+    comparison.set_defaults(handler=cmd_compare)
     return parser
 
 

@@ -1,13 +1,17 @@
 """Device: one GPU through one backend, with the C++ core's driver and timer for it."""
 from __future__ import annotations
 
+import functools
 import os
+from importlib import resources
 
 import numpy as np
 
 from . import _core, codeobject
 from .backends import BACKEND_NAMES, open_backend
 from .backends.base import Backend, DeviceProperties
+from .cache import CleanStep
+from .codegen import compile_ir
 from .errors import BenchError, NoDeviceError
 from .memory import DeviceArray
 from .module import Module
@@ -25,6 +29,13 @@ def available_backends() -> list[str]:
             continue
         found.append(name)
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def _bundled_amd_code_object(arch: str) -> bytes:
+    """pyhipbench/kernels/amdgpu.ll compiled for `arch`, once per process."""
+    source = resources.files("pyhipbench") / "kernels" / "amdgpu.ll"
+    return compile_ir(source.read_bytes(), arch).data
 
 
 class Device:
@@ -51,7 +62,8 @@ class Device:
         self.properties: DeviceProperties = self.backend.properties()
         # The timers' driver library; dlopen returns the one the bindings loaded.
         self.driver = _core.load_driver(self.backend.name)
-        self.timer = _core.make_timer("events", self.driver, self.backend.context)
+        self._timers: dict[tuple[str, int], _core.Timer] = {}
+        self.cupti_works: bool | None = None  # found out on first need (timers.default_timer)
 
     @classmethod
     def from_backend(cls, backend: Backend, driver: _core.Driver) -> "Device":
@@ -59,13 +71,47 @@ class Device:
         device = cls.__new__(cls)
         device.backend, device.driver = backend, driver
         device.properties = backend.properties()
-        device.timer = _core.make_timer("events", driver, backend.context)
+        device._timers = {}
+        device.cupti_works = None
         return device
 
     def __del__(self) -> None:
-        # The timer frees its events, graphs and pinned memory in the backend's
-        # context: drop it before the backend can release that context.
-        self.__dict__.pop("timer", None)
+        # Timers free their events, graphs and pinned memory, and the clean step
+        # its buffer, in the backend's context: drop them before the backend can
+        # release that context.
+        self.__dict__.pop("_timers", None)
+        clean = self.__dict__.pop("_clean_step", None)
+        if clean is not None:
+            clean.free()
+
+    # -- timing --------------------------------------------------------------
+    def timer(self, name: str = "events", launches_per_sample: int = 0) -> _core.Timer:
+        """The core's timer `name` on this device (made once, then reused).
+
+        `launches_per_sample`: graph nodes / batch length for "graph" and
+        "batched" (0: the core's default); 1 (or 0) for "events" and "cupti".
+        """
+        key = (name, launches_per_sample)
+        if key not in self._timers:
+            spin = self.bundled_amd_module().kernel("spin").handle \
+                if name == "batched" and self.backend.name == "hip" else 0
+            self._timers[key] = _core.make_timer(name, self.driver, self.backend.context,
+                                                 launches_per_sample=launches_per_sample, spin_function=spin)
+        return self._timers[key]
+
+    def clean_step(self) -> CleanStep:
+        """The clean-cold state's clean step on this device: its buffer (2x the
+        last-level cache, bytes) is allocated on first use and kept."""
+        if "_clean_step" not in self.__dict__:
+            self._clean_step = CleanStep(self)
+        return self._clean_step
+
+    def bundled_amd_module(self) -> Module:
+        """pyhipbench/kernels/amdgpu.ll compiled for this AMD device and loaded (once):
+        the demo's kernels, the batched timer's spin kernel, the clean step."""
+        if "_amd_module" not in self.__dict__:
+            self._amd_module = self.load_module(_bundled_amd_code_object(self.arch))
+        return self._amd_module
 
     # -- facts ---------------------------------------------------------------
     @property

@@ -1,76 +1,72 @@
-"""A benchmark's result: per-iteration times and everything needed to read them."""
+"""A benchmark's result: the samples and everything needed to read them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from .launch_config import LaunchConfig
 from .rotation import Rotation
+from .stats import Summary, summarize
 
 
 @dataclass(frozen=True)
 class Result:
-    """One benchmark: per-iteration times (µs), with the rotation, device and launch that made them.
+    """One benchmark: samples (µs per kernel), with the timer, cache state, rotation,
+    device and launch that made them, and why the run stopped.
 
-    Statistics are over `times_us`, the timed iterations (warm-up excluded),
-    all in µs.
+    Statistics (`stats`, `median_us`, ...) are over `times_us`, the timed
+    samples (warm-up excluded). With the graph and batched timers a sample is
+    the mean of `launches_per_sample` launches.
     """
 
     kernel: str
     device: dict[str, Any]        # backend, index, name, arch, l2_bytes, llc_bytes
     config: LaunchConfig
     rotation: Rotation
-    times_us: np.ndarray = field(repr=False)  # per timed iteration, µs (driver events)
-    warmup: int
-    host_us_per_iteration: float  # host time to issue one timed iteration, µs
-    timer: str = "events"         # how each iteration was timed
+    times_us: np.ndarray = field(repr=False)  # per sample, µs per kernel
+    timer: str                    # "cupti", "events", "graph" or "batched"
+    cache_state: str              # "warm", "dirty-cold" or "clean-cold"
+    stop_reason: str              # "precision", "max-time", "max-samples" or "iterations"
+    precision: float              # the target: relative half-width of the median's 95 % CI (0: none)
+    warmup: int                   # untimed samples run first
+    launches_per_sample: int
+    host_us_per_kernel: float     # host time to issue one timed launch, µs
+    wall_s: float                 # the whole measurement, argument copies included, seconds
 
-    @property
-    def cache_state(self) -> str:
-        return self.rotation.cache_state
-
-    @property
-    def iterations(self) -> int:
-        return len(self.times_us)
+    @cached_property
+    def stats(self) -> Summary:
+        """Median and its 95 % confidence interval, spread and outliers, µs."""
+        return summarize(self.times_us)
 
     @property
     def median_us(self) -> float:
-        return float(np.median(self.times_us))
+        return self.stats.median
 
     @property
-    def mean_us(self) -> float:
-        return float(np.mean(self.times_us))
+    def ci_us(self) -> tuple[float, float]:
+        """The median's 95 % confidence interval, µs."""
+        return self.stats.ci_low, self.stats.ci_high
 
     @property
-    def min_us(self) -> float:
-        return float(np.min(self.times_us))
-
-    @property
-    def max_us(self) -> float:
-        return float(np.max(self.times_us))
-
-    @property
-    def stdev_us(self) -> float:
-        """Sample standard deviation, µs (0 for one iteration)."""
-        return float(np.std(self.times_us, ddof=1)) if self.iterations > 1 else 0.0
-
-    def percentile_us(self, q: float) -> float:
-        """The q-th percentile (0..100), µs."""
-        return float(np.percentile(self.times_us, q))
+    def samples(self) -> int:
+        return len(self.times_us)
 
     def summary(self) -> str:
-        """One line: statistics (µs), cache state, rotation and why, host cost."""
+        """One line: median and CI (µs), timer, cache state, rotation, why it stopped, cost."""
+        s = self.stats
         return (f"{self.kernel} on {self.device['name']} ({self.device['arch']}): "
-                f"median {self.median_us:.2f} µs, mean {self.mean_us:.2f}, min {self.min_us:.2f}, "
-                f"max {self.max_us:.2f}, stdev {self.stdev_us:.2f} over {self.iterations} iterations "
-                f"({self.warmup} warm-up); cache {self.cache_state}, {self.rotation.sets} set(s): "
-                f"{self.rotation.reason}; host {self.host_us_per_iteration:.2f} µs/iteration")
+                f"median {s.median:.3f} µs (95 % CI {s.ci_low:.3f}–{s.ci_high:.3f}, ±{100 * s.rel_ci:.2f} %), "
+                f"p10–p90 {s.p10:.3f}–{s.p90:.3f}, {s.outliers} outliers, {s.count} samples "
+                f"(stopped: {self.stop_reason}); timer {self.timer}, cache {self.cache_state}, "
+                f"{self.rotation.sets} set(s): {self.rotation.reason}; host {self.host_us_per_kernel:.2f} "
+                f"µs/launch, {1e3 * self.wall_s:.1f} ms wall")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, JSON-serialisable data."""
-        r = self.rotation
+        r, s = self.rotation, self.stats
         return {
             "kernel": self.kernel,
             "device": dict(self.device),
@@ -79,13 +75,17 @@ class Result:
             "shared_bytes": self.config.shared_bytes,
             "timer": self.timer,
             "cache_state": self.cache_state,
+            "stop_reason": self.stop_reason,
+            "precision": self.precision,
             "rotation": {"sets": r.sets, "wanted": r.wanted, "set_bytes": r.set_bytes,
                          "llc_bytes": r.llc_bytes, "reason": r.reason},
-            "iterations": self.iterations,
+            "samples": s.count,
             "warmup": self.warmup,
-            "host_us_per_iteration": self.host_us_per_iteration,
-            "stats_us": {"median": self.median_us, "mean": self.mean_us, "min": self.min_us,
-                         "max": self.max_us, "stdev": self.stdev_us,
-                         "p10": self.percentile_us(10), "p90": self.percentile_us(90)},
+            "launches_per_sample": self.launches_per_sample,
+            "host_us_per_kernel": self.host_us_per_kernel,
+            "wall_s": self.wall_s,
+            "stats_us": {"median": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high, "rel_ci": s.rel_ci,
+                         "mean": s.mean, "stdev": s.stdev, "min": s.min, "max": s.max, "p10": s.p10,
+                         "p90": s.p90, "outliers": s.outliers},
             "times_us": [float(t) for t in self.times_us],
         }

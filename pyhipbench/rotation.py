@@ -37,10 +37,6 @@ class Rotation:
     wanted: int            # R before the memory cap (== sets unless capped)
 
     @property
-    def cache_state(self) -> str:
-        return "warm" if self.sets == 1 else "dirty-cold"
-
-    @property
     def extra_bytes(self) -> int:
         """Device memory the R - 1 copies take, bytes."""
         return (self.sets - 1) * self.set_bytes

@@ -33,6 +33,7 @@ class StopRule:
     max_time_s: float = 2.0          # wall time of the timed chunks, seconds
     settle: float = 0.02             # warm-up: consecutive chunk medians within ±2 %
     max_warmup_samples: int = 1_000
+    warmup_chunk: int = 16           # samples per warm-up chunk
     first_chunk: int = 16
 
     def __post_init__(self) -> None:
@@ -42,6 +43,7 @@ class StopRule:
         integer("min_samples", self.min_samples, 1)
         integer("max_samples", self.max_samples, self.min_samples)
         integer("max_warmup_samples", self.max_warmup_samples, 0)
+        integer("warmup_chunk", self.warmup_chunk, 1)
         integer("first_chunk", self.first_chunk, 1)
 
     def stop_reason(self, summary: Summary, elapsed_s: float) -> str | None:

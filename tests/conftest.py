@@ -56,4 +56,5 @@ def driver(fake_libraries, backend_name, fake_driver):
 @pytest.fixture
 def device(driver, backend_name):
     """A Device whose memory is host memory and whose driver is the fake."""
-    return hb.Device.from_backend(HostBackend(backend=backend_name), driver)
+    arch = {"cuda": "sm_90", "hip": "gfx942"}[backend_name]
+    return hb.Device.from_backend(HostBackend(backend=backend_name, arch=arch), driver)

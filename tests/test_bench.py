@@ -27,8 +27,9 @@ def arrays(device, n=1024):
 def test_each_launch_gets_its_sets_copies_in_turn(device, copy, fake_driver, backend_name):
     fake_driver.read_args(3)
     src, dst = arrays(device, 1 << 18)  # 1 MiB each: a 2 MiB set against a 4 MiB LLC -> 4 sets
-    res = hb.bench(copy, 4, 256, [src, dst, hb.int64(1 << 18)], iterations=9, warmup=3)
-    assert res.rotation.sets == 4 and res.cache_state == "dirty-cold"
+    res = hb.bench(copy, 4, 256, [src, dst, hb.int64(1 << 18)], iterations=9, warmup=3, timer="events",
+                   cache="dirty-cold")
+    assert res.rotation.sets == 4 and res.cache_state == "dirty-cold" and res.stop_reason == "iterations"
     launches = fake_driver.records(LAUNCH[backend_name])
     assert len(launches) == 12
     sources = [r.arg_values[0] for r in launches]
@@ -38,7 +39,7 @@ def test_each_launch_gets_its_sets_copies_in_turn(device, copy, fake_driver, bac
     destinations = [r.arg_values[1] for r in launches]
     assert len(set(zip(sources, destinations))) == 4 and len(set(destinations)) == 4
     assert all(r.arg_values[2] == 1 << 18 for r in launches)
-    assert res.iterations == 9 and res.warmup == 3
+    assert res.samples == 9 and res.warmup == 3
     assert len(device.backend.live) == 2                   # copies freed, originals kept
 
 
@@ -56,7 +57,7 @@ def test_shared_arrays_and_pointers_do_not_rotate(device, copy, fake_driver, bac
     fake_driver.read_args(2)
     src, dst = arrays(device)
     res = hb.bench(copy, 1, 64, [hb.shared(src), hb.Pointer(dst.address), hb.int64(8)],
-                   iterations=4, warmup=0, rotate="auto")
+                   iterations=4, warmup=0, cache="dirty-cold", timer="events")
     assert res.rotation.sets == 1 and res.cache_state == "warm"
     assert "nothing to rotate" in res.rotation.reason
     assert {(r.arg_values[0], r.arg_values[1]) for r in fake_driver.records(LAUNCH[backend_name])} == {
@@ -65,23 +66,26 @@ def test_shared_arrays_and_pointers_do_not_rotate(device, copy, fake_driver, bac
 
 def test_rotation_counts_an_array_passed_twice_once(device, copy):
     src, _ = arrays(device, 1 << 18)
-    res = hb.bench(copy, 1, 64, [src, src, hb.int64(4)], iterations=8, warmup=0)
+    res = hb.bench(copy, 1, 64, [src, src, hb.int64(4)], iterations=8, warmup=0, cache="dirty-cold")
     assert res.rotation.set_bytes == 1 * MiB and res.rotation.sets == 8
 
 
 def test_result_statistics_and_json(device, copy, fake_driver):
     fake_driver.lib.fake_set_launch_ms(0.010)
     src, dst = arrays(device)
-    res = hb.bench(copy, (2, 1), (128,), [src, dst, hb.int64(1024)], iterations=10, warmup=1, rotate=2)
-    assert res.median_us == pytest.approx(10.0, rel=1e-4)
-    assert res.min_us == pytest.approx(10.0, rel=1e-4) and res.max_us == pytest.approx(10.0, rel=1e-4)
-    assert res.stdev_us == pytest.approx(0.0, abs=1e-3) and res.percentile_us(90) == pytest.approx(10.0, rel=1e-4)
+    res = hb.bench(copy, (2, 1), (128,), [src, dst, hb.int64(1024)], iterations=10, warmup=1, rotate=2,
+                   timer="events")
+    s = res.stats
+    assert res.median_us == pytest.approx(10.0, rel=1e-4) and res.ci_us == pytest.approx((10.0, 10.0), rel=1e-4)
+    assert s.min == pytest.approx(10.0, rel=1e-4) and s.max == pytest.approx(10.0, rel=1e-4)
+    assert s.stdev == pytest.approx(0.0, abs=1e-3) and s.p90 == pytest.approx(10.0, rel=1e-4)
     data = json.loads(json.dumps(res.to_dict()))
     assert data["rotation"]["sets"] == 2 and "caller" in data["rotation"]["reason"]
     assert data["grid"] == [2, 1, 1] and data["block"] == [128, 1, 1]
-    assert data["cache_state"] == "dirty-cold" and data["device"]["arch"] == "sm_90"
-    assert len(data["times_us"]) == 10 and data["timer"] == "events"
-    assert "median 10.00 µs" in res.summary() and "2 set(s)" in res.summary()
+    assert data["cache_state"] == "dirty-cold" and data["device"]["arch"] == device.arch
+    assert len(data["times_us"]) == 10 and data["timer"] == "events" and data["stop_reason"] == "iterations"
+    assert data["samples"] == 10 and data["warmup"] == 1 and data["stats_us"]["median"] == pytest.approx(10.0)
+    assert "median 10.000 µs" in res.summary() and "2 set(s)" in res.summary()
 
 
 # ---- bad input: one clear error, nothing launched ---------------------------
@@ -96,7 +100,13 @@ BAD = [
     (dict(grid=(1, 70000)), "grid y = 70000 exceeds the device's limit 65535"),
     (dict(grid=(1, 2, 3, 4)), "grid=\\(1, 2, 3, 4\\): expected 1 to 3 integers, got 4"),
     (dict(shared_bytes=1 << 20), "shared_bytes=1048576: out of range, expected an integer in \\[0, 49152\\] \\(bytes\\)"),
-    (dict(iterations=3, rotate=4), "iterations=3 is fewer than the 4 rotated sets"),
+    (dict(rotate=4, cache="clean-cold"), "rotate=4 with cache='clean-cold': only dirty-cold rotates"),
+    (dict(rotate=1, cache="dirty-cold"), "rotate=1 with cache='dirty-cold': only dirty-cold rotates .*rotate=1 is warm"),
+    (dict(cache="cold"), "cache='cold': expected one of warm, dirty-cold, clean-cold or 'auto'"),
+    (dict(timer="clock"), "timer='clock': expected one of events, cupti, batched, graph or 'auto'"),
+    (dict(timer="graph", cache="clean-cold"), "cache='clean-cold' with timer='graph': a graph sample spans"),
+    (dict(iterations=None, precision=1.5), "precision=1.5: out of range, expected a finite number >= 0 and < 1"),
+    (dict(iterations=None, max_time_s=0), "max_time_s=0: out of range, expected a finite number > 0"),
     (dict(iterations=0), "iterations=0: out of range, expected an integer in \\[1, 1000000\\]"),
     (dict(warmup=-1), "warmup=-1: out of range, expected an integer in \\[0, 1000000\\]"),
     (dict(rotate=0), "rotate=0: out of range, expected an integer >= 1 \\(argument sets, or 'auto'\\)"),
@@ -126,7 +136,7 @@ def test_sets_that_cannot_fit_are_refused(fake_libraries, fake_driver_cuda):
     src = device.empty(24 * MiB, np.uint8)   # a second 48 MiB set does not fit in 300 - 256 MiB headroom
     dst = device.empty(24 * MiB, np.uint8)
     with pytest.raises(hb.BenchError, match="rotated sets cannot fit in device memory"):
-        hb.bench(copy, 1, 1, [src, dst, hb.int64(1)], iterations=10)
+        hb.bench(copy, 1, 1, [src, dst, hb.int64(1)], iterations=10, cache="dirty-cold")
     assert fake_driver_cuda.work() == []
 
 
@@ -137,7 +147,7 @@ def test_capped_rotation_warns_by_how_much(fake_libraries, fake_driver_cuda):
     copy = device.load_module(COPY_PTX).kernel("copy")
     src, dst = device.empty(256 * 1024, np.uint8), device.empty(256 * 1024, np.uint8)  # 0.5 MiB set
     with pytest.warns(hb.RotationCapped, match="capped from 16 to 7 sets"):
-        res = hb.bench(copy, 1, 1, [src, dst, hb.int64(1)], iterations=10, warmup=0)
+        res = hb.bench(copy, 1, 1, [src, dst, hb.int64(1)], iterations=10, warmup=0, cache="dirty-cold")
     assert res.rotation.sets == 7 and res.rotation.wanted == 16 and "9 sets short" in res.rotation.reason
 
 

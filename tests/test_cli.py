@@ -86,11 +86,11 @@ def test_run_a_code_object_on_the_fake(fake_gpu, tmp_path, capsys):
     out = tmp_path / "r.json"
     assert cli.main(["run", str(COPY_PTX), "--kernel", "copy", "--grid", "4", "--block", "256",
                      "--arg", "array:float32:1024:random", "--arg", "array:float32:1024",
-                     "--arg", "int64:1024", "--iterations", "12", "--rotate", "3", "--json", str(out)]) == 0
+                     "--arg", "int64:1024", "--iterations", "12", "--rotate", "3", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "copy on Fake GPU" in printed and f"wrote {out}" in printed
-    result = json.loads(out.read_text())
-    assert result["rotation"]["sets"] == 3 and result["iterations"] == 12 and result["grid"] == [4, 1, 1]
+    [result] = json.loads(out.read_text())
+    assert result["rotation"]["sets"] == 3 and result["samples"] == 12 and result["grid"] == [4, 1, 1]
 
 
 def test_run_passes_random_integers_not_zeros(fake_gpu, capsys, monkeypatch):

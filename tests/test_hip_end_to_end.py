@@ -79,13 +79,15 @@ import contextlib, io
 from pyhipbench import cli
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
-    code = cli.main(["demo", "--backend", "hip", "--iterations", "8"])
+    code = cli.main(["demo", "--backend", "hip"])
 report(code=code, lines=out.getvalue().splitlines())
 """)
     assert report["code"] == 0
     lines = report["lines"]
     assert lines[0].startswith("AMD Instinct MI300X (fake) (gfx942") and "last-level cache 256 MiB" in lines[0]
-    rows = [line.split() for line in lines[2:7]]
-    assert [(r[0], r[3] if r[0] == "copy" else r[2]) for r in rows] == [
-        ("copy", "warm"), ("copy", "dirty-cold"), ("copy", "warm"), ("copy", "dirty-cold"), ("empty", "warm")]
-    assert [r[4] for r in rows[:4]] == ["1", "8", "1", "2"]  # 32 MiB buffers: 8 sets; 1 GiB: 2
+    rows = [line.split() for line in lines[2:9]]
+    states = ["warm", "dirty-cold", "clean-cold"]
+    assert [(r[0], r[3] if r[0] == "copy" else r[2]) for r in rows] == [("copy", s) for s in states * 2] + [
+        ("empty", "warm")]
+    assert {r[4] if r[0] == "copy" else r[3] for r in rows} == {"events"}  # HIP's timer: the dispatch's events
+    assert [r[5] for r in rows[:6]] == ["1", "8", "1", "1", "2", "1"]  # dirty-cold: 32 MiB buffers 8 sets, 1 GiB 2

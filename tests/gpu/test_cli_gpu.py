@@ -23,13 +23,13 @@ def test_run_compiles_ir_and_times_it(cuda_device, tmp_path, capsys):
     n = 64 << 20  # 256 MiB per buffer: each launch reads most of its source from HBM
     code = cli.main(["run", str(IR), "--kernel", "copy", "--grid", str(n // 256), "--block", "256",
                      "--arg", f"array:float32:{n}:random", "--arg", f"array:float32:{n}",
-                     "--arg", f"int64:{n}", "--iterations", "50", "--backend", "cuda",
-                     "--json", str(out_json)])
+                     "--arg", f"int64:{n}", "--iterations", "50", "--backend", "cuda", "--cache", "dirty-cold",
+                     "--out", str(out_json)])
     assert code == 0
     printed = capsys.readouterr().out
     assert "target: sm_90 (ptx" in printed and "copy on NVIDIA H200" in printed
-    result = json.loads(out_json.read_text())
-    assert result["kernel"] == "copy" and result["iterations"] == 50
+    [result] = json.loads(out_json.read_text())
+    assert result["kernel"] == "copy" and result["samples"] == 50
     assert result["rotation"]["sets"] == 2 * -(-cuda_device.properties.llc_bytes // (8 * n))
     stats = result["stats_us"]
     assert hbm_floor_us(cuda_device, 4 * n) <= stats["min"] <= stats["median"] < 5 * peak_time_us(cuda_device, 8 * n)

@@ -56,7 +56,7 @@ def test_cupti_reads_below_the_event_pair_with_a_tight_spread(cuda_device, copy,
     with ArgumentSets(cuda_device, copy.params, [src, dst, hb.int64(n)], 1) as sets:
         plan = make_plan(copy, config, sets)
         results = {}
-        for name, timer in (("events", cuda_device.timer), ("cupti", cupti)):
+        for name, timer in (("events", cuda_device.timer("events")), ("cupti", cupti)):
             timer.run(plan, 20, 0)
             times, _, host_us = timer.run(plan, 400, 0)
             results[name] = (times, host_us / 400)

@@ -1,0 +1,77 @@
+"""Cache states: what the last-level cache holds when a timed kernel starts.
+
+    warm         the kernel's own data, from the launch before (one argument set)
+    dirty-cold   none of the kernel's data, but earlier launches' outputs, still
+                 dirty: R rotated argument sets spanning twice the last-level
+                 cache (rotation.py); the timed kernel pays for their write-backs
+    clean-cold   none of the kernel's data and nothing dirty, as Nsight Compute's
+                 `--cache-control all` gives: before each timed launch, outside
+                 its timing, a clean step reads a zero-filled buffer of twice the
+                 last-level cache (kernels/clean.ptx, kernels/amdgpu.ll `clean`);
+                 one argument set
+
+Measured on the H200 (docs/measurement.md): rotation is cold only once the
+sets between two uses of one span the cache, so a small set needs thousands
+of sets; and dirty-cold reads up to 1.5x clean-cold on a 16 MiB copy. So both
+are offered and every result names the one it was measured in.
+"""
+from __future__ import annotations
+
+from importlib import resources
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .args import pack_args, uint64
+from .errors import BenchError
+from .values import show
+
+if TYPE_CHECKING:
+    from . import _core
+    from .device import Device
+
+CACHE_STATES = ("warm", "dirty-cold", "clean-cold")
+DEFAULT_CACHE_STATE = "clean-cold"  # chosen from the H200 study: docs/measurement.md
+CLEAN_BYTES_PER_LLC = 2             # the clean step reads this many times the last-level cache
+CLEAN_BLOCK = 256
+CLEAN_BLOCKS_PER_UNIT = 8           # blocks per compute unit: enough to keep every unit reading
+
+
+def check_cache_state(cache: object) -> str:
+    """`cache` if it names a state ("auto" is resolved by bench()), else BenchError."""
+    if not (isinstance(cache, str) and cache in CACHE_STATES + ("auto",)):
+        raise BenchError(f"cache={show(cache)}: expected one of {', '.join(CACHE_STATES)} or 'auto' "
+                         f"(default {DEFAULT_CACHE_STATE})")
+    return cache
+
+
+class CleanStep:
+    """The device side of clean-cold: the zero-filled buffer and the loaded `clean` kernel.
+
+    Made once per device (`Device.clean_step()`), reused by every clean-cold run.
+    """
+
+    def __init__(self, device: Device) -> None:
+        self.nbytes = CLEAN_BYTES_PER_LLC * device.properties.llc_bytes
+        self.buffer = device.array(np.zeros(self.nbytes // 4, np.float32))
+        self.sink = device.empty(1, np.float32)
+        self.kernel = _clean_kernel(device)
+        self.grid = device.properties.compute_units * CLEAN_BLOCKS_PER_UNIT
+
+    def attach(self, plan: _core.LaunchPlan) -> None:
+        """Makes `plan` launch the clean step before each timed launch."""
+        args = [self.buffer, uint64(self.buffer.nbytes // 4), self.sink]
+        packed = pack_args(self.kernel.params, args, lambda array: array.address)
+        plan.set_clean_step(self.kernel.handle, "clean step", (self.grid, 1, 1), (CLEAN_BLOCK, 1, 1),
+                            packed, [p.offset for p in self.kernel.params])
+
+    def free(self) -> None:
+        self.buffer.free()
+        self.sink.free()
+
+
+def _clean_kernel(device: Device):
+    kernels = resources.files("pyhipbench") / "kernels"
+    if device.backend.name == "cuda":
+        return device.load_module(kernels / "clean.ptx").kernel("clean")
+    return device.bundled_amd_module().kernel("clean")

@@ -1,0 +1,217 @@
+"""bench()'s measurement policy on the fakes: cache states, timers, warm-up and stopping, reports."""
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import pyhipbench as hb
+from pyhipbench import cli, report
+
+COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
+LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
+MiB = 1 << 20
+
+
+@pytest.fixture
+def copy(device):
+    return device.load_module(COPY_PTX).kernel("copy")
+
+
+def copy_args(device, n=1 << 18):
+    src = device.array(np.arange(n, dtype=np.float32))
+    return [src, device.empty_like(src), hb.int64(n)]
+
+
+def kernel_launches(fake_driver, backend_name, kernel):
+    return [r for r in fake_driver.records(LAUNCH[backend_name]) if r.function == kernel.handle]
+
+
+# ---- cache states -------------------------------------------------------------
+
+def test_clean_cold_runs_the_clean_step_before_every_launch_with_one_set(device, copy, fake_driver, backend_name):
+    fake_driver.read_args(2)
+    args = copy_args(device)
+    res = hb.bench(copy, 4, 256, args, cache="clean-cold", timer="events", iterations=5, warmup=2)
+    launches = fake_driver.records(LAUNCH[backend_name])
+    clean = device.clean_step()
+    assert [r.function for r in launches] == [clean.kernel.handle, copy.handle] * 7   # warm-up included
+    assert {r.arg_values[0] for r in launches[::2]} == {clean.buffer.address}
+    assert clean.nbytes == 2 * device.properties.llc_bytes
+    assert {r.arg_values[0] for r in launches[1::2]} == {args[0].address}            # one argument set
+    assert res.cache_state == "clean-cold" and res.rotation.sets == 1 and res.samples == 5
+
+
+def test_warm_and_dirty_cold_launch_no_clean_step(device, copy, fake_driver, backend_name):
+    args = copy_args(device)
+    for cache, sets in (("warm", 1), ("dirty-cold", 4)):   # 2 MiB sets against the fake's 4 MiB LLC: 2 x 2
+        res = hb.bench(copy, 4, 256, args, cache=cache, timer="events", iterations=8, warmup=0)
+        assert res.cache_state == cache and res.rotation.sets == sets
+    assert {r.function for r in fake_driver.records(LAUNCH[backend_name])} == {copy.handle}
+
+
+@pytest.mark.parametrize("rotate, cache", [("auto", "clean-cold"), (1, "warm"), (3, "dirty-cold")])
+def test_auto_cache_follows_rotate(device, copy, rotate, cache):
+    res = hb.bench(copy, 4, 256, copy_args(device), rotate=rotate, timer="events", iterations=3, warmup=0)
+    assert res.cache_state == cache
+
+
+def test_dirty_cold_with_nothing_to_rotate_is_named_warm(device, copy):
+    src = device.empty(64, np.float32)
+    res = hb.bench(copy, 1, 64, [hb.shared(src), hb.Pointer(src.address), hb.int64(64)], cache="dirty-cold",
+                   timer="events", iterations=3, warmup=0)
+    assert res.cache_state == "warm" and "nothing to rotate" in res.rotation.reason
+
+
+def test_the_clean_step_is_made_once_per_device(device, copy):
+    args = copy_args(device)
+    hb.bench(copy, 4, 256, args, cache="clean-cold", timer="events", iterations=2, warmup=0)
+    first = device.clean_step()
+    hb.bench(copy, 4, 256, args, cache="clean-cold", timer="events", iterations=2, warmup=0)
+    assert device.clean_step() is first
+
+
+# ---- timers -------------------------------------------------------------------
+
+@pytest.mark.parametrize("timer", ["graph", "batched"])
+def test_graph_and_batched_span_whole_rotations(device, copy, backend_name, timer):
+    if timer == "batched" and backend_name == "hip":
+        pytest.skip("the fake HIP runtime cannot run the AMD spin kernel the HIP batched timer needs")
+    res = hb.bench(copy, 4, 256, copy_args(device), cache="dirty-cold", rotate=3, timer=timer, iterations=4,
+                   warmup=0)
+    assert res.timer == timer and res.launches_per_sample == 18   # 3 sets x 6: the first multiple >= 16
+    assert res.median_us == pytest.approx(4.0, rel=1e-3)          # the fake's 4 µs per launch, per kernel
+
+
+def test_the_default_timer_on_the_fake_driver_is_events(device, copy):
+    # The fake libcuda cannot be traced by a real libcupti (nor is one needed): the probe falls back.
+    res = hb.bench(copy, 4, 256, copy_args(device), iterations=3, warmup=0)
+    assert res.timer == "events"
+    assert device.cupti_works in (None, False)
+
+
+def test_the_default_timer_is_cupti_where_cupti_traces(device, copy, fake_cupti, backend_name):
+    if backend_name == "hip":
+        pytest.skip("CUPTI is NVIDIA's")
+    res = hb.bench(copy, 4, 256, copy_args(device), iterations=3, warmup=0)
+    assert res.timer == "cupti" and device.cupti_works is True
+
+
+def test_cupti_clean_cold_keeps_the_clean_steps_out_of_the_samples(device, copy, fake_driver, fake_cupti,
+                                                                  backend_name):
+    if backend_name == "hip":
+        pytest.skip("CUPTI is NVIDIA's")
+    fake_driver.lib.fake_set_launch_ms_step(0.001)   # launch k takes 4 + k µs: clean steps are the even k
+    res = hb.bench(copy, 4, 256, copy_args(device), timer="cupti", cache="clean-cold", iterations=3, warmup=0)
+    np.testing.assert_allclose(res.times_us, [5.0, 7.0, 9.0], atol=1e-6)
+
+
+# ---- warm-up and stopping -------------------------------------------------------
+
+def test_constant_times_stop_on_precision_after_a_settled_warm_up(device, copy):
+    res = hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm")
+    assert res.stop_reason == "precision" and res.warmup == 32        # two 16-sample chunks agree at once
+    assert res.samples == 16 and res.stats.rel_ci == 0.0
+
+
+def test_drifting_times_keep_warming_up(device, copy, fake_driver):
+    # Every launch 0.1 µs slower than the last (from 4 µs): consecutive 16-sample chunks' medians are
+    # 1.6 µs apart, within the 2 % settle band only once they pass 80 µs, after 800 launches.
+    fake_driver.lib.fake_set_launch_ms_step(0.0001)
+    res = hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm", max_time_s=0.05)
+    assert res.warmup == 800
+
+
+class Alternating:
+    """A chunk source whose chunk medians alternate 1 µs and 2 µs: it never settles."""
+    host_us = launches = 0
+
+    def __init__(self) -> None:
+        self.chunks = 0
+
+    def take(self, samples: int) -> np.ndarray:
+        self.chunks += 1
+        return np.full(samples, 1.0 + self.chunks % 2)
+
+
+def test_warm_up_is_capped():
+    from pyhipbench.bench import _warm_up
+    from pyhipbench.stopping import StopRule
+    source = Alternating()
+    assert _warm_up(source, StopRule(), None) == 1008   # the first whole chunk past max_warmup_samples (1000)
+    assert source.chunks == 63
+
+
+def test_a_noisy_kernel_is_stopped_by_the_time_cap(device, copy, fake_driver):
+    fake_driver.lib.fake_set_launch_ms_step(0.0001)
+    res = hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm", warmup=0, max_time_s=0.02,
+                   precision=0.0001)
+    assert res.stop_reason in ("max-time", "max-samples") and res.samples >= 16
+    assert res.precision == 0.0001
+
+
+def test_host_cost_counts_timed_launches_only(device, copy):
+    res = hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm", iterations=10, warmup=50)
+    assert 0 < res.host_us_per_kernel < 1e4 and res.wall_s > 0
+
+
+# ---- reports and compare ------------------------------------------------------------
+
+def results(device, copy, launch_ms: float, fake_driver) -> list[dict]:
+    fake_driver.lib.fake_set_launch_ms(launch_ms)
+    return [hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm", iterations=20,
+                     warmup=0).to_dict()]
+
+
+def test_reports_in_every_format(device, copy, fake_driver, tmp_path):
+    data = results(device, copy, 0.004, fake_driver)
+    assert json.loads(report.render(tmp_path / "r.json", data)) == data
+    csv_lines = report.render(tmp_path / "r.csv", data).splitlines()
+    assert csv_lines[0].split(",") == list(report.COLUMNS) and csv_lines[1].startswith("copy,4x1x1,256x1x1,events,warm,4.0")
+    markdown = report.render(tmp_path / "r.md", data).splitlines()
+    assert markdown[0].startswith("| kernel |") and markdown[2].startswith("| copy | 4x1x1 | 256x1x1 | events | warm | 4.000")
+    with pytest.raises(hb.BenchError, match="r.txt: unknown report format '.txt'; expected one of .json, .csv, .md"):
+        report.render(tmp_path / "r.txt", data)
+
+
+def test_compare_calls_faster_slower_same_from_the_intervals(device, copy, fake_driver, tmp_path):
+    slow, fast = results(device, copy, 0.008, fake_driver), results(device, copy, 0.004, fake_driver)
+    [faster] = report.compare(slow, fast)
+    assert faster.verdict == "faster" and faster.ratio == pytest.approx(0.5, rel=1e-3)
+    assert report.compare(fast, slow)[0].verdict == "slower"
+    assert report.compare(fast, fast)[0].verdict == "same"
+
+
+def test_compare_command(device, copy, fake_driver, tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(results(device, copy, 0.008, fake_driver)))
+    b.write_text(json.dumps(results(device, copy, 0.004, fake_driver)))
+    assert cli.main(["compare", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("copy grid 4x1x1 block 256x1x1 (warm, events)") and lines[1].endswith("faster")
+    (tmp_path / "bad.json").write_text("{")
+    assert cli.main(["compare", str(a), str(tmp_path / "bad.json")]) == 2
+    assert "bad.json: not a JSON report" in capsys.readouterr().err
+    (tmp_path / "other.json").write_text(json.dumps([{"kernel": "x"}]))
+    assert cli.main(["compare", str(a), str(tmp_path / "other.json")]) == 2
+    assert "entry 0 is not a pyhipbench result" in capsys.readouterr().err
+
+
+def test_run_writes_every_format_asked_for(device, fake_driver, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "_open_device", lambda backend: device)
+    ptx = tmp_path / "k.ptx"
+    ptx.write_bytes(COPY_PTX)
+    outs = [tmp_path / f"r.{suffix}" for suffix in ("json", "csv", "md")]
+    argv = ["run", str(ptx), "--kernel", "copy", "--grid", "4", "--block", "256", "--arg", "array:float32:256",
+            "--arg", "array:float32:256", "--arg", "int64:256", "--timer", "events", "--cache", "warm",
+            "--precision", "2%", "--max-time", "0.5"]
+    for out in outs:
+        argv += ["--out", str(out)]
+    assert cli.main(argv) == 0
+    [result] = json.loads(outs[0].read_text())
+    assert result["timer"] == "events" and result["cache_state"] == "warm" and result["precision"] == 0.02
+    assert outs[1].read_text().startswith("kernel,grid") and outs[2].read_text().startswith("| kernel |")
+    assert cli.main(argv[:-2] + ["--out", str(tmp_path / "r.txt")]) == 2
+    assert "unknown report format '.txt'" in capsys.readouterr().err
