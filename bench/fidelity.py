@@ -136,15 +136,15 @@ def run_do_bench(case: dict) -> list[dict]:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if case["kernel"] == "copy":
         n = case["bytes"] // 4
-        fn = cupy.RawModule(code=(kernels / "copy.ptx").read_text()).get_function("copy")
+        fn = cupy.RawModule(path=str(kernels / "copy.ptx")).get_function("copy")
         src, dst = cupy.ones(n, cupy.float32), cupy.empty(n, cupy.float32)
         launch = lambda: fn((min(-(-n // 256), sms * 8),), (256,), (src, dst, np.int64(n)))  # noqa: E731
     elif case["kernel"] == "fma":
-        fn = cupy.RawModule(code=(HERE / "kernels" / "fma.ptx").read_text()).get_function("fma")
+        fn = cupy.RawModule(path=str(HERE / "kernels" / "fma.ptx")).get_function("fma")
         out = cupy.empty(sms * 4 * 256, cupy.float32)
         launch = lambda: fn((sms * 4,), (256,), (out, np.uint32(case["fma_iterations"])))  # noqa: E731
     else:
-        fn = cupy.RawModule(code=(kernels / "empty.ptx").read_text()).get_function("empty")
+        fn = cupy.RawModule(path=str(kernels / "empty.ptx")).get_function("empty")
         launch = lambda: fn((1,), (1,), ())  # noqa: E731
     launch()
     cupy.cuda.Device().synchronize()

@@ -33,7 +33,7 @@ class StopRule:
     max_time_s: float = 2.0          # wall time of the timed chunks, seconds
     settle: float = 0.02             # warm-up: consecutive chunk medians within ±2 %
     max_warmup_samples: int = 1_000
-    warmup_chunk: int = 16           # samples per warm-up chunk
+    warmup_chunk: int = 8            # samples per warm-up chunk
     first_chunk: int = 16
 
     def __post_init__(self) -> None:

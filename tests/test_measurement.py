@@ -112,16 +112,16 @@ def test_cupti_clean_cold_keeps_the_clean_steps_out_of_the_samples(device, copy,
 
 def test_constant_times_stop_on_precision_after_a_settled_warm_up(device, copy):
     res = hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm")
-    assert res.stop_reason == "precision" and res.warmup == 32        # two 16-sample chunks agree at once
+    assert res.stop_reason == "precision" and res.warmup == 16        # two 8-sample chunks agree at once
     assert res.samples == 16 and res.stats.rel_ci == 0.0
 
 
 def test_drifting_times_keep_warming_up(device, copy, fake_driver):
-    # Every launch 0.1 µs slower than the last (from 4 µs): consecutive 16-sample chunks' medians are
-    # 1.6 µs apart, within the 2 % settle band only once they pass 80 µs, after 800 launches.
+    # Every launch 0.1 µs slower than the last (from 4 µs): consecutive 8-sample chunks' medians are
+    # 0.8 µs apart, within the 2 % settle band only once they pass 40 µs, after 376 launches.
     fake_driver.lib.fake_set_launch_ms_step(0.0001)
     res = hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm", max_time_s=0.05)
-    assert res.warmup == 800
+    assert res.warmup == 376
 
 
 class Alternating:
@@ -140,8 +140,8 @@ def test_warm_up_is_capped():
     from pyhipbench.bench import _warm_up
     from pyhipbench.stopping import StopRule
     source = Alternating()
-    assert _warm_up(source, StopRule(), None) == 1008   # the first whole chunk past max_warmup_samples (1000)
-    assert source.chunks == 63
+    assert _warm_up(source, StopRule(), None) == 1000   # max_warmup_samples, in 8-sample chunks
+    assert source.chunks == 125
 
 
 def test_a_noisy_kernel_is_stopped_by_the_time_cap(device, copy, fake_driver):
