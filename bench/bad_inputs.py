@@ -397,7 +397,7 @@ def cases() -> list[Case]:
         args = ["--arg", spec, *COPY_ARGS[2:]] if spec.startswith(("array", "shared")) else [*COPY_ARGS[:4], "--arg", spec]
         c.append(cli(7, f"run --arg {spec}", ["run", "{F}/k.ptx", *RUN, *args, *QUICK], [shown]))
     for size in ("infM", "-1", "0", "nan", "1E999", "99999999T", ""):
-        c.append(cli(7, f"info --size {size!r}", ["info", "--size", size], [repr(size)[1:-1] or "--size", ("size", "bytes")]))
+        c.append(cli(7, f"info --size {size!r}", ["info", "--size", size], [repr(size)[1:-1] or "--size", ("expected", "not a size")]))
     for opt, value in (("--iterations", "1000000000000"), ("--warmup", "1000000000000"), ("--shared-bytes", "1099511627776"),
                        ("--grid", "1099511627776"), ("--block", "8589934592")):
         argv = ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, "--rotate", "1", opt, value]
