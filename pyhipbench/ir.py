@@ -50,6 +50,7 @@ class Module:
     """
 
     ref: llvm.ModuleRef
+    name: str | None = None  # the file or name it was parsed from, for errors
 
     @property
     def triple(self) -> str:
@@ -104,7 +105,7 @@ def parse(ir: str | bytes | os.PathLike, *, name: str | None = None) -> Module:
             f"expected LLVM IR text (str), text or bitcode (bytes) or a path (os.PathLike), "
             f"got {type(ir).__name__}"
         )
-    name = name or "<ir>"
+    given_name, name = name, name or "<ir>"
     try:
         if isinstance(ir, bytes) and ir[:4] in BITCODE_MAGIC:
             module = llvm.parse_bitcode(ir)
@@ -123,7 +124,7 @@ def parse(ir: str | bytes | os.PathLike, *, name: str | None = None) -> Module:
     except RuntimeError as e:
         # llvmlite's message holds LLVM's "<string>:LINE:COL: error: ..." text.
         raise IRError(f"invalid LLVM IR in {name}: {e}{_path_hint(ir)}") from None
-    return Module(module)
+    return Module(module, given_name)
 
 
 def _path_hint(ir: str | bytes) -> str:
@@ -152,7 +153,7 @@ def find_kernels(module: Module) -> list[str]:
     if not kernels:
         found = ", ".join(module.functions) or "none"
         raise IRError(
-            "no kernel in the module: expected a function with calling convention "
+            f"no kernel in {module.name or 'the module'}: expected a function with calling convention "
             f"{' or '.join(KERNEL_CALLING_CONVENTIONS)} (or an nvvm.annotations kernel); "
             f"functions defined: {found}"
         )

@@ -194,6 +194,22 @@ def test_bad_files_and_outputs_give_one_line_before_any_work(files, no_device_wa
     assert not (files / "o").exists()
 
 
+def test_a_code_object_write_that_fails_names_the_file(files, no_device_wanted, capsys):
+    # /dev/full passes the output check (it exists and is writable); the write itself fails
+    code, out, err = call(["compile", str(files / "k.ll"), "--target", "sm_90", "-o", "/dev/full"], capsys)
+    assert (code, out, err) == (1, "", "pyhipbench compile: /dev/full: No space left on device\n")
+
+
+@pytest.mark.parametrize("command", [["compile", "--target", "sm_90", "-o", "{d}/o"], ["run", *RUN]])
+def test_an_ir_file_without_kernels_is_named(files, fake_gpu, capsys, command):
+    (files / "empty.ll").write_text("")
+    argv = [command[0], str(files / "empty.ll"), *expand(command[1:], files)]
+    code, out, err = call(argv, capsys)
+    assert code == 1 and "Traceback" not in err
+    assert err.splitlines()[-1].startswith(f"pyhipbench {command[0]}: no kernel in {files / 'empty.ll'}: "
+                                           "expected a function with calling convention")
+
+
 # -- content, not suffix, decides IR vs code object --------------------------------------------------
 def test_ptx_named_ll_runs_as_a_code_object(files, fake_gpu, capsys):
     code, out, err = call(["run", str(files / "ptx_named.ll"), *RUN, *COPY_ARGS, "--iterations", "2", "--rotate", "1"],

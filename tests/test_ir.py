@@ -148,6 +148,13 @@ def test_no_kernel_names_the_functions_found():
         ir.find_kernels(module)
 
 
+def test_no_kernel_names_the_file(tmp_path):
+    path = tmp_path / "empty.ll"
+    path.write_text("")  # an empty file parses as an empty module
+    with pytest.raises(ir.IRError, match=re.escape(f"no kernel in {path}: expected a function") + r".*defined: none$"):
+        ir.find_kernels(ir.parse(path))
+
+
 def test_prologue_for_an_unknown_kernel_is_an_error():
     with pytest.raises(ir.IRError, match="nope"):
         ir.inject_prologue(ir.parse(TWO_KERNELS_AND_A_HELPER), PROLOGUE, ["nope"])

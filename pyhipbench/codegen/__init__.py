@@ -59,9 +59,19 @@ class CodeObject:
     verification: Verification | None = None
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write ``data`` to ``path``; returns the path."""
+        """Write ``data`` to ``path``; returns the path.
+
+        A failed write raises OSError whose ``filename`` is ``path`` (a write
+        that fails after the file opened, e.g. a full disk, names no file
+        otherwise).
+        """
         path = Path(path)
-        path.write_bytes(self.data)
+        try:
+            path.write_bytes(self.data)
+        except OSError as e:
+            if e.filename is not None:
+                raise
+            raise OSError(e.errno, e.strerror or str(e), os.fspath(path)) from e
         return path
 
 
@@ -117,7 +127,7 @@ def _for_target(module: ir.Module, target: str, triple: str) -> ir.Module:
     """`module`, checked against the target; one without a triple gets the target's
     (on a copy: the caller's module is left as it was)."""
     if not module.triple:
-        module = ir.Module(module.clone())
+        module = ir.Module(module.clone(), module.name)
         module.ref.triple = triple
     elif module.triple != triple:
         raise ir.IRError(

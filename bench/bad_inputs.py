@@ -1,0 +1,711 @@
+"""A census of bad inputs (issue 6): each tried as a tuner or a new user would, each in a child process.
+
+    python bench/bad_inputs.py                      # this checkout, with its .venv
+    python bench/bad_inputs.py --json census.json
+    python bench/bad_inputs.py --repo /tmp/old      # another checkout, with /tmp/old/.venv/bin/python
+    python bench/bad_inputs.py --class 4 --class 7  # some classes only
+
+No GPU is needed: the fake drivers of the checkout's own tests/fakes (built once
+per run, with the checkout's interpreter) stand in, under a Device made as the
+checkout's tests make one (`Device.from_backend(HostBackend(...), driver)`,
+`_core.load_driver`, or `_core.load_runtime` before the core's rename). CLI
+cases run `cli.main(argv)` in a child whose `cli._open_device` returns that
+device, as tests/test_cli*.py do; the class-11 cases open the real
+`Device("hip")` over the fake HIP runtime on the loader path instead. Every
+case runs in its own child, so an LLVM abort or a segfault is observed as a
+crash and costs only that case.
+
+Outcome of each case, decided by `classify()`:
+
+- crash: the child died (a signal, exit 134, no report), an exception whose
+  class is not the package's (its module is not `pyhipbench...`) escaped the
+  API call, or any exception escaped `cli.main` (a traceback).
+- silent: a wrong input was accepted (exit 0 or no exception), or an input
+  that must work ran but its result is wrong (the case's own check).
+- unclear: an error, but the message lacks a fragment the case requires
+  (each case lists them: the bad value, and what was expected or what was
+  wrong; a tuple means any one of its strings); or an input that must work
+  (`expect="ok"`: numpy integers, defaults, a matching hip-python) was
+  refused, however clearly.
+- clear: an error of the package's own with every required fragment, or
+  an `expect="ok"` input that worked and passed its check.
+
+Inputs that cannot apply the same way to an older checkout: every case uses
+only names that exist in the original code (6eabb8a) for the harness part (its
+`setup`: building the device, loading the copy kernel, allocating arrays); a
+case whose setup fails is reported as `harness`, never counted against the
+code. A bad input aimed at an option or keyword the old code lacks runs as
+written and counts as whatever the old code did (argparse's "unrecognized
+arguments" is an error that names the option; an AttributeError is a crash).
+Class 12 (tests that cannot fail) is a static scan of the checkout's tests/,
+not an input: a weak test found counts as silent. Class 10 times compiles of
+500 and 2000 kernels: more than 5 times longer for 4 times the kernels counts as silent. Class 11 needs
+hip-python importable by the checkout's interpreter; hip-python 10.x cannot be
+installed here, so only the 7.x bindings against fake runtimes reporting
+other HIP versions are exercised.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent  # this census's checkout: its fixtures come from here
+sys.path.insert(0, str(HERE / "tests"))
+from code_objects import fatbin, minimal_cubin  # noqa: E402  (pure-Python builders, no package import)
+
+OUTCOMES = ("clear", "unclear", "crash", "silent")
+MARK = "@@CENSUS@@"
+CLASSES = {
+    1: "LLVM aborts in codegen", 2: "output paths", 3: ".ll inputs to run/compile",
+    4: "truncated/malformed code objects", 5: "numpy integers and floats", 6: "silently wrong",
+    7: "overflow and sizes", 8: "kernel names", 9: "defaults", 10: "compile time vs kernel count",
+    11: "hip-python version pairing", 12: "tests that cannot fail",
+}
+
+
+@dataclass
+class Case:
+    cls: int
+    name: str
+    kind: str                      # "cli" (argv), "api" (Python), "static" (scan of tests/)
+    body: object                   # argv list, Python code, or a scan function
+    needs: tuple = ()              # fragments the error must hold (case-insensitive); a tuple: any of
+    expect: str = "error"          # "error": the input must be refused; "ok": it must work
+    setup: str = ""                # harness code run before the body (its failure is "harness")
+    check: str = ""                # after an accepted body: calls verdict(ok, detail)
+    device: str | None = "cuda"    # cli: the fake device cli._open_device returns (None: not patched)
+    env: dict = field(default_factory=dict)
+    needs_stdout: tuple = ()       # fragments stdout must hold too (the --json fallback)
+    timeout: int = 180
+
+
+# -- fixtures --------------------------------------------------------------------------------------
+MFMA = """target triple = "amdgcn-amd-amdhsa"
+declare <16 x float> @llvm.amdgcn.mfma.f32.32x32x8f16(<4 x half>, <4 x half>, <16 x float>, i32, i32, i32)
+define amdgpu_kernel void @mfma_tile(ptr addrspace(1) %out, <4 x half> %a, <4 x half> %b) {
+  %r = call <16 x float> @llvm.amdgcn.mfma.f32.32x32x8f16(<4 x half> %a, <4 x half> %b, <16 x float> zeroinitializer, i32 0, i32 0, i32 0)
+  store <16 x float> %r, ptr addrspace(1) %out
+  ret void
+}
+"""
+MFMA16 = MFMA.replace("32x32x8f16", "16x16x16f16").replace("<16 x float>", "<4 x float>")
+WGMMA = """target triple = "nvptx64-nvidia-cuda"
+declare void @llvm.nvvm.wgmma.fence.sync.aligned()
+declare void @llvm.nvvm.wgmma.commit_group.sync.aligned()
+define ptx_kernel void @matmul_kernel(ptr addrspace(1) %out) {
+  call void @llvm.nvvm.wgmma.fence.sync.aligned()
+  call void @llvm.nvvm.wgmma.commit_group.sync.aligned()
+  store i32 0, ptr addrspace(1) %out
+  ret void
+}
+"""
+NAMED = {"nv": ('target triple = "nvptx64-nvidia-cuda"\n', "ptx_kernel"),
+         "amd": ('target triple = "amdgcn-amd-amdhsa"\n', "amdgpu_kernel")}
+
+
+def named_kernel_ir(family: str, name: str) -> str:
+    """A one-kernel module whose kernel is called `name` (escaped as LLVM IR writes it)."""
+    triple, cc = NAMED[family]
+    escaped = "".join(c if c.isprintable() and c not in '"\\' else "".join(f"\\{b:02X}" for b in c.encode())
+                      for c in name)
+    return (f'{triple}define {cc} void @"{escaped}"(ptr addrspace(1) %p) {{\n'
+            "  store i32 0, ptr addrspace(1) %p\n  ret void\n}\n")
+
+
+def many_kernels_ir(count: int) -> str:
+    lines = ['target triple = "amdgcn-amd-amdhsa"']
+    for i in range(count):
+        lines.append(f"define amdgpu_kernel void @k{i}(ptr addrspace(1) %p, i32 %v) {{\n"
+                     f"  %w = add i32 %v, {i}\n  store i32 %w, ptr addrspace(1) %p\n  ret void\n}}")
+    return "\n".join(lines) + "\n"
+
+
+def make_fixtures(folder: Path) -> None:
+    """Every input file the cases name, from this census's checkout and the system LLVM 22."""
+    ir_data = HERE / "tests" / "data" / "ir"
+    kernels = HERE / "pyhipbench" / "kernels"
+    shutil.copy(ir_data / "copy_sm_90.ll", folder / "k.ll")
+    shutil.copy(kernels / "amdgpu.ll", folder / "amd.ll")
+    shutil.copy(kernels / "copy.ptx", folder / "k.ptx")
+    shutil.copy(kernels / "copy.ptx", folder / "ptx_named.ll")
+    (folder / "mfma.ll").write_text(MFMA)
+    (folder / "mfma16.ll").write_text(MFMA16)
+    (folder / "wgmma.ll").write_text(WGMMA)
+    (folder / "latin1.ll").write_bytes(b"; caf\xe9\ndefine void @f() { ret void }\n")
+    (folder / "empty.ll").write_bytes(b"")
+    (folder / "nul.ll").write_bytes(b"target triple = \"nvptx64-nvidia-cuda\"\n\0\0\0")
+    (folder / "noise.ll").write_bytes(bytes(range(256)) * 4)
+    (folder / "dir").mkdir()
+    (folder / "a_file").write_text("not a folder")
+    (folder / "loop").symlink_to("loop")  # relative: each case's copy of the folder keeps them
+    (folder / "dangling.ll").symlink_to("absent-target.ll")
+    obj = folder / "k.o"
+    subprocess.run(["llc-22", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
+                    str(ir_data / "kernels_gfx942.ll"), "-o", str(obj)], check=True)
+    subprocess.run(["ld.lld-22", "-shared", str(obj), "-o", str(folder / "k.hsaco")], check=True)
+    hsaco = (folder / "k.hsaco").read_bytes()
+    ptx = (folder / "k.ptx").read_bytes()
+    cubin = minimal_cubin()
+    fat = fatbin([ptx])
+    (folder / "k.cubin").write_bytes(cubin)
+    (folder / "k.fatbin").write_bytes(fat)
+    bad = {
+        "h3000.hsaco": hsaco[:3000], "h64.hsaco": hsaco[:64], "h16.hsaco": hsaco[:16],
+        "h1000.hsaco": hsaco[:1000], "hhalf.hsaco": hsaco[:len(hsaco) // 2], "hless1.hsaco": hsaco[:-1],
+        "hshoff.hsaco": hsaco[:0x28] + (1 << 40).to_bytes(8, "little") + hsaco[0x30:],
+        "hshnum.hsaco": hsaco[:0x3C] + (0xFFFF).to_bytes(2, "little") + hsaco[0x3E:],
+        "hshstrndx.hsaco": hsaco[:0x3E] + (0xFFF0).to_bytes(2, "little") + hsaco[0x40:],
+        "p100.ptx": ptx[:100], "pentry.ptx": ptx[:ptx.index(b"copy_param_dst")],
+        "pversion.ptx": b".version 7.0\n", "pnoentry.ptx": ptx[:ptx.index(b".visible")],
+        "pbrace.ptx": ptx[:ptx.index(b"{")], "plast.ptx": ptx[:-2],
+        "c30.cubin": cubin[:30], "c63.cubin": cubin[:63], "c100.cubin": cubin[:100],
+        "cshoff.cubin": cubin[:0x28] + (1 << 40).to_bytes(8, "little") + cubin[0x30:],
+        "f8.fatbin": fat[:8], "f16.fatbin": fat[:16], "f40.fatbin": fat[:40], "fhalf.fatbin": fat[:len(fat) // 2],
+        "fsize.fatbin": fat[:8] + (1 << 40).to_bytes(8, "little") + fat[16:],
+        "fgarbage.fatbin": fat[:16] + bytes(range(64)) * 2,
+    }
+    for name, data in bad.items():
+        (folder / name).write_bytes(data)
+    (folder / "plain_nv.ll").write_text(named_kernel_ir("nv", "copy"))
+    (folder / "many500.ll").write_text(many_kernels_ir(500))
+    (folder / "many2000.ll").write_text(many_kernels_ir(2000))
+
+
+# -- the cases -------------------------------------------------------------------------------------
+RUN = ["--kernel", "copy", "--grid", "1", "--block", "256"]
+COPY_ARGS = ["--arg", "array:float32:256", "--arg", "array:float32:256", "--arg", "int64:256"]
+QUICK = ["--iterations", "2", "--rotate", "1"]
+COPY_SETUP = """
+dev = dev_cuda()
+k = dev.load_module(F + "/k.ptx").kernel("copy")
+src = dev.array(np.zeros(256, np.float32)); dst = dev.empty_like(src)
+args = [src, dst, hb.int64(256)]
+"""
+SPY = """
+from pyhipbench import cli as _cli
+_seen = []
+_real_bench = _cli.bench
+def _spy(kernel, grid, block, args, **options):
+    _seen.append([a.to_numpy() if hasattr(a, "to_numpy") else None for a in args])
+    return _real_bench(kernel, grid, block, args, **options)
+_cli.bench = _spy
+"""
+RANDOM_CHECK = """
+values = _seen[0][0] if _seen else None
+verdict(values is not None and values.any() and values.min() >= 0 and values.max() <= 127 and len(set(values.tolist())) > 8,
+        f"first argument's values: {None if values is None else values[:8].tolist()}")
+"""
+
+
+def cli(cls, name, argv, needs=(), **kw) -> Case:
+    return Case(cls, name, "cli", argv, tuple(needs), **kw)
+
+
+def api(cls, name, body, needs=(), setup="", **kw) -> Case:
+    return Case(cls, name, "api", body, tuple(needs), setup=setup, **kw)
+
+
+def cases() -> list[Case]:
+    c: list[Case] = []
+    # 1. LLVM aborts: contained, a package error quoting LLVM, naming the kernel and the target
+    for target in ("gfx1100", "gfx1030", "gfx1101", "gfx1200"):
+        c.append(api(1, f"compile_ir(MFMA, {target})", f'compile_ir(Path(F + "/mfma.ll"), "{target}")',
+                     ["mfma_tile", target, "Cannot select"], setup="from pyhipbench.codegen import compile_ir"))
+    c.append(api(1, "compile_ir(MFMA16, gfx1100)", 'compile_ir(Path(F + "/mfma16.ll"), "gfx1100")',
+                 ["mfma_tile", "gfx1100", "Cannot select"], setup="from pyhipbench.codegen import compile_ir"))
+    for target in ("sm_90", "sm_80", "sm_89"):
+        c.append(api(1, f"compile_ir(WGMMA, {target})", f'compile_ir(Path(F + "/wgmma.ll"), "{target}")',
+                     ["matmul_kernel", target, "Cannot select"], setup="from pyhipbench.codegen import compile_ir"))
+    c.append(cli(1, "compile mfma.ll --target gfx1100", ["compile", "{F}/mfma.ll", "--target", "gfx1100", "-o", "{O}/x"],
+                 ["mfma_tile", "gfx1100", "Cannot select"]))
+    c.append(cli(1, "compile wgmma.ll --target sm_90", ["compile", "{F}/wgmma.ll", "--target", "sm_90", "-o", "{O}/x"],
+                 ["matmul_kernel", "sm_90", "Cannot select"]))
+    c.append(api(1, "compile_for_device(MFMA, gfx1100 device)",
+                 'compile_for_device(Path(F + "/mfma.ll"), dev_hip(arch="gfx1100"))',
+                 ["mfma_tile", "gfx1100", "Cannot select"], setup="from pyhipbench.codegen import compile_for_device"))
+    c.append(cli(1, "run mfma.ll on a gfx1100 device", ["run", "{F}/mfma.ll", "--kernel", "mfma_tile", "--grid", "1",
+                 "--block", "64"], ["mfma_tile", "gfx1100", "Cannot select"], device="hip:gfx1100"))
+
+    # 2. output paths: checked before any work; a failed write keeps the measurement
+    for opt_out, why in (("/nonexistent/dir/x", "/nonexistent/dir"), ("{F}/dir", "directory"),
+                         ("{F}/a_file/x", "not a directory"), ("", ("empty", "''", "directory", "file path")),
+                         ("/proc/x", "/proc"), ("/dev/full", "/dev/full")):
+        c.append(cli(2, f"compile -o {opt_out!r}", ["compile", "{F}/k.ll", "--target", "sm_90", "-o", opt_out],
+                     [opt_out.replace("{F}", "") or "-o", why]))
+    for opt_out, why in (("/nonexistent/r.json", "/nonexistent"), ("{F}/dir", "directory"),
+                         ("{F}/a_file/r.json", "not a directory"), ("", ("empty", "''", "directory", "file path"))):
+        c.append(cli(2, f"run --json {opt_out!r}", ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "--json", opt_out],
+                     [opt_out.replace("{F}", "") or "--json", why]))
+    for target in ("/proc/r.json", "/dev/full", "/sys/r.json"):
+        c.append(cli(2, f"run --json {target} (write fails after the run)",
+                     ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "--json", target],
+                     [target], needs_stdout=('"kernel"',)))
+    c.append(cli(2, "compile -o a bad path, IR that also fails",
+                 ["compile", "{F}/latin1.ll", "--target", "sm_90", "-o", "/nonexistent/dir/x"], ["/nonexistent/dir"]))
+
+    # 3. unreadable inputs: one error path for run and compile
+    inputs = {"absent.ll": ("absent.ll", ("no such file", "does not exist", "cannot read")),
+              "dir": ("dir", ("directory", "not a file")), "latin1.ll": ("latin1.ll", ("utf-8", "0xe9")),
+              "empty.ll": ("empty.ll", ("empty", "no kernel", "0 bytes")), "nul.ll": ("nul.ll", ("nul", "\\x00", "0x00")),
+              "noise.ll": ("noise.ll", ("utf-8", "not", "invalid")), "loop": ("loop", ("symbolic links", "loop")),
+              "dangling.ll": ("dangling.ll", ("no such file", "does not exist", "cannot read"))}
+    for file, (shown, why) in inputs.items():
+        c.append(cli(3, f"run {file}", ["run", "{F}/" + file, *RUN], [shown, why]))
+        c.append(cli(3, f"compile {file}", ["compile", "{F}/" + file, "--target", "sm_90", "-o", "{O}/x"], [shown, why]))
+
+    # 4. truncated or malformed code objects: through run and load_module
+    where = ("truncat", "ends", "past", "beyond", "outside", "offset", "byte", "bytes", "line", "no kernel",
+             "missing", "corrupt", "malformed", "expected")
+    hsacos = ["h3000", "h64", "h16", "h1000", "hhalf", "hless1", "hshoff", "hshnum", "hshstrndx"]
+    for name in hsacos:
+        c.append(api(4, f"load_module({name}.hsaco)", f'dev.load_module(Path(F + "/{name}.hsaco").read_bytes())',
+                     [("hsaco", "elf", "code object", "amdgpu"), where], setup="dev = dev_hip()"))
+    for name in ("h3000", "h64", "hshoff"):
+        c.append(cli(4, f"run {name}.hsaco", ["run", "{F}/" + name + ".hsaco", *RUN],
+                     [("hsaco", "elf", "code object"), where], device="hip"))
+    for name in ("p100", "pentry", "pversion", "pnoentry", "pbrace", "plast"):
+        c.append(api(4, f"load_module({name}.ptx) + kernel('copy')",
+                     f'dev.load_module(Path(F + "/{name}.ptx").read_bytes()).kernel("copy")',
+                     [("ptx", "copy"), where], setup="dev = dev_cuda()"))
+    for name in ("p100", "pentry"):
+        c.append(cli(4, f"run {name}.ptx", ["run", "{F}/" + name + ".ptx", *RUN], [("ptx", "copy"), where]))
+    for name in ("c30", "c63", "c100", "cshoff"):
+        c.append(api(4, f"load_module({name}.cubin)", f'dev.load_module(Path(F + "/{name}.cubin").read_bytes())',
+                     [("cubin", "elf", "code object"), where], setup="dev = dev_cuda()"))
+    for name in ("f8", "f16", "f40", "fhalf", "fsize", "fgarbage"):
+        c.append(api(4, f"load_module({name}.fatbin)", f'dev.load_module(Path(F + "/{name}.fatbin").read_bytes())',
+                     [("fatbin", "code object"), where], setup="dev = dev_cuda()"))
+    c.append(cli(4, "run f40.fatbin", ["run", "{F}/f40.fatbin", *RUN], [("fatbin", "code object"), where]))
+
+    # 5. numpy integers work everywhere an integer goes; bools and floats are refused
+    ok = dict(expect="ok", setup=COPY_SETUP, check="verdict(len(res.times_us) >= 1, 'ran')")
+    for label, call in (("grid=np.int64(4)", "grid=np.int64(4), block=256"),
+                        ("block=np.int32(256)", "grid=1, block=np.int32(256)"),
+                        ("grid=(np.int64(2), np.uint16(1))", "grid=(np.int64(2), np.uint16(1)), block=256"),
+                        ("iterations=np.int64(100)", "grid=1, block=256, iterations=np.int64(100)"),
+                        ("iterations=np.uint32(10)", "grid=1, block=256, iterations=np.uint32(10)"),
+                        ("warmup=np.int64(2)", "grid=1, block=256, warmup=np.int64(2)"),
+                        ("shared_bytes=np.int64(0)", "grid=1, block=256, shared_bytes=np.int64(0)"),
+                        ("rotate=np.int64(2)", "grid=1, block=256, rotate=np.int64(2)")):
+        rotate = "" if "rotate" in call else ", rotate=1"
+        c.append(api(5, f"bench({label})", f"res = hb.bench(k, args=args, {call}{rotate})", **ok))
+    c.append(api(5, "bench(Pointer(np.uint64(addr)))",
+                 "res = hb.bench(k, 1, 256, [hb.Pointer(np.uint64(src.address)), dst, hb.int64(256)], rotate=1)", **ok))
+    c.append(api(5, "dev.empty(np.int64(16))", "a = dev.empty(np.int64(16))", expect="ok", setup=COPY_SETUP,
+                 check="verdict(a.nbytes == 64, a.nbytes)"))
+    c.append(api(5, "dev.empty((np.int32(4), np.int64(4)))", "a = dev.empty((np.int32(4), np.int64(4)))", expect="ok",
+                 setup=COPY_SETUP, check="verdict(a.nbytes == 64, a.nbytes)"))
+    for label, call, value in (("hb.int64(np.int64(5))", "hb.int64(np.int64(5))", 5),
+                               ("hb.int32(np.int16(3))", "hb.int32(np.int16(3))", 3),
+                               ("hb.uint8(np.uint8(7))", "hb.uint8(np.uint8(7))", 7)):
+        c.append(api(5, label, f"s = {call}", expect="ok", setup="import pyhipbench as hb",
+                     check=f"verdict(s.pack() == int({value}).to_bytes(s.nbytes, 'little'), s.pack())"))
+    refuse = dict(setup=COPY_SETUP)
+    for label, call, shown in (("grid=4.0", "grid=4.0, block=256", "4.0"),
+                               ("grid=np.float64(4)", "grid=np.float64(4), block=256", "4.0"),
+                               ("grid=True", "grid=True, block=256", "True"),
+                               ("block=np.bool_(True)", "grid=1, block=np.bool_(True)", "True"),
+                               ("grid='4'", "grid='4', block=256", "'4'"),
+                               ("iterations=100.0", "grid=1, block=256, iterations=100.0", "100.0"),
+                               ("iterations=np.float32(100)", "grid=1, block=256, iterations=np.float32(100)", "100.0"),
+                               ("iterations='100'", "grid=1, block=256, iterations='100'", "'100'"),
+                               ("iterations=None", "grid=1, block=256, iterations=None", "None"),
+                               ("warmup=1.5", "grid=1, block=256, warmup=1.5", "1.5"),
+                               ("shared_bytes=0.0", "grid=1, block=256, shared_bytes=0.0", "0.0"),
+                               ("rotate=2.0", "grid=1, block=256, rotate=2.0", "2.0"),
+                               ("rotate=True", "grid=1, block=256, rotate=True", "True")):
+        rotate = "" if "rotate" in call else ", rotate=1"
+        c.append(api(5, f"bench({label})", f"hb.bench(k, args=args, {call}{rotate})", [shown, "expected"], **refuse))
+    for label, call, shown in (("Pointer(1.5)", "hb.Pointer(1.5)", "1.5"), ("Pointer(-1)", "hb.Pointer(-1)", "-1"),
+                               ("Pointer(True)", "hb.Pointer(True)", "True"),
+                               ("hb.int32(1.5)", "hb.int32(1.5)", "1.5"),
+                               ("hb.int32(np.float64(2))", "hb.int32(np.float64(2))", "2.0"),
+                               ("hb.int64(True)", "hb.int64(True)", "True"),
+                               ("hb.int16('3')", "hb.int16('3')", "'3'"),
+                               ("dev.empty(4.0)", "dev.empty(4.0)", "4.0"),
+                               ("dev.empty((4, 2.0))", "dev.empty((4, 2.0))", "2.0"),
+                               ("dev.empty(-1)", "dev.empty(-1)", "-1"),
+                               ("dev.empty(True)", "dev.empty(True)", "True")):
+        c.append(api(5, label, call, [shown, ("expected", "must be", "not a", "negative")], **refuse))
+
+    # 6. silently wrong: refused, or done right
+    for dtype in ("int32", "int8", "uint16", "int64"):
+        c.append(cli(6, f"run --arg array:{dtype}:1024:random fills random integers",
+                     ["run", "{F}/k.ptx", *RUN, "--arg", f"array:{dtype}:1024:random", "--arg", "array:float32:256",
+                      "--arg", "int64:256", *QUICK], expect="ok", setup=SPY, check=RANDOM_CHECK))
+    comp = "from pyhipbench.codegen import compile_ir"
+    for flag in ('"yes"', '"no"', "1", "0", '"False"'):
+        c.append(api(6, f"compile_ir(icache_flush={flag})", f'compile_ir(Path(F + "/amd.ll"), "gfx942", icache_flush={flag})',
+                     ["icache_flush", flag.strip('"')], setup=comp))
+    for shape, dtype in (("(2**32, 2**32)", "np.float32"), ("(2**32, 2**32)", "np.float64"), ("(2**62, 4)", "np.float32"),
+                         ("(2**64,)", "np.int8"), ("(-1, 4)", "np.float32")):
+        c.append(api(6, f"dev.empty({shape}, {dtype})", f"a = dev.empty({shape}, {dtype})",
+                     [("2**", "18446744073709551616", "4294967296", "-1", "73786976294838206464",
+                       "295147905179352825856", "4611686018427387904"), ("bytes", "expected", "free", "negative")],
+                     setup="dev = dev_cuda()"))
+    # IR that names no processor (no "target-cpu"), so the target alone decides
+    for target in ("sm_1", "sm_0", "sm_10", "sm_9999", "gfx1", "gfx9999"):
+        c.append(cli(6, f"compile --target {target}", ["compile", "{F}/plain_nv.ll" if target.startswith("sm") else "{F}/amd.ll",
+                                                       "--target", target, "-o", "{O}/x"], [target, ("expected", "unknown", "not")]))
+    c.append(api(6, "compile_ir(target='sm_1')", 'compile_ir(Path(F + "/plain_nv.ll"), "sm_1")', ["sm_1"], setup=comp))
+    c.append(cli(6, "compile -o the input", ["compile", "{F}/k.ll", "--target", "sm_90", "-o", "{F}/k.ll"],
+                 ["k.ll", ("input", "overwrite", "source")]))
+    c.append(cli(6, "compile -o the input by another path", ["compile", "{F}/k.ll", "--target", "sm_90", "-o", "{F}/dir/../k.ll"],
+                 ["k.ll", ("input", "overwrite", "source")]))
+    c.append(cli(6, "run --json the input", ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "--json", "{F}/k.ptx"],
+                 ["k.ptx", ("input", "overwrite", "source")]))
+    c.append(cli(6, "run k.ptx --no-icache-flush", ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "--no-icache-flush"],
+                 ["--no-icache-flush", ("code object", "ptx")]))
+    c.append(cli(6, "run k.hsaco --no-icache-flush", ["run", "{F}/k.hsaco", *RUN, *COPY_ARGS, *QUICK, "--no-icache-flush"],
+                 ["--no-icache-flush", ("code object", "hsaco")], device="hip"))
+    for prologue in ("garbage!!", "}", ".entry x {", "mov.u32 %nope, 1;"):
+        c.append(cli(6, f"compile sm_90 --prologue {prologue!r}",
+                     ["compile", "{F}/k.ll", "--target", "sm_90", "--prologue", prologue, "-o", "{O}/x"],
+                     ["prologue", prologue.split()[0]]))
+    c.append(cli(6, "compile gfx942 --prologue 'not_an_instruction'",
+                 ["compile", "{F}/amd.ll", "--target", "gfx942", "--prologue", "not_an_instruction", "-o", "{O}/x"],
+                 ["not_an_instruction", ("prologue", "invalid", "error")]))
+    c.append(cli(6, "compile --help says the AMD prologue runs before the argument loads", ["compile", "--help"],
+                 expect="ok", check="verdict('s[0:1]' in _stdout() and 'v0' in _stdout(), 'help text')"))
+
+    # 7. overflow and sizes: the package's errors, naming the value
+    for call, shown in (("hb.float32(1e40)", "1e+40"), ("hb.float16(1e5)", "100000"), ("hb.float64(10**400)", "1000"),
+                        ("hb.float32(10**400)", "1000"), ("hb.float16(np.float64(1e300))", "1e+300"),
+                        ("hb.int8(128)", "128"), ("hb.int8(-129)", "-129"), ("hb.uint8(-1)", "-1"),
+                        ("hb.int32(2**31)", "2147483648"), ("hb.uint64(2**64)", "18446744073709551616"),
+                        ("hb.int64(-2**63 - 1)", "-9223372036854775809"), ("hb.uint32(-1)", "-1")):
+        c.append(api(7, call, call, [shown, ("range", "largest", "expected")], setup="import pyhipbench as hb"))
+    # each in its place among the copy kernel's arguments, so the value is the only thing wrong
+    for spec, shown in (("float32:1e40", ("1e40", "1e+40")), ("float64:1e400", ("1e400", "1e+400")),
+                        ("int8:300", "300"), ("uint32:-1", "-1"), ("uint64:-1", "-1"),
+                        ("int64:99999999999999999999", "99999999999999999999"),
+                        ("array:float32:1000000000000", "1000000000000"), ("array:float64:1000000000000", "1000000000000"),
+                        ("array:int8:10000000000000", "10000000000000"), ("shared:float32:1000000000000", "1000000000000"),
+                        ("array:float32:1000000000000000:random", "1000000000000000")):
+        args = ["--arg", spec, *COPY_ARGS[2:]] if spec.startswith(("array", "shared")) else [*COPY_ARGS[:4], "--arg", spec]
+        c.append(cli(7, f"run --arg {spec}", ["run", "{F}/k.ptx", *RUN, *args, *QUICK], [shown]))
+    for size in ("infM", "-1", "0", "nan", "1E999", "99999999T", ""):
+        c.append(cli(7, f"info --size {size!r}", ["info", "--size", size], [repr(size)[1:-1] or "--size", ("expected", "not a size")]))
+    for opt, value in (("--iterations", "1000000000000"), ("--warmup", "1000000000000"), ("--shared-bytes", "1099511627776"),
+                       ("--grid", "1099511627776"), ("--block", "8589934592")):
+        argv = ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, "--rotate", "1", opt, value]
+        c.append(cli(7, f"run {opt} {value}", argv, [(opt, opt[2:].replace("-", "_")), value]))
+
+    # 8. kernel names: refused before any tool runs, naming the kernel and the rule
+    bad_names = {"nv": ['a"b', "1copy", "my kernel", "a-b", "%k", "k@v", "kérnel", "a\\b"],
+                 "amd": ['a"b', "1copy", "k@v", ".Lhidden", "a\\b", "new\nline"]}
+    for family, names in bad_names.items():
+        target = "sm_90" if family == "nv" else "gfx942"
+        for name in names:
+            shown = ("1copy" if name == "1copy" else name.replace("\n", "\\n"), repr(name)[1:-1])
+            c.append(api(8, f"compile_ir(kernel {name!r}, {target})",
+                         f"compile_ir({named_kernel_ir(family, name)!r}, {target!r})",
+                         [shown, ("kernel name", "kernel")], setup=comp))
+    for family, name in (("nv", '"q"'), ("nv", "9lives"), ("amd", "9lives"), ("amd", 'a"b')):
+        target = "sm_90" if family == "nv" else "gfx942"
+        file = f"name_{family}_{abs(hash(name)) % 10000}.ll"
+        c.append(cli(8, f"compile kernel {name!r} --target {target}", ["compile", "{O}/" + file, "--target", target, "-o", "{O}/x"],
+                     [(name, repr(name)[1:-1]), "kernel"],
+                     setup=f"Path(O + '/{file}').write_text({named_kernel_ir(family, name)!r})"))
+
+    # 9. defaults always work: run's default iterations and --rotate auto on a 256 MB last-level cache
+    for count in (256, 16384, 262144):
+        c.append(cli(9, f"run defaults, 256 MB LLC, 2 x {count} float32", ["run", "{F}/k.ptx", *RUN, "--arg",
+                     f"array:float32:{count}", "--arg", f"array:float32:{count}", "--arg", f"int64:{count}"],
+                     expect="ok", device="cuda:llc256"))
+    c.append(cli(9, "run defaults, gfx942 device, 2 x 256 float32", ["run", "{F}/k.hsaco", *RUN, *COPY_ARGS],
+                 expect="ok", device="hip:llc256"))
+    c.append(api(9, "bench() defaults, 256 MB LLC, 2 KiB set", "res = hb.bench(k, 1, 256, args)", expect="ok",
+                 setup=COPY_SETUP.replace("dev_cuda()", "dev_cuda(llc_bytes=256 << 20)"),
+                 check="verdict(len(res.times_us) >= 1, 'ran')"))
+    c.append(api(9, "bench() defaults, 4 MB LLC, 2 KiB set", "res = hb.bench(k, 1, 256, args)", expect="ok",
+                 setup=COPY_SETUP, check="verdict(len(res.times_us) >= 1, 'ran')"))
+    c.append(cli(9, "demo defaults on a fake H200-like device", ["demo"], expect="ok", device="cuda:llc256", timeout=300))
+
+    # 10. compile time linear in the kernel count
+    # the issue's sizes: 500 kernels 2.5 s, 2000 kernels 15.7 s before (x6.3)
+    c.append(api(10, "compile 500 then 2000 AMD kernels: time ratio < 5 (linear 4)", """
+t0 = time.perf_counter(); compile_ir(Path(F + "/many500.ll"), "gfx942"); t1 = time.perf_counter()
+compile_ir(Path(F + "/many2000.ll"), "gfx942"); t2 = time.perf_counter()
+verdict((t2 - t1) / (t1 - t0) < 5, f"500 kernels {t1 - t0:.2f} s, 2000 kernels {t2 - t1:.2f} s, x{(t2 - t1) / (t1 - t0):.1f}")
+""", expect="ok", setup=comp, timeout=600))
+
+    # 11. hip-python pairs by the HIP version its bindings were generated for
+    for runtime, label, needs in (("71500000", "HIP 7.15 (ROCm 10)", ["7.15", "hip-python", "10."]),
+                                  ("60400000", "HIP 6.4", ["6.4", "hip-python"]),
+                                  ("70100000", "HIP 7.1", ["7.1", "hip-python"])):
+        c.append(cli(11, f"info --backend hip, hip-python 7.2 on {label}", ["info", "--backend", "hip"], needs,
+                     device=None, env={"FAKE_HIP_RUNTIME_VERSION": runtime, "@LD": "hip"}))
+    c.append(cli(11, "info --backend hip, hip-python 7.2 on its own HIP", ["info", "--backend", "hip"], expect="ok",
+                 device=None, env={"@LD": "hip"}))
+
+    # 12. tests that cannot fail (a static scan of the checkout's tests/)
+    c += [Case(12, name, "static", scan) for name, scan in STATIC_SCANS.items()]
+    return c
+
+
+def _scan(pattern_check):
+    def scan(tests: Path) -> list[str]:
+        found = []
+        for path in sorted(tests.rglob("test_*.py")):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if pattern_check(path, line):
+                    found.append(f"{path.relative_to(tests.parent)}:{number}: {line.strip()}")
+        return found
+    return scan
+
+
+def _clone_test_mutates(tests: Path) -> list[str]:
+    path = tests / "test_ir.py"
+    text = path.read_text() if path.exists() else ""
+    start = text.find("def test_module_clone_is_independent")
+    if start < 0:
+        return []
+    body = text[start:text.find("\ndef ", start + 1)]
+    mutating = ("inject", "prologue", "set_", ".name =", "triple =", "add_", "remove")
+    return [] if any(m in body for m in mutating) else [f"tests/test_ir.py: {body.strip().splitlines()[0]} never mutates"]
+
+
+STATIC_SCANS = {
+    "pytest.raises(Exception, ...)": _scan(lambda p, line: "pytest.raises(Exception" in line),
+    "pytest.raises(SystemExit) with no code or message checked":
+        _scan(lambda p, line: "pytest.raises(SystemExit)" in line and " as " not in line),
+    "test_module_clone_is_independent mutates a module": _clone_test_mutates,
+    "GPU tests asserting only '> 0'": _scan(lambda p, line: "gpu" in p.parts and line.strip().startswith("assert")
+                                            and line.rstrip().endswith("> 0") and " and " not in line),
+}
+
+
+# -- running ---------------------------------------------------------------------------------------
+PRELUDE = r'''
+import json, os, sys, time, traceback, warnings
+from pathlib import Path
+sys.path.insert(0, TESTS)
+import numpy as np
+warnings.simplefilter("ignore")
+_census = {"verdict": None}
+def verdict(ok, detail=""):
+    _census["verdict"] = {"ok": bool(ok), "detail": str(detail)[:2000]}
+def _emit():
+    sys.stdout.flush(); sys.stderr.flush()
+    os.write(1, ("\n" + MARK + json.dumps(_census) + "\n").encode())
+class _Tee:
+    def __init__(self, stream): self.stream, self.text = stream, []
+    def write(self, s): self.text.append(s); return self.stream.write(s)
+    def flush(self): self.stream.flush()
+    def __getattr__(self, name): return getattr(self.stream, name)
+sys.stdout = _Tee(sys.stdout)
+def _stdout(): return "".join(sys.stdout.text)
+def _fake_device(backend, **props):
+    import pyhipbench as hb
+    from pyhipbench import _core
+    from fakes.host_backend import HostBackend
+    load = getattr(_core, "load_driver", None) or getattr(_core, "load_runtime")
+    be = HostBackend(backend=backend, **props)
+    be.driver_version = lambda: 12040  # what compile_for_device asks a CUDA driver
+    return hb.Device.from_backend(be, load(backend, LIBS[backend]))
+def dev_cuda(**props): return _fake_device("cuda", **props)
+def dev_hip(**props):
+    props.setdefault("arch", "gfx942")
+    return _fake_device("hip", **props)
+def _device(spec):
+    backend, _, variant = spec.partition(":")
+    props = {"llc_bytes": 256 << 20, "l2_bytes": 50 << 20, "total_bytes": 141 << 30} if variant == "llc256" else {}
+    if variant.startswith("gfx"):
+        props["arch"] = variant
+    free = {"free_bytes": 130 << 30} if variant == "llc256" else {}
+    return (dev_cuda if backend == "cuda" else dev_hip)(**free, **props)
+'''
+
+
+def child_code(case: Case, fixtures: Path, out: Path, tests: Path, libs: dict) -> str:
+    head = (f"F = {str(fixtures)!r}\nO = {str(out)!r}\nTESTS = {str(tests)!r}\nLIBS = {json.dumps(libs)}\n"
+            f"MARK = {MARK!r}\n" + PRELUDE)
+    setup = case.setup
+    if case.kind == "cli":
+        argv = [a.replace("{F}", str(fixtures)).replace("{O}", str(out)) for a in case.body]
+        device = "" if case.device is None else \
+            f"from pyhipbench import cli as _cli_for_device\n_dev = _device({case.device!r})\n" \
+            "_cli_for_device._open_device = lambda backend: _dev\n"
+        setup = device + setup
+        body = (f"from pyhipbench import cli\ntry:\n    _rc = cli.main({argv!r})\nexcept SystemExit as e:\n"
+                "    _rc = e.code\n_census['rc'] = _rc\n")
+    else:
+        body = case.body
+        setup = "import pyhipbench as hb\n" + setup
+    return (head + "try:\n" + textwrap.indent(setup or "pass", "    ") +
+            "\nexcept BaseException as e:\n    _census['harness'] = f'{type(e).__name__}: {e}'\n"
+            "    _emit(); sys.exit(0)\n"
+            "try:\n" + textwrap.indent(textwrap.dedent(body), "    ") +
+            ("\n" + textwrap.indent(textwrap.dedent(case.check), "    ") if case.check else "") +
+            "\nexcept BaseException as e:\n"
+            "    _census['raised'] = {'type': type(e).__name__, 'module': type(e).__module__, 'message': str(e),"
+            " 'traceback': traceback.format_exc()[-3000:]}\n"
+            "_emit()\n")
+
+
+def contains(text: str, fragment) -> bool:
+    options = fragment if isinstance(fragment, tuple) else (fragment,)
+    return any(o.lower() in text.lower() for o in options)
+
+
+def classify(case: Case, rc: int, stdout: str, stderr: str, report: dict | None) -> tuple[str, str, str]:
+    """(outcome, why, shown output) for one case's child."""
+    tail = lambda s: s.strip()[-1500:]
+    if report is None:
+        died = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}"
+        return "crash", f"the process died ({died}) before reporting", tail(stderr or stdout)
+    if report.get("harness"):
+        return "harness", "the census's own setup failed: " + report["harness"], ""
+    raised = report.get("raised")
+    if raised:
+        shown = tail(raised["traceback"])
+        if case.kind == "cli":
+            return "crash", f"{raised['type']} escaped cli.main (a traceback)", shown
+        if not raised["module"].startswith("pyhipbench"):
+            return "crash", f"{raised['module']}.{raised['type']} is not the package's", shown
+        message = f"{raised['type']}: {raised['message']}"
+    elif case.kind == "cli":
+        if "Traceback (most recent call last)" in stderr:
+            return "crash", "a traceback on stderr", tail(stderr)
+        if report.get("rc") in (0, None):
+            message = None
+        else:
+            message = stderr
+    else:
+        message = None
+    if message is None:  # accepted
+        if case.expect == "error":
+            return "silent", "accepted", tail(stdout.split(MARK)[0] + stderr)
+        v = report.get("verdict")
+        if v is not None and not v["ok"]:
+            return "silent", "ran, but its result is wrong: " + v["detail"], tail(stdout.split(MARK)[0])
+        return "clear", "worked" + (f" ({v['detail']})" if v else ""), ""
+    if case.expect == "ok":
+        return "unclear", "refused an input that must work", tail(message)
+    missing = [f for f in case.needs if not contains(message, f)]
+    missing += [f for f in case.needs_stdout if not contains(stdout, f)]
+    if missing:
+        return "unclear", "lacks " + ", ".join(map(repr, missing)), tail(message)
+    return "clear", "", tail(message)
+
+
+def run_case(case: Case, python: str, repo: Path, fixtures: Path, scratch: Path, libs: dict, index: int) -> dict:
+    record = {"class": case.cls, "name": case.name, "kind": case.kind, "expect": case.expect}
+    if case.kind == "static":
+        found = case.body(repo / "tests")
+        record.update(outcome="silent" if found else "clear", why=f"{len(found)} found" if found else "none found",
+                      output="\n".join(found[:10]))
+        return record
+    out = scratch / f"case{index}"
+    out.mkdir()
+    # Each case gets its own copy of the inputs: a case the code under test
+    # wrongly lets overwrite its input (-o the input) must not spoil the next.
+    fixtures = Path(shutil.copytree(fixtures, out / "inputs", symlinks=True))
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYHIPBENCH_HIP_LIBRARY")}
+    env["PYTHONPATH"] = str(repo)
+    for key, value in case.env.items():
+        if key == "@LD":
+            env["LD_LIBRARY_PATH"] = str(Path(libs[value]).parent)
+        else:
+            env[key] = value
+    started = time.perf_counter()
+    try:
+        result = subprocess.run([python, "-c", child_code(case, fixtures, out, repo / "tests", libs)], env=env,
+                                capture_output=True, text=True, timeout=case.timeout, cwd=out)
+        rc, stdout, stderr = result.returncode, result.stdout, result.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, stdout, stderr = -signal.SIGKILL, str(e.stdout or ""), f"timed out after {case.timeout} s"
+    report = None
+    if MARK in stdout:
+        report = json.loads(stdout.rsplit(MARK, 1)[1].splitlines()[0])
+    outcome, why, shown = classify(case, rc, stdout, stderr, report)
+    record.update(outcome=outcome, why=why, output=shown, seconds=round(time.perf_counter() - started, 2))
+    return record
+
+
+def build_fakes(python: str, repo: Path, folder: Path) -> dict:
+    """The checkout's fake libcuda and libamdhip64, each in a folder of its own, built by its own tests/fakes."""
+    code = (f"import sys; sys.path.insert(0, {str(repo / 'tests')!r})\nfrom fakes.build import build_fake\n"
+            f"print(build_fake({str(folder / 'cuda')!r}, 'libcuda.so.1'))\n"
+            f"print(build_fake({str(folder / 'hip')!r}, 'libamdhip64.so'))\n")
+    result = subprocess.run([python, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(repo)})
+    if result.returncode != 0:
+        raise SystemExit(f"building the fake drivers with {repo}/tests/fakes failed:\n{result.stderr}")
+    cuda, hip = result.stdout.split()
+    return {"cuda": cuda, "hip": hip}
+
+
+def describe_package(python: str, repo: Path) -> str:
+    code = "import pyhipbench, pyhipbench._core as c; print(pyhipbench.__file__, c.__file__)"
+    result = subprocess.run([python, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(repo)})
+    if result.returncode != 0:
+        raise SystemExit(f"{python} cannot import pyhipbench from {repo}:\n{result.stderr}")
+    return result.stdout.strip()
+
+
+def print_tables(records: list[dict]) -> None:
+    by_class = defaultdict(Counter)
+    for r in records:
+        by_class[r["class"]][r["outcome"]] += 1
+    columns = OUTCOMES + (("harness",) if any(r["outcome"] == "harness" for r in records) else ())
+    print(f"{'class':<42} " + " ".join(f"{o:>8}" for o in columns) + f" {'total':>6}")
+    for cls in sorted(by_class):
+        counts = by_class[cls]
+        print(f"{cls:>2}. {CLASSES[cls]:<38} " + " ".join(f"{counts[o]:>8}" for o in columns)
+              + f" {sum(counts.values()):>6}")
+    total = Counter(r["outcome"] for r in records)
+    print(f"{'total':<42} " + " ".join(f"{total[o]:>8}" for o in columns) + f" {len(records):>6}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", type=Path, default=HERE, help="checkout whose package is tried (default: this one)")
+    parser.add_argument("--python", help="its interpreter (default: REPO/.venv/bin/python)")
+    parser.add_argument("--json", type=Path, help="write every case's record here")
+    parser.add_argument("--class", dest="classes", type=int, action="append", help="only these classes")
+    parser.add_argument("-j", "--jobs", type=int, default=max(1, os.cpu_count() or 1))
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every case, not only those not clear")
+    args = parser.parse_args(argv)
+    repo = args.repo.resolve()
+    python = args.python or str(repo / ".venv" / "bin" / "python")
+    print(f"package: {describe_package(python, repo)}")
+    selected = [c for c in cases() if not args.classes or c.cls in args.classes]
+    names = Counter((c.cls, c.name) for c in selected)
+    assert all(n == 1 for n in names.values()), [k for k, n in names.items() if n > 1]
+    with tempfile.TemporaryDirectory(prefix="bad-inputs-") as temp:
+        temp = Path(temp)
+        (temp / "fixtures").mkdir()
+        make_fixtures(temp / "fixtures")
+        libs = build_fakes(python, repo, temp / "fakes")
+        (temp / "scratch").mkdir()
+        started = time.perf_counter()
+        with ThreadPoolExecutor(args.jobs) as pool:
+            records = list(pool.map(lambda ic: run_case(ic[1], python, repo, temp / "fixtures", temp / "scratch",
+                                                        libs, ic[0]), enumerate(selected)))
+    print(f"{len(records)} bad inputs in {time.perf_counter() - started:.0f} s\n")
+    print_tables(records)
+    for r in records:
+        if r["outcome"] != "clear" or args.verbose:
+            print(f"\n[{r['outcome']}] class {r['class']}: {r['name']} -- {r['why']}")
+            if r["output"]:
+                print(textwrap.indent(r["output"], "    "))
+    if args.json:
+        args.json.write_text(json.dumps({"repo": str(repo), "records": records}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
