@@ -73,8 +73,9 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
         raise BenchError(f"cache='clean-cold' with timer={timer!r}: a {timer} sample spans several "
                          "launches, so it would time the clean step too; use timer='cupti' or 'events'")
     free, total = device.memory_info()
+    launches = (rule.max_warmup_samples if warmup is None else warmup) + rule.max_samples
     rotation = plan_rotation(sum(a.nbytes for a in rotated_arrays(args)), device.properties.llc_bytes,
-                             free, total, rotate if cache == "dirty-cold" else 1)
+                             free, total, rotate if cache == "dirty-cold" else 1, max(launches, 2))
     core_timer = timer_for(device, timer, rotation.sets)
 
     started = time.perf_counter()

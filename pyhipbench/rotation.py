@@ -47,8 +47,14 @@ def headroom_bytes(total_bytes: int) -> int:
 
 
 def plan_rotation(set_bytes: int, llc_bytes: int, free_bytes: int, total_bytes: int,
-                  rotate: int | str = "auto") -> Rotation:
-    """R for one set of `set_bytes` (bytes). `rotate` is "auto", or R itself (1 = warm)."""
+                  rotate: int | str = "auto", launches: int | None = None) -> Rotation:
+    """R for one set of `set_bytes` (bytes). `rotate` is "auto", or R itself (1 = warm).
+
+    `launches`: the most launches the run can make (warm-up included); "auto"
+    makes no more sets than that, since a set no launch reaches costs memory
+    and copying and changes nothing: each launch still finds its set untouched
+    since it was copied, R - 1 sets ago at the least.
+    """
     available = max(free_bytes - headroom_bytes(total_bytes), 0)
     fits = 1 + (available // set_bytes if set_bytes else 0)  # sets that fit, the original included
     if rotate != "auto":
@@ -72,6 +78,8 @@ def plan_rotation(set_bytes: int, llc_bytes: int, free_bytes: int, total_bytes: 
         wanted = 2 * math.ceil(llc_bytes / set_bytes)
         reason = (f"2 x ceil(last-level cache {_mib(llc_bytes)} / set {_mib(set_bytes)}) "
                   f"= {wanted} sets")
+    if launches is not None and wanted > launches:
+        wanted, reason = launches, f"{reason}, capped to {launches}: the run makes no more launches"
     if wanted <= fits:
         return Rotation(wanted, set_bytes, llc_bytes, reason, wanted)
     if fits < 2:

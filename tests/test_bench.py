@@ -147,7 +147,7 @@ def test_capped_rotation_warns_by_how_much(fake_libraries, fake_driver_cuda):
     copy = device.load_module(COPY_PTX).kernel("copy")
     src, dst = device.empty(256 * 1024, np.uint8), device.empty(256 * 1024, np.uint8)  # 0.5 MiB set
     with pytest.warns(hb.RotationCapped, match="capped from 16 to 7 sets"):
-        res = hb.bench(copy, 1, 1, [src, dst, hb.int64(1)], iterations=10, warmup=0, cache="dirty-cold")
+        res = hb.bench(copy, 1, 1, [src, dst, hb.int64(1)], iterations=20, warmup=0, cache="dirty-cold")
     assert res.rotation.sets == 7 and res.rotation.wanted == 16 and "9 sets short" in res.rotation.reason
 
 

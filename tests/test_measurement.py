@@ -215,3 +215,16 @@ def test_run_writes_every_format_asked_for(device, fake_driver, tmp_path, capsys
     assert outs[1].read_text().startswith("kernel,grid") and outs[2].read_text().startswith("| kernel |")
     assert cli.main(argv[:-2] + ["--out", str(tmp_path / "r.txt")]) == 2
     assert "unknown report format '.txt'" in capsys.readouterr().err
+
+
+def test_tiny_sets_on_a_large_cache_need_no_more_sets_than_launches(fake_libraries, fake_driver_cuda):
+    # 2 KiB sets against a 256 MiB last-level cache: the rule asks 262144 sets; a 20-launch run gets 20.
+    from fakes.host_backend import HostBackend
+    driver = hb._core.load_driver("cuda", str(fake_libraries["cuda"]))
+    device = hb.Device.from_backend(HostBackend(l2_bytes=4 * MiB, llc_bytes=256 * MiB), driver)
+    copy = device.load_module(COPY_PTX).kernel("copy")
+    res = hb.bench(copy, 1, 256, copy_args(device, 256), cache="dirty-cold", timer="events", iterations=16,
+                   warmup=4)
+    assert res.rotation.sets == 20 and "capped to 20: the run makes no more launches" in res.rotation.reason
+    launches = fake_driver_cuda.records("cuLaunchKernel")
+    assert len({r.params for r in launches}) == 20                   # every launch on its own set

@@ -74,3 +74,9 @@ def test_uncapped_rotation_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         plan_rotation(4 * MiB, 60 * MiB, **ROOMY)
+
+
+def test_auto_makes_no_more_sets_than_the_run_launches():
+    rotation = plan_rotation(4096, 256 * MiB, rotate="auto", launches=110, **ROOMY)
+    assert rotation.sets == rotation.wanted == 110 and "capped to 110: the run makes no more launches" in rotation.reason
+    assert plan_rotation(4096, 256 * MiB, rotate=500, launches=110, **ROOMY).sets == 500  # the caller's R stands
