@@ -151,6 +151,7 @@ def make_fixtures(folder: Path) -> None:
     (folder / "a_file").write_text("not a folder")
     (folder / "loop").symlink_to("loop")  # relative: each case's copy of the folder keeps them
     (folder / "dangling.ll").symlink_to("absent-target.ll")
+    (folder / "full.json").symlink_to("/dev/full")  # a report path every write to fails (disk full)
     obj = folder / "k.o"
     subprocess.run(["llc-22", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
                     str(ir_data / "kernels_gfx942.ll"), "-o", str(obj)], check=True)
@@ -246,12 +247,13 @@ def cases() -> list[Case]:
                      [opt_out.replace("{F}", "") or "-o", why]))
     for opt_out, why in (("/nonexistent/r.json", "/nonexistent"), ("{F}/dir", "directory"),
                          ("{F}/a_file/r.json", "not a directory"), ("", ("empty", "''", "directory", "file path"))):
-        c.append(cli(2, f"run --json {opt_out!r}", ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "--json", opt_out],
-                     [opt_out.replace("{F}", "") or "--json", why]))
-    for target in ("/proc/r.json", "/dev/full", "/sys/r.json"):
-        c.append(cli(2, f"run --json {target} (write fails after the run)",
-                     ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "--json", target],
-                     [target], needs_stdout=('"kernel"',)))
+        c.append(cli(2, f"run --json/--out {opt_out!r}", ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "{REPORT}",
+                                                        opt_out],
+                     [opt_out.replace("{F}", "") or ("--json", "--out"), why]))
+    for target in ("/proc/r.json", "{F}/full.json", "/sys/r.json"):
+        c.append(cli(2, f"run --json/--out {target} (write fails after the run)",
+                     ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "{REPORT}", target],
+                     [target.replace("{F}/", "")], needs_stdout=('"kernel"',)))
     c.append(cli(2, "compile -o a bad path, IR that also fails",
                  ["compile", "{F}/latin1.ll", "--target", "sm_90", "-o", "/nonexistent/dir/x"], ["/nonexistent/dir"]))
 
@@ -321,7 +323,8 @@ def cases() -> list[Case]:
                                ("iterations=100.0", "grid=1, block=256, iterations=100.0", "100.0"),
                                ("iterations=np.float32(100)", "grid=1, block=256, iterations=np.float32(100)", "100.0"),
                                ("iterations='100'", "grid=1, block=256, iterations='100'", "'100'"),
-                               ("iterations=None", "grid=1, block=256, iterations=None", "None"),
+                               ("iterations=np.complex64(100)", "grid=1, block=256, iterations=np.complex64(100)",
+                                "complex64"),
                                ("warmup=1.5", "grid=1, block=256, warmup=1.5", "1.5"),
                                ("shared_bytes=0.0", "grid=1, block=256, shared_bytes=0.0", "0.0"),
                                ("rotate=2.0", "grid=1, block=256, rotate=2.0", "2.0"),
@@ -364,7 +367,8 @@ def cases() -> list[Case]:
                  ["k.ll", ("input", "overwrite", "source")]))
     c.append(cli(6, "compile -o the input by another path", ["compile", "{F}/k.ll", "--target", "sm_90", "-o", "{F}/dir/../k.ll"],
                  ["k.ll", ("input", "overwrite", "source")]))
-    c.append(cli(6, "run --json the input", ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "--json", "{F}/k.ptx"],
+    c.append(cli(6, "run --json/--out the input", ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "{REPORT}",
+                                                   "{F}/k.ptx"],
                  ["k.ptx", ("input", "overwrite", "source")]))
     c.append(cli(6, "run k.ptx --no-icache-flush", ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK, "--no-icache-flush"],
                  ["--no-icache-flush", ("code object", "ptx")]))
@@ -540,7 +544,11 @@ def child_code(case: Case, fixtures: Path, out: Path, tests: Path, libs: dict) -
             f"from pyhipbench import cli as _cli_for_device\n_dev = _device({case.device!r})\n" \
             "_cli_for_device._open_device = lambda backend: _dev\n"
         setup = device + setup
-        body = (f"from pyhipbench import cli\ntry:\n    _rc = cli.main({argv!r})\nexcept SystemExit as e:\n"
+        # The result file's option: --json before the reports (issue 7), --out after.
+        body = (f"from pyhipbench import cli\n_argv = {argv!r}\n"
+                "_report = '--out' if 'compare' in cli.build_parser().format_help() else '--json'\n"
+                "_argv = [_report if a == '{REPORT}' else a for a in _argv]\n"
+                "try:\n    _rc = cli.main(_argv)\nexcept SystemExit as e:\n"
                 "    _rc = e.code\n_census['rc'] = _rc\n")
     else:
         body = case.body

@@ -4,7 +4,8 @@ Python asks the core for chunks of samples and, after each, asks `StopRule`
 whether to go on. A run stops at the first of:
 
 - "precision": the median's 95 % confidence interval is within ±`precision`
-  of the median (default ±1 %), once `min_samples` are in;
+  of the median (default ±1 %), or no wider than one tick of the timer's
+  clock (`tick_us`), once `min_samples` are in;
 - "max-samples": `max_samples` taken;
 - "max-time": `max_time_s` of wall time spent (setup excluded).
 
@@ -35,11 +36,16 @@ class StopRule:
     max_warmup_samples: int = 1_000
     warmup_chunk: int = 8            # samples per warm-up chunk
     first_chunk: int = 16
+    # CUPTI's timestamps tick every 32 ns on the H200 (docs/measurement.md): a
+    # sub-µs kernel's samples take a few values one tick apart, and an interval
+    # one tick wide is as narrow as such data can show.
+    tick_us: float = 0.032
 
     def __post_init__(self) -> None:
         real("precision", self.precision, minimum=0, below=1)
         real("max_time_s", self.max_time_s, above=0)
         real("settle", self.settle, above=0, below=1)
+        real("tick_us", self.tick_us, minimum=0)
         integer("min_samples", self.min_samples, 1)
         integer("max_samples", self.max_samples, self.min_samples)
         integer("max_warmup_samples", self.max_warmup_samples, 0)
@@ -48,7 +54,9 @@ class StopRule:
 
     def stop_reason(self, summary: Summary, elapsed_s: float) -> str | None:
         """Why to stop after a chunk (one of STOP_REASONS), or None to go on."""
-        if self.precision > 0 and summary.count >= self.min_samples and summary.rel_ci <= self.precision:
+        half_width = (summary.ci_high - summary.ci_low) / 2
+        if self.precision > 0 and summary.count >= self.min_samples and (
+                summary.rel_ci <= self.precision or half_width <= self.tick_us / 2):
             return "precision"
         if summary.count >= self.max_samples:
             return "max-samples"

@@ -151,6 +151,7 @@ def test_code_object_version_numpy_integer():
     ("// only a comment", "holds no statement"),
 ])
 def test_bad_ptx_prologue(prologue, message):
+    """(Registers: see test_ptx_prologue_registers.)"""
     with pytest.raises(CodegenError, match=message):
         compile_ir(NVIDIA, "sm_90", prologue=prologue)
 
@@ -158,8 +159,9 @@ def test_bad_ptx_prologue(prologue, message):
 @pytest.mark.parametrize("prologue", [
     "membar.gl;",
     "{ .reg .b32 r; mov.b32 r, 1; }",
-    "// a comment\n/* block */ nanosleep.u32 10;\n@%p0 bra.uni done;\n@!%p0 membar.cta;",
+    "// a comment\n/* block */ .reg .pred %p0; nanosleep.u32 10;\n@%p0 bra.uni done;\n@!%p0 membar.cta;",
     "fence.proxy.async; wgmma.fence.sync.aligned;",
+    "{ .reg .b32 %r<2>; .reg .u64 %t; mov.u32 %r1, %tid.x; mov.u64 %t, %globaltimer; }",
 ])
 def test_good_ptx_prologue_is_placed_in_the_kernel(prologue):
     ptx = compile_ir(NVIDIA, "sm_90a", prologue=prologue).data.decode()
@@ -241,3 +243,15 @@ def test_compile_for_device_with_a_driver_older_than_cuda_11():
 
 def test_path_given_as_pathlib_is_read():
     assert compile_ir(Path(IR_DATA / "copy_sm_90.ll"), "sm_90").kernels == ("copy",)
+
+
+@pytest.mark.parametrize("prologue, register", [
+    ("mov.u32 %nope, 1;", "%nope"),                          # never declared
+    ("mov.u32 %r1, 1;", "%r1"),                              # the kernel's own registers are LLVM's
+    (".reg .b32 %r<2>; mov.u32 %r2, 1;", "%r2"),             # %r<2> declares %r0 and %r1 only
+    ("@%p bra.uni done;", "%p"),                             # a guard predicate is a register too
+])
+def test_ptx_prologue_registers_must_be_its_own_or_special(prologue, register):
+    with pytest.raises(CodegenError, match=f"register {register} is neither declared by the prologue's own "
+                                           r"\.reg nor a PTX special register"):
+        compile_ir(NVIDIA, "sm_90", prologue=prologue)

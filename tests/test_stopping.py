@@ -82,3 +82,13 @@ def test_bad_rules_are_refused(options, message):
     with pytest.raises(hb.BenchError, match=message.replace("(", r"\(").replace(")", r"\)")
                        .replace("[", r"\[").replace("]", r"\]")):
         StopRule(**options)
+
+
+def test_samples_one_clock_tick_apart_stop_once_the_interval_is_one_tick():
+    # A 0.56 µs kernel read by a 32 ns clock: samples are 0.544 or 0.576 µs, never closer than a tick;
+    # ±1 % (5.6 ns) is finer than the data can show, so an interval one tick wide is precise enough.
+    rng = np.random.default_rng(4)
+    samples, reason = simulate(StopRule(), lambda n: rng.choice([0.544, 0.576], n))
+    assert reason == "precision" and len(samples) <= 32
+    s = summarize(samples)
+    assert s.ci_high - s.ci_low == pytest.approx(0.032) and s.rel_ci > 0.01

@@ -71,6 +71,42 @@ _PTX_STATEMENT = re.compile(
     r"(?:@!?%?[A-Za-z_$][A-Za-z0-9_$]*\s+)?"  # an optional guard predicate
     r"(?P<op>\.?[A-Za-z_][A-Za-z0-9_]*)"
 )
+# PTX special registers (PTX ISA 9.0, "Special Registers"): what a prologue may
+# read without declaring it.
+_SPECIAL_REGISTER = re.compile(
+    r"tid|ntid|laneid|warpid|nwarpid|ctaid|nctaid|smid|nsmid|gridid|is_explicit_cluster|clusterid|nclusterid"
+    r"|cluster_ctaid|cluster_nctaid|cluster_ctarank|cluster_nctarank|lanemask_(?:eq|le|lt|ge|gt)|clock|clock_hi"
+    r"|clock64|pm[0-7](?:_64)?|envreg(?:[0-9]|[12][0-9]|3[01])|globaltimer(?:_lo|_hi)?|total_smem_size"
+    r"|aggr_smem_size|dynamic_smem_size|reserved_smem_offset_(?:begin|end|cap|2)|current_graph_exec")
+_REGISTER_USE = re.compile(r"%([A-Za-z_$][A-Za-z0-9_$]*)")
+_REGISTER_DECLARATION = re.compile(r"%([A-Za-z_$][A-Za-z0-9_$]*?)(?:<(\d+)>)?\s*(?:,|$)")
+
+
+def _declared_registers(statement: str) -> set[str]:
+    """Names a `.reg` statement declares: `%a, %b` or `%r<4>` (%r0 .. %r3)."""
+    names: set[str] = set()
+    registers = statement[statement.find("%"):] if "%" in statement else ""
+    for name, count in _REGISTER_DECLARATION.findall(registers):
+        names.update([f"{name}{i}" for i in range(int(count))] if count else [name])
+    return names
+
+
+def _check_registers(statements: list[str]) -> None:
+    """Every %register a prologue uses is a special register or one its own `.reg` declared:
+    the kernel's registers are LLVM's, named by it and unknown to the prologue."""
+    declared: set[str] = set()
+    for statement in statements:
+        if statement.startswith(".reg"):
+            declared |= _declared_registers(statement)
+            continue
+        for name in _REGISTER_USE.findall(statement):
+            if name not in declared and not _SPECIAL_REGISTER.fullmatch(name):
+                raise CodegenError(
+                    f"PTX prologue statement {statement + ';'!r}: register %{name} is neither declared by the "
+                    "prologue's own .reg nor a PTX special register (%tid, %clock64, %globaltimer, ...); the "
+                    "kernel's registers are LLVM's and cannot be named from a prologue")
+
+
 def max_ptx_version(driver_version: int) -> int:
     """The newest PTX ISA version (x10) a driver loads; `driver_version` as
     cuDriverGetVersion reports it (13000 = CUDA 13.0)."""
@@ -112,13 +148,16 @@ def check_prologue(prologue: str) -> None:
     (``PTX_OPCODES``, optionally guarded ``@p``/``@!p`` and labelled) or a
     directive a body may hold (``PTX_BODY_DIRECTIVES``), so no ``.entry``,
     ``.func``, ``.version`` or a stray ``}`` can end the kernel early.
-    The operands are not checked: ptxas does that when the driver loads the PTX.
+    Every ``%register`` used is declared by the prologue's own ``.reg`` or is
+    a special register. Other operands are left to ptxas, when the driver
+    loads the PTX.
     """
     if not isinstance(prologue, str):
         raise CodegenError(f"prologue {prologue!r}: expected PTX text (str), got {type(prologue).__name__}")
     text = _without_comments(prologue)
     depth = 0
     statement = ""
+    statements: list[str] = []
     for ch in text:
         if ch in "{};":
             stmt = " ".join(statement.split())
@@ -126,6 +165,7 @@ def check_prologue(prologue: str) -> None:
             if ch == ";":
                 if not stmt:
                     continue
+                statements.append(stmt)
                 m = _PTX_STATEMENT.match(stmt)
                 op = m.group("op") if m else stmt.split()[0]
                 known = op in PTX_BODY_DIRECTIVES if op.startswith(".") else op.split(".")[0] in PTX_OPCODES
@@ -152,6 +192,7 @@ def check_prologue(prologue: str) -> None:
         raise CodegenError(f"PTX prologue {prologue!r}: {depth} '{{' not closed")
     if not text.strip().replace(";", "").strip():
         raise CodegenError(f"PTX prologue {prologue!r} holds no statement")
+    _check_registers(statements)
 
 
 def check_ptx_version(ptx_version: object, sm: str) -> int:
