@@ -23,7 +23,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -41,7 +40,7 @@ class BatchedTimer final : public TimerBase<Driver> {
  public:
   BatchedTimer(std::shared_ptr<Driver> driver, uintptr_t context, size_t launches, uintptr_t spin_function,
                double spin_timeout_ms)
-      : Base("batched", std::move(driver), context), launches_(launches) {
+      : Base("batched", std::move(driver), context, launches), launches_(launches) {
     if (!(spin_timeout_ms > 0) || spin_timeout_ms > 3.6e6) {
       throw std::invalid_argument("spin_timeout_ms=" + milliseconds(spin_timeout_ms) +
                                   ": expected a time in ms above 0 and at most an hour");
@@ -79,24 +78,15 @@ class BatchedTimer final : public TimerBase<Driver> {
   }
 
   ~BatchedTimer() override {
-    try {
-      typename Base::CurrentContext current(*this->driver_, this->context_);
+    this->release_in_context([this] {
       release();
       this->destroy_events();
-    } catch (const DriverError&) {
-      // The context is gone (a sticky fault): what it held went with it.
-    }
+    });
   }
 
-  Timings run(LaunchPlan& plan, size_t samples, size_t first_set) override {
-    std::lock_guard<std::mutex> one_run_at_a_time(running_);
+ private:
+  void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) override {
     const Driver& driver = *this->driver_;
-    driver.check_plan(plan);
-    this->refuse_clean_step(plan);
-    Timings timings;
-    timings.launches_per_sample = launches_;
-    if (samples == 0) return timings;
-    typename Base::CurrentContext current(driver, this->context_);
     this->grow_event_pool(2 * samples);
     // Every spin of earlier runs has finished (their runs synchronized), so
     // the count may restart before it could wrap.
@@ -130,10 +120,8 @@ class BatchedTimer final : public TimerBase<Driver> {
     timings.host_us = Base::elapsed_us(start);
     timings.times_us = this->read_event_pairs(plan, samples, launches_);
     if (const uint32_t gave_up = __atomic_load_n(timed_out_, __ATOMIC_ACQUIRE)) stalled(plan, gave_up);
-    return timings;
   }
 
- private:
   // Writes the spin's release when a sample's batch is queued, or when
   // queuing fails (so the GPU is not held for the whole timeout).
   class Release {
@@ -195,7 +183,6 @@ class BatchedTimer final : public TimerBase<Driver> {
   uint32_t* spin_timed_out_ = nullptr;
   uint32_t spin_target_ = 0;
   uint32_t generation_ = 0;
-  std::mutex running_;
 };
 
 }  // namespace pyhipbench

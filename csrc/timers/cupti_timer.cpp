@@ -8,21 +8,11 @@ CuptiTimer::CuptiTimer(std::shared_ptr<CudaDriver> driver, uintptr_t context, co
     : TimerBase<CudaDriver>("cupti", std::move(driver), context), cupti_(cupti_library) {}
 
 CuptiTimer::~CuptiTimer() {
-  try {
-    CurrentContext current(*driver_, context_);
-    destroy_events();
-  } catch (const DriverError&) {
-    // The context is gone (a sticky fault): its event went with it.
-  }
+  release_in_context([this] { destroy_events(); });
 }
 
-Timings CuptiTimer::run(LaunchPlan& plan, size_t samples, size_t first_set) {
-  std::lock_guard<std::mutex> one_run_at_a_time(running_);
+void CuptiTimer::time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) {
   const CudaDriver& driver = *driver_;
-  driver.check_plan(plan);
-  Timings timings;
-  if (samples == 0) return timings;
-  CurrentContext current(driver, context_);
   grow_event_pool(1);
   const Event done = events_[0];
   const auto stream = reinterpret_cast<Stream>(plan.config().stream);
@@ -51,7 +41,6 @@ Timings CuptiTimer::run(LaunchPlan& plan, size_t samples, size_t first_set) {
   check(plan, CudaDriver::kEventRecord, driver.event_record(done, stream));
   check(plan, CudaDriver::kEventSynchronize, driver.event_synchronize(done));
   trace.finish(plan.config(), plan.kernel_name(), timings.times_us);
-  return timings;
 }
 
 }  // namespace pyhipbench

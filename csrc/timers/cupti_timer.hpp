@@ -8,7 +8,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 
 #include "cuda_driver.hpp"
 #include "cupti.hpp"
@@ -23,15 +22,13 @@ class CuptiTimer final : public TimerBase<CudaDriver> {
   CuptiTimer(std::shared_ptr<CudaDriver> driver, uintptr_t context, const std::string& cupti_library = "");
   ~CuptiTimer() override;
 
-  // One run at a time per timer (they share the event), and one CUPTI trace at
-  // a time per process (CuptiKernelTrace).
-  Timings run(LaunchPlan& plan, size_t samples, size_t first_set) override;
-
   const CuptiLibrary& cupti() const { return cupti_; }
 
  private:
+  // One CUPTI trace at a time per process (CuptiKernelTrace).
+  void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) override;
+
   CuptiLibrary cupti_;
-  std::mutex running_;
 };
 
 }  // namespace pyhipbench

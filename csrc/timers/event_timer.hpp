@@ -7,7 +7,6 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 
 #include "timers/timer_support.hpp"
 
@@ -22,22 +21,12 @@ class EventTimer final : public TimerBase<Driver> {
       : Base("events", std::move(driver), context) {}
 
   ~EventTimer() override {
-    try {
-      typename Base::CurrentContext current(*this->driver_, this->context_);
-      this->destroy_events();
-    } catch (const DriverError&) {
-      // The context is gone (a sticky fault): its events went with it.
-    }
+    this->release_in_context([this] { this->destroy_events(); });
   }
 
-  // One run at a time per timer: runs share the event pool.
-  Timings run(LaunchPlan& plan, size_t samples, size_t first_set) override {
-    std::lock_guard<std::mutex> one_run_at_a_time(running_);
+ private:
+  void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) override {
     const Driver& driver = *this->driver_;
-    driver.check_plan(plan);
-    Timings timings;
-    if (samples == 0) return timings;
-    typename Base::CurrentContext current(driver, this->context_);
     this->grow_event_pool(2 * samples);
     const auto stream = reinterpret_cast<typename Base::Stream>(plan.config().stream);
     const auto* events = this->events_.data();
@@ -58,11 +47,7 @@ class EventTimer final : public TimerBase<Driver> {
     }
     timings.host_us = Base::elapsed_us(start);
     timings.times_us = this->read_event_pairs(plan, samples, 1);
-    return timings;
   }
-
- private:
-  std::mutex running_;
 };
 
 }  // namespace pyhipbench

@@ -21,7 +21,6 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -37,28 +36,19 @@ class GraphTimer final : public TimerBase<Driver> {
 
  public:
   GraphTimer(std::shared_ptr<Driver> driver, uintptr_t context, size_t nodes)
-      : Base("graph", std::move(driver), context), nodes_(nodes) {}
+      : Base("graph", std::move(driver), context, nodes), nodes_(nodes) {}
 
   ~GraphTimer() override {
-    try {
-      typename Base::CurrentContext current(*this->driver_, this->context_);
+    this->release_in_context([this] {
       destroy_graphs();
       if (capture_stream_ != nullptr) this->driver_->stream_destroy(capture_stream_);
       this->destroy_events();
-    } catch (const DriverError&) {
-      // The context is gone (a sticky fault): its graphs and events went with it.
-    }
+    });
   }
 
-  Timings run(LaunchPlan& plan, size_t samples, size_t first_set) override {
-    std::lock_guard<std::mutex> one_run_at_a_time(running_);
+ private:
+  void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) override {
     const Driver& driver = *this->driver_;
-    driver.check_plan(plan);
-    this->refuse_clean_step(plan);
-    Timings timings;
-    timings.launches_per_sample = nodes_;
-    if (samples == 0) return timings;
-    typename Base::CurrentContext current(driver, this->context_);
     const size_t sets = plan.sets();
     if (plan.id() != cached_plan_) {
       destroy_graphs();
@@ -91,10 +81,8 @@ class GraphTimer final : public TimerBase<Driver> {
     }
     timings.host_us = Base::elapsed_us(start);
     timings.times_us = this->read_event_pairs(plan, samples, nodes_);
-    return timings;
   }
 
- private:
   // Captures nodes_ launches, set (start_set + k) mod R each, into an
   // executable graph. The capture always ends, even after a failed launch, so
   // the stream is left usable.
@@ -133,7 +121,6 @@ class GraphTimer final : public TimerBase<Driver> {
   typename Base::Stream capture_stream_ = nullptr;
   uint64_t cached_plan_ = 0;       // the plan execs_ were built from (ids start at 1)
   std::vector<GraphExec> execs_;   // per starting set, null until built
-  std::mutex running_;
 };
 
 }  // namespace pyhipbench

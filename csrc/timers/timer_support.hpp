@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,12 +20,46 @@ namespace pyhipbench {
 template <class Driver>
 class TimerBase : public Timer {
  public:
-  TimerBase(std::string name, std::shared_ptr<Driver> driver, uintptr_t context)
-      : name_(std::move(name)), driver_(std::move(driver)), context_(Driver::context(context)) {}
+  // `launches_per_sample`: 1 for the per-launch timers; graph nodes or batch length otherwise.
+  TimerBase(std::string name, std::shared_ptr<Driver> driver, uintptr_t context, size_t launches_per_sample = 1)
+      : name_(std::move(name)),
+        driver_(std::move(driver)),
+        context_(Driver::context(context)),
+        launches_per_sample_(launches_per_sample) {}
 
   const std::string& name() const override { return name_; }
 
+  // What every timer does around its own timing: one run at a time (runs
+  // share the timer's event pool and state), the plan checked, a timer whose
+  // samples span several launches refusing a clean step, and the timer's
+  // context current while it works (the caller's restored after).
+  Timings run(LaunchPlan& plan, size_t samples, size_t first_set) final {
+    std::lock_guard<std::mutex> one_run_at_a_time(running_);
+    driver_->check_plan(plan);
+    if (launches_per_sample_ > 1) refuse_clean_step(plan);
+    Timings timings;
+    timings.launches_per_sample = launches_per_sample_;
+    if (samples == 0) return timings;
+    CurrentContext current(*driver_, context_);
+    time(plan, samples, first_set, timings);
+    return timings;
+  }
+
  protected:
+  // The timer's own work for run(): `samples` samples into `timings`.
+  virtual void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) = 0;
+
+  // For destructors: `release` runs with the timer's context current. If the
+  // context is gone (a sticky fault), what the timer held went with it.
+  template <class Release>
+  void release_in_context(Release release) noexcept {
+    try {
+      CurrentContext current(*driver_, context_);
+      release();
+    } catch (const DriverError&) {
+    }
+  }
+
   using Event = typename Driver::Event;
   using Stream = typename Driver::Stream;
   using CurrentContext = typename Driver::CurrentContext;
@@ -45,8 +80,8 @@ class TimerBase : public Timer {
     events_.clear();
   }
 
-  // For timers whose samples span several launches (graph, batched): a clean
-  // step between launches would fall inside the timed window.
+  // Samples spanning several launches (graph, batched) would time a clean step
+  // between them too.
   void refuse_clean_step(const LaunchPlan& plan) const {
     if (plan.clean_step() != nullptr) {
       throw std::invalid_argument("the " + name_ + " timer times several launches together, so it would time "
@@ -101,7 +136,11 @@ class TimerBase : public Timer {
   const std::string name_;
   const std::shared_ptr<Driver> driver_;
   const typename Driver::Context context_;
+  const size_t launches_per_sample_;
   std::vector<Event> events_;
+
+ private:
+  std::mutex running_;
 };
 
 }  // namespace pyhipbench
