@@ -244,6 +244,8 @@ def main() -> None:
     parser.add_argument("--worker", choices=sorted(WORKERS) + ["ncu-target"])
     parser.add_argument("--case")
     parser.add_argument("--launches", type=int, default=20)
+    parser.add_argument("--readings", default="pyhipbench,profiler,do_bench,throughput,ncu",
+                        help="which readings to take, comma-separated (default: all)")
     options = parser.parse_args()
     if options.worker:
         case = json.loads(options.case)
@@ -257,12 +259,13 @@ def main() -> None:
         return
     options.out.mkdir(parents=True, exist_ok=True)
     rows = []
+    readings = options.readings.split(",")
     for case in cases(options.quick):
         for kind in ("pyhipbench", "profiler", "do_bench", "throughput"):
-            if kind == "throughput" and case.get("bytes", 0) > 64 * MiB:
+            if kind not in readings or kind == "throughput" and case.get("bytes", 0) > 64 * MiB:
                 continue  # the throughput target is for kernels up to 50 µs
             rows += in_child(kind, case, "--iterations", str(options.iterations))
-        if not options.no_ncu:
+        if "ncu" in readings and not options.no_ncu:
             rows += ncu_rows(case, options.launches)
         print(table([r for r in rows if r["case"] == case["name"]]).split("\n", 2)[-1], flush=True)
     (options.out / "fidelity.json").write_text(json.dumps(rows, indent=1))
