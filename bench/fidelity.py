@@ -20,7 +20,7 @@ do_bench's defaults.
 Each reading runs in its own process (CUPTI allows one subscriber; ncu
 profiles a child). Writes fidelity.json and fidelity.md to --out.
 
-    python bench/fidelity.py --out DIR [--quick] [--no-ncu]
+    python bench/fidelity.py --out DIR [--quick] [--readings pyhipbench,profiler,do_bench,throughput,ncu]
 """
 from __future__ import annotations
 
@@ -239,7 +239,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--quick", action="store_true", help="copy up to 64 MiB only")
-    parser.add_argument("--no-ncu", action="store_true")
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--worker", choices=sorted(WORKERS) + ["ncu-target"])
     parser.add_argument("--case")
@@ -265,7 +264,7 @@ def main() -> None:
             if kind not in readings or kind == "throughput" and case.get("bytes", 0) > 64 * MiB:
                 continue  # the throughput target is for kernels up to 50 µs
             rows += in_child(kind, case, "--iterations", str(options.iterations))
-        if "ncu" in readings and not options.no_ncu:
+        if "ncu" in readings:
             rows += ncu_rows(case, options.launches)
         print(table([r for r in rows if r["case"] == case["name"]]).split("\n", 2)[-1], flush=True)
     (options.out / "fidelity.json").write_text(json.dumps(rows, indent=1))
