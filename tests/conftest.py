@@ -20,30 +20,42 @@ def fake_libraries(tmp_path_factory):
     return libraries
 
 
+@pytest.fixture
+def no_real_cupti(tmp_path_factory, monkeypatch):
+    """Points PYHIPBENCH_CUPTI_LIBRARY at a libcupti that does not exist.
+
+    Tests on the fake drivers must not load the machine's real libcupti (the
+    default timer probes CUPTI on a CUDA device): it would look for the real
+    driver and find the fake libcuda.so.1 by its soname, so what it does
+    depends on the machine. Without it the probe fails the same way everywhere.
+    """
+    monkeypatch.setenv("PYHIPBENCH_CUPTI_LIBRARY", str(tmp_path_factory.getbasetemp() / "no-libcupti" / "libcupti.so"))
+
+
 @pytest.fixture(params=["cuda", "hip"])
 def backend_name(request):
     return request.param
 
 
 @pytest.fixture
-def fake_driver(fake_libraries, backend_name):
+def fake_driver(fake_libraries, backend_name, no_real_cupti):
     return FakeDriver(fake_libraries[backend_name])
 
 
 @pytest.fixture
-def fake_driver_cuda(fake_libraries):
+def fake_driver_cuda(fake_libraries, no_real_cupti):
     return FakeDriver(fake_libraries["cuda"])
 
 
 @pytest.fixture
-def fake_cupti(fake_libraries, monkeypatch):
+def fake_cupti(fake_libraries, monkeypatch, no_real_cupti):
     """The fake libcupti, reset, and named by PYHIPBENCH_CUPTI_LIBRARY for the core to load."""
     monkeypatch.setenv("PYHIPBENCH_CUPTI_LIBRARY", str(fake_libraries["cupti"]))
     return FakeCupti(fake_libraries["cupti"])
 
 
 @pytest.fixture
-def fake_driver_hip(fake_libraries):
+def fake_driver_hip(fake_libraries, no_real_cupti):
     return FakeDriver(fake_libraries["hip"])
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
+from codegen_helpers import require_toolchain
 from pyhipbench import cli, report
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
@@ -25,13 +26,21 @@ def copy_args(device, n=1 << 18):
     return [src, device.empty_like(src), hb.int64(n)]
 
 
+@pytest.fixture
+def clean_step_compiles(backend_name):
+    """The clean step's kernel: bundled PTX on CUDA; on HIP compiled from IR, which needs the LLVM toolchain."""
+    if backend_name == "hip":
+        require_toolchain("gfx942")
+
+
 def kernel_launches(fake_driver, backend_name, kernel):
     return [r for r in fake_driver.records(LAUNCH[backend_name]) if r.function == kernel.handle]
 
 
 # ---- cache states -------------------------------------------------------------
 
-def test_clean_cold_runs_the_clean_step_before_every_launch_with_one_set(device, copy, fake_driver, backend_name):
+def test_clean_cold_runs_the_clean_step_before_every_launch_with_one_set(device, copy, fake_driver, backend_name,
+                                                                          clean_step_compiles):
     fake_driver.read_args(2)
     args = copy_args(device)
     res = hb.bench(copy, 4, 256, args, cache="clean-cold", timer="events", iterations=5, warmup=2)
@@ -53,7 +62,9 @@ def test_warm_and_dirty_cold_launch_no_clean_step(device, copy, fake_driver, bac
 
 
 @pytest.mark.parametrize("rotate, cache", [("auto", "clean-cold"), (1, "warm"), (3, "dirty-cold")])
-def test_auto_cache_follows_rotate(device, copy, rotate, cache):
+def test_auto_cache_follows_rotate(device, copy, rotate, cache, backend_name):
+    if cache == "clean-cold" and backend_name == "hip":
+        require_toolchain("gfx942")   # the clean step's kernel is compiled from IR
     res = hb.bench(copy, 4, 256, copy_args(device), rotate=rotate, timer="events", iterations=3, warmup=0)
     assert res.cache_state == cache
 
@@ -65,7 +76,7 @@ def test_dirty_cold_with_nothing_to_rotate_is_named_warm(device, copy):
     assert res.cache_state == "warm" and "nothing to rotate" in res.rotation.reason
 
 
-def test_the_clean_step_is_made_once_per_device(device, copy):
+def test_the_clean_step_is_made_once_per_device(device, copy, clean_step_compiles):
     args = copy_args(device)
     hb.bench(copy, 4, 256, args, cache="clean-cold", timer="events", iterations=2, warmup=0)
     first = device.clean_step()
@@ -85,11 +96,13 @@ def test_graph_and_batched_span_whole_rotations(device, copy, backend_name, time
     assert res.median_us == pytest.approx(4.0, rel=1e-3)          # the fake's 4 µs per launch, per kernel
 
 
-def test_the_default_timer_on_the_fake_driver_is_events(device, copy):
-    # The fake libcuda cannot be traced by a real libcupti (nor is one needed): the probe falls back.
-    res = hb.bench(copy, 4, 256, copy_args(device), iterations=3, warmup=0)
+def test_the_default_timer_on_the_fake_driver_is_events(device, copy, fake_libraries):
+    # No libcupti loads here (no_real_cupti): the probe falls back, whatever CUPTI the machine has.
+    res = hb.bench(copy, 4, 256, copy_args(device), cache="warm", iterations=3, warmup=0)
     assert res.timer == "events"
     assert device.cupti_works in (None, False)
+    mapped = {line.split()[-1] for line in open("/proc/self/maps") if "libcupti" in line}
+    assert mapped <= {str(fake_libraries["cupti"])}, mapped   # the machine's real libcupti was not loaded
 
 
 def test_the_default_timer_is_cupti_where_cupti_traces(device, copy, fake_cupti, backend_name):

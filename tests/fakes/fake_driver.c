@@ -53,6 +53,8 @@ static uintptr_t context_stack[64]; /* CUDA: the calling thread's context stack 
 static int context_depth;
 static fake_launch_observer launch_observer; /* the fake libcupti, when loaded */
 
+static void forget_spin(void);
+
 /* ---- control and inspection, for the tests ---- */
 void fake_reset(void) {
   record_count = 0;
@@ -65,6 +67,7 @@ void fake_reset(void) {
   context_depth = 0;
   current_device = 0;
   spin_queue_limit = 0;
+  forget_spin(); /* a spin an earlier test left pending */
 }
 int fake_record_count(void) { return record_count; }
 const fake_record* fake_get_record(int i) { return &records[i]; }
@@ -259,9 +262,12 @@ static int captured(const char* call, uintptr_t f, const uint32_t grid[3], const
 }
 
 /* ---- pinned, mapped host memory ----
- * The device's address of a mapped allocation is its host address plus
- * DEVICE_ALIAS, so a kernel handed the host address instead is caught. */
-#define DEVICE_ALIAS ((uintptr_t)1 << 44)
+ * The device's address of a mapped allocation lies in a range of its own, the
+ * allocation's slot in DEVICE_BASE + slot * DEVICE_SLOT_BYTES: far from any
+ * host address on any address layout, so a kernel handed the host address
+ * instead is caught, and nothing depends on where the host's heap lies. */
+#define DEVICE_BASE ((uintptr_t)0xD << 60)
+#define DEVICE_SLOT_BYTES ((uintptr_t)1 << 32)
 #define MAX_HOST_ALLOCATIONS 16
 typedef struct {
   char* host;
@@ -275,6 +281,7 @@ int fake_live_host_allocations(void) { return live_host_allocations; }
 static int host_alloc(const char* call, void** host, size_t bytes, int mapped) {
   int err = injected(call);
   if (err) return err;
+  if (bytes > DEVICE_SLOT_BYTES) return 2;
   for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
     if (!host_allocations[i].host) {
       host_allocations[i].host = calloc(1, bytes);
@@ -296,21 +303,23 @@ static int host_device_pointer(const char* call, void** device, void* host) {
     host_allocation* a = &host_allocations[i];
     if (a->host && (char*)host >= a->host && (char*)host < a->host + a->bytes) {
       if (!a->mapped) return 1; /* not allocated mapped: no device address */
-      *device = (void*)((uintptr_t)host + DEVICE_ALIAS);
+      *device = (void*)(DEVICE_BASE + (uintptr_t)i * DEVICE_SLOT_BYTES + (uintptr_t)((char*)host - a->host));
       return 0;
     }
   }
   return 1;
 }
 
-/* The host address behind a device address of mapped memory, or NULL. */
+/* The host word behind a device address of live mapped memory, or NULL (not
+ * such an address, or its allocation was freed). */
 static uint32_t* mapped_word(uintptr_t device) {
-  for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
-    host_allocation* a = &host_allocations[i];
-    uintptr_t base = (uintptr_t)a->host + DEVICE_ALIAS;
-    if (a->host && a->mapped && device >= base && device + 4 <= base + a->bytes) return (uint32_t*)(device - DEVICE_ALIAS);
-  }
-  return NULL;
+  if (device < DEVICE_BASE) return NULL;
+  const uintptr_t slot = (device - DEVICE_BASE) / DEVICE_SLOT_BYTES;
+  const uintptr_t offset = (device - DEVICE_BASE) % DEVICE_SLOT_BYTES;
+  if (slot >= MAX_HOST_ALLOCATIONS) return NULL;
+  host_allocation* a = &host_allocations[slot];
+  if (!a->host || !a->mapped || offset + 4 > a->bytes) return NULL;
+  return (uint32_t*)(a->host + offset);
 }
 
 /* ---- the spin kernel ----
@@ -320,37 +329,49 @@ static uint32_t* mapped_word(uintptr_t device) {
  * recorded with blocked_by = the target. The spin ends when a later call finds
  * the word released, or, if the host synchronizes first or queues more than
  * `spin_queue_limit` launches behind it (a real launch call would block until
- * the spin gives up), it times out and writes its target to the timed-out word. */
+ * the spin gives up), it times out and writes its target to the timed-out word.
+ * The spin keeps the words' device addresses and looks them up at each use,
+ * so a spin whose memory was freed (its timer collected) has ended; fake_reset
+ * ends any spin left by an earlier test. */
 static uintptr_t spin_function;
 static struct {
   int active;
-  uint32_t* flag;
+  uintptr_t flag, timed_out; /* device addresses */
   uint32_t target;
-  uint32_t* timed_out;
   int queued;
 } spin;
+static void forget_spin(void) { spin.active = 0; }
 void fake_set_spin_function(uintptr_t f) { spin_function = f; }
 void fake_set_spin_queue_limit(int launches) { spin_queue_limit = launches; }
 
+/* The pending spin's release word, or NULL if no spin is pending (or its memory is gone). */
+static volatile uint32_t* spin_flag(void) {
+  if (!spin.active) return NULL;
+  volatile uint32_t* flag = mapped_word(spin.flag);
+  if (!flag) spin.active = 0;
+  return flag;
+}
+
 static uint64_t blocking_spin(void) {
-  return spin.active && *(volatile uint32_t*)spin.flag < spin.target ? spin.target : 0;
+  volatile uint32_t* flag = spin_flag();
+  return flag && *flag < spin.target ? spin.target : 0;
 }
 
 /* Ends the pending spin: released if its word reached the target, else timed out. */
 static void finish_spin(void) {
-  if (!spin.active) return;
-  int released = *(volatile uint32_t*)spin.flag >= spin.target;
+  volatile uint32_t* flag = spin_flag();
+  if (!flag) return;
+  int released = *flag >= spin.target;
   spin.active = 0;
-  if (!released) *spin.timed_out = spin.target;
+  uint32_t* timed_out = mapped_word(spin.timed_out);
+  if (!released && timed_out) *timed_out = spin.target;
   record(released ? "spin released" : "spin timed out")->value = spin.target;
 }
 
 static int launch_spin(void** params, uintptr_t stream) {
   finish_spin(); /* the stream runs one spin at a time */
   uintptr_t flag = *(uintptr_t*)params[0], timed_out = *(uintptr_t*)params[3];
-  uint32_t* flag_word = mapped_word(flag);
-  uint32_t* timed_out_word = mapped_word(timed_out);
-  if (!flag_word || !timed_out_word) return 1; /* not device addresses of mapped memory */
+  if (!mapped_word(flag) || !mapped_word(timed_out)) return 1; /* not device addresses of mapped memory */
   fake_record* r = record("spin");
   r->stream = stream;
   r->arg_values[0] = flag;
@@ -359,16 +380,16 @@ static int launch_spin(void** params, uintptr_t stream) {
   r->arg_values[3] = timed_out;
   r->value = *(uint32_t*)params[1];
   spin.active = 1;
-  spin.flag = flag_word;
+  spin.flag = flag;
   spin.target = *(uint32_t*)params[1];
-  spin.timed_out = timed_out_word;
+  spin.timed_out = timed_out;
   spin.queued = 0;
   return 0;
 }
 
 /* A launch arriving behind the spin: a released spin ends; a full queue makes it time out. */
 static void queue_behind_spin(void) {
-  if (!spin.active) return;
+  if (!spin_flag()) return;
   if (!blocking_spin() || (spin_queue_limit && spin.queued >= spin_queue_limit)) {
     finish_spin();
     return;
@@ -380,7 +401,6 @@ static int host_free(const char* call, void* host) {
   for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
     host_allocation* a = &host_allocations[i];
     if (host && a->host == host) {
-      if (spin.active && (char*)spin.flag >= a->host && (char*)spin.flag < a->host + a->bytes) spin.active = 0;
       record(call)->value = a->bytes;
       free(a->host);
       a->host = NULL;
