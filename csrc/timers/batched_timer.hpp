@@ -23,7 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <sstream>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -147,10 +147,13 @@ class BatchedTimer final : public TimerBase<Driver> {
     throw DriverError(DriverError("batched timer", -1, "SPIN_TIMEOUT", explanation), explanation);
   }
 
+  // snprintf, not an ostream: under the H200 machine's Python (its torch
+  // environment) `ostream << double` in the core segfaulted inside
+  // std::codecvt (seen with cuda-gdb); snprintf does not go through the locale.
   static std::string milliseconds(double ms) {
-    std::ostringstream text;
-    text << ms;
-    return text.str();
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", ms);
+    return text;
   }
 
   void check(Status status) const {
