@@ -207,7 +207,8 @@ def test_missing_hip_python_says_how_to_install_it(fake_hip_library):
             report(**failure(e))
     """)
     assert out["type"] == "NoDeviceError"
-    assert 'pip install "hip-python~=MAJOR.MINOR.0"' in out["message"]
+    assert 'pip install "hip-python==RELEASE", the release for your ROCm' in out["message"]
+    assert "ROCm 7.2: 7.2.2.562.43" in out["message"] and "ROCm 10.0: 10.0.0.0.1.2" in out["message"]
 
 
 def test_missing_runtime_says_what_was_tried_and_how_to_fix(tmp_path):

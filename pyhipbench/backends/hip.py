@@ -108,9 +108,10 @@ def import_hip_python() -> HipPython:
         import hip as package
         from hip import hip as bindings
     except ImportError:
+        releases = ", ".join(f"ROCm {rocm}: {release}" for release, rocm in HIP_PYTHON_RELEASES.values())
         raise NoDeviceError(
-            'hip-python is not installed (pip install "hip-python~=MAJOR.MINOR.0", '
-            "MAJOR.MINOR of your ROCm, see /opt/rocm/.info/version)"
+            f'hip-python is not installed: pip install "hip-python==RELEASE", the release for your ROCm '
+            f"(/opt/rocm/.info/version): {releases}"
         ) from None
     rocm_bindings = bindings.__name__.startswith("rocm.")
     if rocm_bindings:
