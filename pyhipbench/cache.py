@@ -52,7 +52,7 @@ class CleanStep:
     """
 
     def __init__(self, device: Device) -> None:
-        self.nbytes = CLEAN_BYTES_PER_LLC * device.properties.llc_bytes
+        self.nbytes = CLEAN_BYTES_PER_LLC * device.properties.llc_bytes // 16 * 16  # whole 16-byte loads
         self.buffer = device.array(np.zeros(self.nbytes // 4, np.float32))
         self.sink = device.empty(1, np.float32)
         self.kernel = _clean_kernel(device)

@@ -85,10 +85,10 @@ exit:
 }
 
 ; clean(buffer, n, sink): the clean-cold cache state's clean step. Reads n
-; float32 of `buffer` (grid-stride, like copy) and writes their sum to *sink
-; only if it is NaN, which the zero-filled buffer never gives: run over more
-; than the last-level cache before a timed launch, it leaves the caches holding
-; only clean lines of `buffer`.
+; float32 of `buffer` (n a multiple of 4), 16 bytes per load, grid-stride like
+; copy, and writes their sum to *sink only if it is NaN, which the zero-filled
+; buffer never gives: run over more than the last-level cache before a timed
+; launch, it leaves the caches holding only clean lines of `buffer`.
 define amdgpu_kernel void @clean(ptr addrspace(1) noalias readonly %buffer, i64 %n, ptr addrspace(1) noalias %sink) {
 entry:
   %packet = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()
@@ -104,18 +104,26 @@ entry:
   %lane = zext i32 %lane32 to i64
   %base = mul i64 %group, %block
   %first = add i64 %base, %lane
+  %vectors = lshr i64 %n, 2
   br label %loop
 
 loop:
   %i = phi i64 [ %first, %entry ], [ %next, %body ]
   %sum = phi float [ 0.0, %entry ], [ %added, %body ]
-  %done = icmp sge i64 %i, %n
+  %done = icmp sge i64 %i, %vectors
   br i1 %done, label %exit, label %body
 
 body:
-  %from = getelementptr float, ptr addrspace(1) %buffer, i64 %i
-  %value = load float, ptr addrspace(1) %from, align 4
-  %added = fadd float %sum, %value
+  %from = getelementptr <4 x float>, ptr addrspace(1) %buffer, i64 %i
+  %value = load <4 x float>, ptr addrspace(1) %from, align 16
+  %v0 = extractelement <4 x float> %value, i64 0
+  %v1 = extractelement <4 x float> %value, i64 1
+  %v2 = extractelement <4 x float> %value, i64 2
+  %v3 = extractelement <4 x float> %value, i64 3
+  %s0 = fadd float %sum, %v0
+  %s1 = fadd float %s0, %v1
+  %s2 = fadd float %s1, %v2
+  %added = fadd float %s2, %v3
   %next = add i64 %i, %stride
   br label %loop
 
