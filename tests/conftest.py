@@ -5,7 +5,7 @@ import pytest
 
 from fakes.build import build_fake
 from fakes.cupti import FakeCupti
-from fakes.driver import FakeDriver
+from fakes.driver import FakeDriver, mapped_libraries
 from fakes.host_backend import HostBackend
 
 import pyhipbench as hb
@@ -50,6 +50,11 @@ def fake_driver_cuda(fake_libraries, no_real_cupti):
 @pytest.fixture
 def fake_cupti(fake_libraries, monkeypatch, no_real_cupti):
     """The fake libcupti, reset, and named by PYHIPBENCH_CUPTI_LIBRARY for the core to load."""
+    fakes = str(fake_libraries["cupti"].parent)
+    real = [path for path in mapped_libraries("libcuda.so") if not path.startswith(fakes)]
+    if real:  # the fake libcupti finds "its" driver by soname, and would bind to the real one
+        pytest.skip(f"the real CUDA driver ({real[0]}) is loaded in this process (the GPU tests ran first): "
+                    "run the CPU tests in a process of their own: python -m pytest -rs --ignore tests/gpu")
     monkeypatch.setenv("PYHIPBENCH_CUPTI_LIBRARY", str(fake_libraries["cupti"]))
     return FakeCupti(fake_libraries["cupti"])
 

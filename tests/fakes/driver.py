@@ -51,3 +51,9 @@ class FakeDriver:
 
     def read_args(self, n: int) -> None:
         self.lib.fake_set_args_to_read(n)
+
+
+def mapped_libraries(name: str) -> list[str]:
+    """Paths of the loaded shared objects whose file name starts with `name`."""
+    with open("/proc/self/maps") as maps:
+        return sorted({line.split()[-1] for line in maps if f"/{name}" in line})
