@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import llvmlite.binding as llvm
 
 from pyhipbench.codegen import compile_ir, emit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from codegen_helpers import many_kernels  # noqa: E402  (the IR the scaling test uses too)
 
 SMALL = {
     "sm_90": """
@@ -70,14 +75,6 @@ def per_compile_ms(text: str, target: str, compiles: int) -> dict[str, float]:
         figures[name] = statistics.median(times) * 1e3
     return figures
 
-
-def many_kernels(n: int) -> str:
-    return 'target triple = "amdgcn-amd-amdhsa"\n' + "".join(
-        f"define amdgpu_kernel void @k{i}(ptr addrspace(1) %p, i32 %v) {{\n"
-        f"  %q = getelementptr i32, ptr addrspace(1) %p, i32 {i}\n"
-        "  store i32 %v, ptr addrspace(1) %q\n  ret void\n}\n"
-        for i in range(n)
-    )
 
 
 def main() -> None:

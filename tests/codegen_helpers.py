@@ -35,3 +35,13 @@ def require_toolchain(mcpu: str) -> Toolchain:
         return find_toolchain(mcpu)
     except ToolchainError as e:
         require(f"an LLVM toolchain for {mcpu}", str(e))
+
+
+def many_kernels(n: int) -> str:
+    """AMD IR text with `n` small kernels k0 .. k{n-1}: for compile-time scaling."""
+    return 'target triple = "amdgcn-amd-amdhsa"\n' + "".join(
+        f"define amdgpu_kernel void @k{i}(ptr addrspace(1) %p, i32 %v) {{\n"
+        f"  %q = getelementptr i32, ptr addrspace(1) %p, i32 {i}\n"
+        "  store i32 %v, ptr addrspace(1) %q\n  ret void\n}\n"
+        for i in range(n)
+    )

@@ -9,37 +9,15 @@ import signal
 
 import pytest
 
-from codegen_helpers import require_toolchain
+from codegen_helpers import IR_DATA, require_toolchain
 from pyhipbench import ir
 from pyhipbench.codegen import CodegenError, compile_ir, emit
 
 # Verifies everywhere, selects only on processors with MFMA (gfx90a/gfx942/gfx950).
-MFMA = """
-target triple = "amdgcn-amd-amdhsa"
-
-declare <16 x float> @llvm.amdgcn.mfma.f32.32x32x8f16(<4 x half>, <4 x half>, <16 x float>, i32, i32, i32)
-
-define amdgpu_kernel void @mfma_tile(ptr addrspace(1) %out, <4 x half> %a, <4 x half> %b) {
-  %r = call <16 x float> @llvm.amdgcn.mfma.f32.32x32x8f16(<4 x half> %a, <4 x half> %b, <16 x float> zeroinitializer, i32 0, i32 0, i32 0)
-  store <16 x float> %r, ptr addrspace(1) %out
-  ret void
-}
-"""
+MFMA = (IR_DATA / "mfma.ll").read_text()
 
 # What Triton's Hopper matmul IR holds: wgmma, which only sm_90a can select.
-WGMMA = """
-target triple = "nvptx64-nvidia-cuda"
-
-declare void @llvm.nvvm.wgmma.fence.sync.aligned()
-declare void @llvm.nvvm.wgmma.commit_group.sync.aligned()
-
-define ptx_kernel void @matmul_kernel(ptr addrspace(1) %out) {
-  call void @llvm.nvvm.wgmma.fence.sync.aligned()
-  call void @llvm.nvvm.wgmma.commit_group.sync.aligned()
-  store i32 0, ptr addrspace(1) %out
-  ret void
-}
-"""
+WGMMA = (IR_DATA / "wgmma.ll").read_text()
 
 COPY = """
 target triple = "nvptx64-nvidia-cuda"

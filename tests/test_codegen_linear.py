@@ -6,20 +6,12 @@ kernel (which is what made 2000 kernels take 6 times as long as 500 x 4)."""
 
 from __future__ import annotations
 
-from codegen_helpers import require_toolchain
+from codegen_helpers import many_kernels, require_toolchain
 from pyhipbench import ir
 from pyhipbench.codegen import amdgpu, compile_ir
 
 KERNELS = 200
 
-
-def many_kernels(n: int) -> str:
-    return 'target triple = "amdgcn-amd-amdhsa"\n' + "".join(
-        f"define amdgpu_kernel void @k{i}(ptr addrspace(1) %p, i32 %v) {{\n"
-        f"  %q = getelementptr i32, ptr addrspace(1) %p, i32 {i}\n"
-        "  store i32 %v, ptr addrspace(1) %q\n  ret void\n}\n"
-        for i in range(n)
-    )
 
 
 def counting(monkeypatch, module, name: str, calls: list):
