@@ -16,6 +16,7 @@ from .errors import BenchError, NoDeviceError
 from .memory import DeviceArray
 from .module import Module
 from .stream import Stream
+from .timers import MAX_LAUNCHES_PER_SAMPLE, TIMERS
 from .values import integer, show
 
 
@@ -91,12 +92,14 @@ class Device:
         `launches_per_sample`: graph nodes / batch length for "graph" and
         "batched" (0: the core's default); 1 (or 0) for "events" and "cupti".
         """
-        key = (name, launches_per_sample)
+        if not (isinstance(name, str) and name in TIMERS):
+            raise BenchError(f"timer {show(name)}: expected one of {', '.join(TIMERS)}")
+        key = (name, integer("launches_per_sample", launches_per_sample, 0, MAX_LAUNCHES_PER_SAMPLE))
         if key not in self._timers:
             spin = self.bundled_amd_module().kernel("spin").handle \
                 if name == "batched" and self.backend.name == "hip" else 0
             self._timers[key] = _core.make_timer(name, self.driver, self.backend.context,
-                                                 launches_per_sample=launches_per_sample, spin_function=spin)
+                                                 launches_per_sample=key[1], spin_function=spin)
         return self._timers[key]
 
     def clean_step(self) -> CleanStep:

@@ -242,3 +242,26 @@ def test_tiny_sets_on_a_large_cache_need_no_more_sets_than_launches(fake_librari
     assert res.rotation.sets == 20 and "capped to 20: the run makes no more launches" in res.rotation.reason
     launches = fake_driver_cuda.records("cuLaunchKernel")
     assert len({r.params for r in launches}) == 20                   # every launch on its own set
+
+
+@pytest.mark.parametrize("name, launches, message", [
+    ("clock", 0, "timer 'clock': expected one of events, cupti, batched, graph"),
+    (None, 0, "timer None: expected one of events, cupti, batched, graph"),
+    ("graph", -1, r"launches_per_sample=-1: out of range, expected an integer in \[0, 512\]"),
+    ("graph", 4.0, r"launches_per_sample=4.0: expected an integer in \[0, 512\], got float"),
+    ("events", 5, "launches_per_sample=5: the events timer times each launch on its own"),
+])
+def test_bad_timer_requests_are_named(device, name, launches, message):
+    with pytest.raises(hb.BenchError, match=message):
+        device.timer(name, launches)
+
+
+def test_compare_of_files_that_do_not_match_or_exist(device, copy, fake_driver, tmp_path, capsys):
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps(results(device, copy, 0.004, fake_driver)))
+    other = [dict(json.loads(a.read_text())[0], kernel="other")]
+    (tmp_path / "b.json").write_text(json.dumps(other))
+    assert cli.main(["compare", str(a), str(tmp_path / "b.json")]) == 2
+    assert "have no kernel and launch in common" in capsys.readouterr().err
+    assert cli.main(["compare", str(a), str(tmp_path / "missing.json")]) == 1
+    assert capsys.readouterr().err == f"pyhipbench compare: {tmp_path / 'missing.json'}: No such file or directory\n"
