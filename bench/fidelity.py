@@ -175,6 +175,18 @@ def run_throughput(case: dict, candidates: int) -> list[dict]:
              "wall_s": float(np.median(walls))}]
 
 
+READINGS = ("pyhipbench", "profiler", "do_bench", "throughput", "ncu")
+
+
+def reading_names(text: str) -> list[str]:
+    """--readings: names from READINGS, comma-separated."""
+    names = [name.strip() for name in text.split(",")]
+    unknown = [name for name in names if name not in READINGS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected names from {', '.join(READINGS)}, comma-separated")
+    return names
+
+
 WORKERS = {"pyhipbench": run_pyhipbench, "profiler": run_profiler, "do_bench": run_do_bench,
            "throughput": run_throughput}
 
@@ -243,8 +255,8 @@ def main() -> None:
     parser.add_argument("--worker", choices=sorted(WORKERS) + ["ncu-target"])
     parser.add_argument("--case")
     parser.add_argument("--launches", type=int, default=20)
-    parser.add_argument("--readings", default="pyhipbench,profiler,do_bench,throughput,ncu",
-                        help="which readings to take, comma-separated (default: all)")
+    parser.add_argument("--readings", type=reading_names, default=",".join(READINGS),
+                        help=f"which readings to take, comma-separated, of {', '.join(READINGS)} (default: all)")
     options = parser.parse_args()
     if options.worker:
         case = json.loads(options.case)
@@ -258,7 +270,7 @@ def main() -> None:
         return
     options.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    readings = options.readings.split(",")
+    readings = options.readings
     for case in cases(options.quick):
         for kind in ("pyhipbench", "profiler", "do_bench", "throughput"):
             if kind not in readings or kind == "throughput" and case.get("bytes", 0) > 64 * MiB:
