@@ -3,12 +3,55 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <stdexcept>
 
+#include "pyhipbench/rotation.hpp"
+#include "pyhipbench/statistics.hpp"
+#include "pyhipbench/stopping.hpp"
 #include "pyhipbench/timer.hpp"
 
 namespace py = pybind11;
 using namespace pyhipbench;
+
+namespace {
+
+// A timer written in Python (a subclass of _core.Timer defining
+// run(plan, samples, first_set) -> (µs per kernel per sample, launches per
+// sample, host µs)): measure() drives it like the core's own, which is how
+// the stopping rule is tested on synthetic samples.
+class PythonTimer : public Timer {
+ public:
+  explicit PythonTimer(std::string name) : name_(std::move(name)) {}
+  const std::string& name() const override { return name_; }
+  Timings run(LaunchPlan& plan, size_t samples, size_t first_set) override {
+    py::gil_scoped_acquire gil;
+    py::function run = py::get_override(static_cast<const Timer*>(this), "run");
+    if (!run) throw std::logic_error("the Python timer '" + name_ + "' defines no run(plan, samples, first_set)");
+    const auto [times, launches_per_sample, host_us] =
+        run(py::cast(&plan, py::return_value_policy::reference), samples, first_set)
+            .cast<std::tuple<std::vector<double>, size_t, double>>();
+    return Timings{times, launches_per_sample, host_us};
+  }
+
+ private:
+  const std::string name_;
+};
+
+std::vector<double> as_vector(const py::array_t<double, py::array::c_style | py::array::forcecast>& times) {
+  if (times.ndim() != 1) {
+    throw std::invalid_argument("times of " + std::to_string(times.ndim()) + " dimensions: expected one, µs");
+  }
+  return std::vector<double>(times.data(), times.data() + times.size());
+}
+
+py::array_t<double> as_array(const std::vector<double>& times) {
+  py::array_t<double> out(static_cast<py::ssize_t>(times.size()));
+  std::copy(times.begin(), times.end(), out.mutable_data());
+  return out;
+}
+
+}  // namespace
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "pyhipbench's C++ core: launch plans, driver libraries and the timers that run them";
@@ -99,7 +142,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("load_driver", &load_driver, py::arg("backend"), py::arg("library_path") = "",
         "Loads the driver library of `backend` ('cuda' or 'hip').");
 
-  py::class_<Timer>(m, "Timer")
+  py::class_<Timer, PythonTimer>(m, "Timer")
+      .def(py::init<std::string>(), py::arg("name"),
+           "A timer written in Python: subclass and define run(plan, samples, first_set).")
       .def_property_readonly("name", &Timer::name)
       .def("run",
            [](Timer& timer, LaunchPlan& plan, size_t samples, size_t first_set) {
@@ -108,9 +153,7 @@ PYBIND11_MODULE(_core, m) {
                py::gil_scoped_release release;
                timings = timer.run(plan, samples, first_set);
              }
-             py::array_t<double> times(static_cast<py::ssize_t>(timings.times_us.size()));
-             std::copy(timings.times_us.begin(), timings.times_us.end(), times.mutable_data());
-             return py::make_tuple(times, timings.launches_per_sample, timings.host_us);
+             return py::make_tuple(as_array(timings.times_us), timings.launches_per_sample, timings.host_us);
            },
            py::arg("plan"), py::arg("samples"), py::arg("first_set") = 0,
            "Takes `samples` samples, launch k on argument set (first_set + k) mod plan.sets; returns "
@@ -136,4 +179,102 @@ PYBIND11_MODULE(_core, m) {
         "launches per batch (0 = the default, 100). `spin_function` (batched, HIP only): the handle "
         "of the `spin` kernel of pyhipbench/kernels/amdgpu.ll loaded on the device. "
         "`spin_timeout_ms` (batched): how long the spin kernel waits for a batch to be queued.");
+
+  py::class_<Summary>(m, "Summary", "Statistics of one sample, all in µs except the counts and rel_ci.")
+      .def_readonly("count", &Summary::count)
+      .def_readonly("median", &Summary::median)
+      .def_readonly("ci_low", &Summary::ci_low, "the median's confidence interval, µs")
+      .def_readonly("ci_high", &Summary::ci_high)
+      .def_readonly("confidence", &Summary::confidence)
+      .def_readonly("mean", &Summary::mean)
+      .def_readonly("stdev", &Summary::stdev, "sample standard deviation (0 for one sample)")
+      .def_readonly("min", &Summary::min)
+      .def_readonly("max", &Summary::max)
+      .def_readonly("p10", &Summary::p10)
+      .def_readonly("p90", &Summary::p90)
+      .def_readonly("outliers", &Summary::outliers, "samples beyond Tukey's fences (1.5 IQR outside the quartiles)")
+      .def_property_readonly("rel_ci", &Summary::rel_ci,
+                             "Half-width of the median's confidence interval over the median (0.01 = ±1 %).")
+      .def("__repr__", [](const Summary& s) {
+        return py::str("Summary(count={}, median={}, ci_low={}, ci_high={}, confidence={}, mean={}, stdev={}, "
+                       "min={}, max={}, p10={}, p90={}, outliers={})")
+            .format(s.count, s.median, s.ci_low, s.ci_high, s.confidence, s.mean, s.stdev, s.min, s.max, s.p10,
+                    s.p90, s.outliers);
+      });
+  m.def("summarize",
+        [](const py::array_t<double, py::array::c_style | py::array::forcecast>& times, double confidence) {
+          return summarize(as_vector(times), confidence);
+        },
+        py::arg("times_us"), py::arg("confidence") = 0.95, "All statistics of `times_us` (µs, any order).");
+  m.def("median_ci",
+        [](const py::array_t<double, py::array::c_style | py::array::forcecast>& sorted, double confidence) {
+          return median_ci(as_vector(sorted), confidence);
+        },
+        py::arg("sorted_times_us"), py::arg("confidence") = 0.95,
+        "The median's distribution-free confidence interval from ascending samples, µs.");
+
+  const StopRule defaults;
+  py::class_<StopRule>(m, "StopRule", "Targets and caps of one measurement (pyhipbench/stopping.hpp).")
+      .def(py::init([](double precision, size_t min_samples, size_t max_samples, double max_time_s, double settle,
+                       size_t max_warmup_samples, size_t warmup_chunk, size_t first_chunk, double tick_us) {
+             StopRule rule{precision, min_samples, max_samples, max_time_s, settle, max_warmup_samples,
+                           warmup_chunk, first_chunk, tick_us};
+             rule.validate();
+             return rule;
+           }),
+           py::kw_only(), py::arg("precision") = defaults.precision, py::arg("min_samples") = defaults.min_samples,
+           py::arg("max_samples") = defaults.max_samples, py::arg("max_time_s") = defaults.max_time_s,
+           py::arg("settle") = defaults.settle, py::arg("max_warmup_samples") = defaults.max_warmup_samples,
+           py::arg("warmup_chunk") = defaults.warmup_chunk, py::arg("first_chunk") = defaults.first_chunk,
+           py::arg("tick_us") = defaults.tick_us)
+      .def_readonly("precision", &StopRule::precision)
+      .def_readonly("min_samples", &StopRule::min_samples)
+      .def_readonly("max_samples", &StopRule::max_samples)
+      .def_readonly("max_time_s", &StopRule::max_time_s)
+      .def_readonly("settle", &StopRule::settle)
+      .def_readonly("max_warmup_samples", &StopRule::max_warmup_samples)
+      .def_readonly("warmup_chunk", &StopRule::warmup_chunk)
+      .def_readonly("first_chunk", &StopRule::first_chunk)
+      .def_readonly("tick_us", &StopRule::tick_us)
+      .def("stop_reason",
+           [](const StopRule& rule, const Summary& summary, double elapsed_s) -> std::optional<std::string> {
+             std::string reason = rule.stop_reason(summary, elapsed_s);
+             if (reason.empty()) return std::nullopt;
+             return reason;
+           },
+           py::arg("summary"), py::arg("elapsed_s"),
+           "Why to stop after a chunk ('precision', 'max-samples', 'max-time'), or None to go on.")
+      .def("next_chunk", &StopRule::next_chunk, py::arg("taken"))
+      .def("settled", &StopRule::settled, py::arg("previous_median_us"), py::arg("median_us"));
+
+  py::class_<Measurement>(m, "Measurement", "What measure() took: the timed samples and how it stopped.")
+      .def_property_readonly("times_us", [](const Measurement& r) { return as_array(r.times_us); },
+                             "the timed samples, µs per kernel (float64 array)")
+      .def_readonly("stop_reason", &Measurement::stop_reason)
+      .def_readonly("warmup_samples", &Measurement::warmup_samples)
+      .def_readonly("launches_per_sample", &Measurement::launches_per_sample)
+      .def_readonly("host_us", &Measurement::host_us, "host µs spent issuing the timed samples' launches")
+      .def_readonly("precision_reached", &Measurement::precision_reached);
+  m.def("measure",
+        [](Timer& timer, LaunchPlan& plan, const StopRule& rule, std::optional<size_t> warmup) {
+          py::gil_scoped_release release;
+          return measure(timer, plan, rule, warmup);
+        },
+        py::arg("timer"), py::arg("plan"), py::arg("rule"), py::arg("warmup") = py::none(),
+        "Times `plan` with `timer` in chunks until `rule` says stop, warming up first (`warmup` untimed "
+        "samples, or None: until two chunk medians settle); one timer session throughout.");
+
+  m.attr("MIN_HEADROOM_BYTES") = kMinHeadroomBytes;
+  m.attr("HEADROOM_FRACTION") = kHeadroomFraction;
+  m.def("headroom_bytes", &headroom_bytes, py::arg("total_bytes"),
+        "Device memory left free for the driver, bytes: 5 % of `total_bytes`, at least MIN_HEADROOM_BYTES.");
+  m.def("plan_rotation",
+        [](uint64_t set_bytes, uint64_t llc_bytes, uint64_t free_bytes, uint64_t total_bytes,
+           std::optional<size_t> rotate, std::optional<size_t> launches) {
+          const Rotation r = plan_rotation(set_bytes, llc_bytes, free_bytes, total_bytes, rotate, launches);
+          return py::make_tuple(r.sets, r.wanted, r.reason);
+        },
+        py::arg("set_bytes"), py::arg("llc_bytes"), py::arg("free_bytes"), py::arg("total_bytes"),
+        py::arg("rotate") = py::none(), py::arg("launches") = py::none(),
+        "(R, R before the free-memory cap, why) for one rotated set of `set_bytes` (pyhipbench/rotation.hpp).");
 }

@@ -200,17 +200,13 @@ void CuptiLibrary::check(const char* call, cupti::Result result) const {
   if (result != cupti::kSuccess) throw error(call, result);
 }
 
-// ---- one run's trace ----
+// ---- the trace: one run's, or one measurement's ----
 
-CuptiKernelTrace::CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context, uintptr_t function,
-                                   size_t launches, size_t other_records)
+CuptiKernelTrace::CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context)
     : cupti_(cupti),
       context_(reinterpret_cast<cupti::Context>(context)),
-      function_(function),
       thread_(std::this_thread::get_id()),
-      one_trace_at_a_time_(trace_mutex()),
-      correlation_ids_(launches, 0) {
-  buffer_pool().prepare(launches + other_records);
+      one_trace_at_a_time_(trace_mutex()) {
   try {
     start();
   } catch (...) {
@@ -274,14 +270,26 @@ size_t CuptiKernelTrace::dropped_records() {
   return total;
 }
 
-void CuptiKernelTrace::finish(const LaunchConfig& config, const std::string& kernel,
-                              std::vector<double>& durations_us) {
+void CuptiKernelTrace::expect(uintptr_t function, size_t launches, size_t other_records) {
+  buffer_pool().prepare(launches + other_records);
+  function_ = function;
+  correlation_ids_.assign(launches, 0);
+  seen_ = 0;
+}
+
+void CuptiKernelTrace::collect(const LaunchConfig& config, const std::string& kernel,
+                               std::vector<double>& durations_us) {
   cupti_.check("cuptiActivityFlushAll", cupti_.activity_flush_all(cupti::kFlushForced));
-  activity_enabled_ = false;
-  cupti_.check("cuptiActivityDisable", cupti_.activity_disable(cupti::kKindConcurrentKernel));
-  const cupti::Subscriber subscriber = std::exchange(subscriber_, nullptr);
-  cupti_.check("cuptiUnsubscribe", cupti_.unsubscribe(subscriber));
   read_records(config, kernel, durations_us);
+}
+
+void CuptiKernelTrace::finish() {
+  activity_enabled_ = false;
+  const cupti::Result disabled = cupti_.activity_disable(cupti::kKindConcurrentKernel);
+  const cupti::Subscriber subscriber = std::exchange(subscriber_, nullptr);
+  const cupti::Result unsubscribed = cupti_.unsubscribe(subscriber);
+  cupti_.check("cuptiActivityDisable", disabled);
+  cupti_.check("cuptiUnsubscribe", unsubscribed);
 }
 
 void CuptiKernelTrace::read_records(const LaunchConfig& config, const std::string& kernel,

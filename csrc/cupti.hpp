@@ -111,32 +111,40 @@ class CuptiLibrary {
   uint32_t version_ = 0;
 };
 
-// The kernel activity of one run of launches of one function, from the
-// calling thread. The constructor starts tracing: it hands CUPTI the buffer
+// Kernel activity tracing, for one run of launches or for the chunks of one
+// measurement. The constructor starts tracing: it hands CUPTI the buffer
 // callbacks, subscribes to cuLaunchKernel (to learn each launch's correlation
-// id) and enables CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL. Every launch of
-// `function` this thread makes until finish() is one expected record.
+// id) and enables CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL. Each chunk is then
+// expect() before its launches and collect() after them, which only flushes
+// and reads: the launches of the expected function that the constructing
+// thread makes in between are that chunk's records, in order.
 //
 // One trace at a time per process (CUPTI's buffer callbacks are global): a
-// second trace waits for the first to end. The destructor stops tracing if
-// finish() did not (an error path), so CUPTI never outlives a run.
+// second trace waits for the first to end. finish() stops tracing, reporting
+// a failure; the destructor stops it if finish() did not (an error path), so
+// CUPTI never outlives a run or a measurement.
 class CuptiKernelTrace {
  public:
   // `context`: the CUcontext the launches run in (where CUPTI counts dropped records).
-  // `other_records`: kernels of other functions this run launches too (a
-  // clean step), whose records also need buffer space.
-  CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context, uintptr_t function, size_t launches,
-                   size_t other_records = 0);
+  CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context);
   ~CuptiKernelTrace();
   CuptiKernelTrace(const CuptiKernelTrace&) = delete;
   CuptiKernelTrace& operator=(const CuptiKernelTrace&) = delete;
 
-  // Call once the launches have completed on the GPU. Flushes CUPTI, stops
-  // tracing and writes each launch's kernel duration (end - start, µs) into
+  // Before a chunk: the next `launches` launches of `function` from the
+  // constructing thread are the chunk's. `other_records`: kernels of other
+  // functions it launches too (a clean step), whose records also need buffer space.
+  void expect(uintptr_t function, size_t launches, size_t other_records = 0);
+
+  // Call once the chunk's launches have completed on the GPU. Flushes CUPTI
+  // and writes each launch's kernel duration (end - start, µs) into
   // `durations_us`, in launch order. Throws MeasurementError if a launch has
   // no record, CUPTI dropped records or lacked timestamps, or a record's grid
   // and block differ from `config` (a record correlated to the wrong launch).
-  void finish(const LaunchConfig& config, const std::string& kernel, std::vector<double>& durations_us);
+  void collect(const LaunchConfig& config, const std::string& kernel, std::vector<double>& durations_us);
+
+  // Stops tracing; throws DriverError if CUPTI fails to (tracing is off all the same).
+  void finish();
 
  private:
   static void on_driver_call(void* userdata, int domain, uint32_t callback_id, const void* data);
@@ -148,9 +156,9 @@ class CuptiKernelTrace {
 
   const CuptiLibrary& cupti_;
   cupti::Context context_;
-  uintptr_t function_;
-  std::thread::id thread_;                 // the launching thread
+  const std::thread::id thread_;           // the launching thread
   std::unique_lock<std::mutex> one_trace_at_a_time_;
+  uintptr_t function_ = 0;                 // the expected launches' function
   std::vector<uint32_t> correlation_ids_;  // launch k's correlation id, written by the callback
   size_t seen_ = 0;                        // launches of function_ seen by the callback
   cupti::Subscriber subscriber_ = nullptr;

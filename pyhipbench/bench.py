@@ -7,19 +7,17 @@
    spanning the last-level cache (rotation.py); clean-cold = one set and a
    clean step before each timed launch, outside its timing.
 3. Make the R - 1 copies (argument_sets.py) and pack the R sets into one
-   LaunchPlan; the timer (timers.py) runs it in the C++ core with the GIL
-   released, chunk by chunk, each chunk continuing the rotation.
-4. Warm up until two chunk medians agree (or `warmup` samples); then take
-   chunks until the stopping rule (stopping.py) is met: the median's 95 %
-   CI within ±`precision`, or `max_time_s`, or the sample cap; `iterations`
-   fixes the count instead.
+   LaunchPlan; the C++ core's `measure` runs the timer (timers.py) on it
+   with the GIL released, chunk by chunk, each chunk continuing the rotation.
+4. There, warm up until two chunk medians agree (or `warmup` samples); then
+   take chunks until the stopping rule (stopping.py) is met: the median's
+   95 % CI within ±`precision`, or `max_time_s`, or the sample cap;
+   `iterations` fixes the count instead.
 5. Free the copies; return the samples with what made them (result.py).
 """
 from __future__ import annotations
 
 import time
-
-import numpy as np
 
 from . import _core
 from .args import Argument, check_args
@@ -31,7 +29,6 @@ from .launch_config import Dims, LaunchConfig
 from .module import Kernel
 from .result import Result
 from .rotation import plan_rotation
-from .stats import summarize
 from .stopping import StopRule
 from .stream import Stream
 from .timers import PER_KERNEL_TIMERS, check_timer, default_timer, timer_for
@@ -83,62 +80,15 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
         plan = make_plan(kernel, config, sets, stream.handle if stream else 0)
         if cache == "clean-cold":
             device.clean_step().attach(plan)
-        chunks = _Chunks(core_timer, plan)
-        warmed = _warm_up(chunks, rule, warmup)
-        times_us, stop_reason = _measure(chunks, rule)
+        taken = _core.measure(core_timer, plan, rule.core, warmup)
+    times_us = taken.times_us
     return Result(kernel.name, _device_facts(device.properties), config, rotation, times_us,
                   timer=timer, cache_state="warm" if rotation.sets == 1 and cache == "dirty-cold" else cache,
-                  stop_reason="iterations" if iterations is not None else stop_reason,
-                  precision=rule.precision, warmup=warmed, launches_per_sample=chunks.launches_per_sample,
-                  host_us_per_kernel=chunks.host_us / chunks.launches,
+                  stop_reason="iterations" if iterations is not None else taken.stop_reason,
+                  precision=rule.precision, warmup=taken.warmup_samples,
+                  launches_per_sample=taken.launches_per_sample,
+                  host_us_per_kernel=taken.host_us / (len(times_us) * taken.launches_per_sample),
                   wall_s=time.perf_counter() - started)
-
-
-class _Chunks:
-    """Runs of the core timer that continue the rotation from one chunk to the next."""
-
-    def __init__(self, timer: _core.Timer, plan: _core.LaunchPlan) -> None:
-        self.timer, self.plan = timer, plan
-        self.next_set = self.launches = 0
-        self.host_us = 0.0
-        self.launches_per_sample = 1
-
-    def take(self, samples: int) -> np.ndarray:
-        times, self.launches_per_sample, host_us = self.timer.run(self.plan, samples, self.next_set)
-        self.next_set = (self.next_set + samples * self.launches_per_sample) % self.plan.sets
-        self.launches += samples * self.launches_per_sample
-        self.host_us += host_us
-        return times
-
-
-def _warm_up(chunks: _Chunks, rule: StopRule, warmup: int | None) -> int:
-    """Untimed samples: `warmup` of them, or chunks until two medians agree; how many were run."""
-    taken = warmup or 0
-    if warmup:
-        chunks.take(warmup)
-    elif warmup is None:
-        previous = float(np.median(chunks.take(rule.warmup_chunk)))
-        taken = rule.warmup_chunk
-        while taken < rule.max_warmup_samples:
-            median = float(np.median(chunks.take(rule.warmup_chunk)))
-            taken += rule.warmup_chunk
-            if rule.settled(previous, median):
-                break
-            previous = median
-    chunks.host_us, chunks.launches = 0.0, 0  # host cost counts the timed samples only
-    return taken
-
-
-def _measure(chunks: _Chunks, rule: StopRule) -> tuple[np.ndarray, str]:
-    """Chunks until the stopping rule says stop: (samples in µs, why it stopped)."""
-    parts: list[np.ndarray] = []
-    started = time.perf_counter()
-    while True:
-        parts.append(chunks.take(rule.next_chunk(sum(len(p) for p in parts))))
-        times = np.concatenate(parts)
-        reason = rule.stop_reason(summarize(times), time.perf_counter() - started)
-        if reason:
-            return times, reason
 
 
 def _stop_rule(precision: float, max_time_s: float, iterations: int | None) -> StopRule:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .args import pack_args, uint64
 from .errors import BenchError
-from .values import show
+from .values import integer, show
 
 if TYPE_CHECKING:
     from . import _core
@@ -49,10 +49,16 @@ class CleanStep:
     """The device side of clean-cold: the zero-filled buffer and the loaded `clean` kernel.
 
     Made once per device (`Device.clean_step()`), reused by every clean-cold run.
+    `read_bytes`: how much the clean step reads, bytes (None: CLEAN_BYTES_PER_LLC
+    times the last-level cache); rounded down to whole 16-byte loads.
+    bench/throughput.py sweeps it to find the smallest read that leaves the
+    clean-cold median unchanged.
     """
 
-    def __init__(self, device: Device) -> None:
-        self.nbytes = CLEAN_BYTES_PER_LLC * device.properties.llc_bytes // 16 * 16  # whole 16-byte loads
+    def __init__(self, device: Device, read_bytes: int | None = None) -> None:
+        if read_bytes is None:
+            read_bytes = CLEAN_BYTES_PER_LLC * device.properties.llc_bytes
+        self.nbytes = integer("read_bytes", read_bytes, 16, unit="bytes") // 16 * 16  # whole 16-byte loads
         self.buffer = device.array(np.zeros(self.nbytes // 4, np.float32))
         self.sink = device.empty(1, np.float32)
         self.kernel = _clean_kernel(device)

@@ -10,7 +10,7 @@ import pytest
 import pyhipbench as hb
 from codegen_helpers import require_toolchain
 from fakes.driver import mapped_libraries
-from pyhipbench import cli, report
+from pyhipbench import _core, cli, report
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
@@ -52,6 +52,16 @@ def test_clean_cold_runs_the_clean_step_before_every_launch_with_one_set(device,
     assert clean.nbytes == 2 * device.properties.llc_bytes
     assert {r.arg_values[0] for r in launches[1::2]} == {args[0].address}            # one argument set
     assert res.cache_state == "clean-cold" and res.rotation.sets == 1 and res.samples == 5
+
+
+def test_the_clean_reads_size_is_a_parameter(device, fake_driver, clean_step_compiles):
+    from pyhipbench.cache import CleanStep
+    llc = device.properties.llc_bytes
+    step = CleanStep(device, int(1.25 * llc) + 7)
+    assert step.nbytes == (int(1.25 * llc) + 7) // 16 * 16 and step.buffer.nbytes == step.nbytes
+    step.free()
+    with pytest.raises(hb.BenchError, match=r"read_bytes=8: out of range, expected an integer >= 16 \(bytes\)"):
+        CleanStep(device, 8)
 
 
 def test_warm_and_dirty_cold_launch_no_clean_step(device, copy, fake_driver, backend_name):
@@ -138,24 +148,25 @@ def test_drifting_times_keep_warming_up(device, copy, fake_driver):
     assert res.warmup == 376
 
 
-class Alternating:
-    """A chunk source whose chunk medians alternate 1 µs and 2 µs: it never settles."""
-    host_us = launches = 0
+class Alternating(_core.Timer):
+    """A timer whose chunk medians alternate 1 µs and 2 µs: its warm-up never settles."""
 
     def __init__(self) -> None:
+        super().__init__("alternating")
         self.chunks = 0
 
-    def take(self, samples: int) -> np.ndarray:
+    def run(self, plan, samples, first_set):
         self.chunks += 1
-        return np.full(samples, 1.0 + self.chunks % 2)
+        return np.full(samples, 1.0 + self.chunks % 2), 1, 0.0
 
 
 def test_warm_up_is_capped():
-    from pyhipbench.bench import _warm_up
     from pyhipbench.stopping import StopRule
-    source = Alternating()
-    assert _warm_up(source, StopRule(), None) == 1000   # max_warmup_samples, in 8-sample chunks
-    assert source.chunks == 125
+    timer = Alternating()
+    plan = _core.LaunchPlan(0xF00, "kern", (1, 1, 1), (1, 1, 1), 0, 0, [bytes(8)], [0])
+    taken = _core.measure(timer, plan, StopRule().core)
+    assert taken.warmup_samples == 1000   # max_warmup_samples, in 8-sample chunks
+    assert timer.chunks == 125 + 1        # then one timed chunk of constant times: precise at once
 
 
 def test_a_noisy_kernel_is_stopped_by_the_time_cap(device, copy, fake_driver):

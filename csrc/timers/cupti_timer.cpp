@@ -8,7 +8,17 @@ CuptiTimer::CuptiTimer(std::shared_ptr<CudaDriver> driver, uintptr_t context, co
     : TimerBase<CudaDriver>("cupti", std::move(driver), context), cupti_(cupti_library) {}
 
 CuptiTimer::~CuptiTimer() {
+  session_trace_.reset();
   release_in_context([this] { destroy_events(); });
+}
+
+void CuptiTimer::begin_session() {
+  session_trace_ = std::make_unique<CuptiKernelTrace>(cupti_, reinterpret_cast<uintptr_t>(context_));
+}
+
+void CuptiTimer::end_session(bool checked) {
+  const std::unique_ptr<CuptiKernelTrace> trace = std::move(session_trace_);  // stops tracing on every path
+  if (checked && trace != nullptr) trace->finish();
 }
 
 void CuptiTimer::time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) {
@@ -22,9 +32,12 @@ void CuptiTimer::time(LaunchPlan& plan, size_t samples, size_t first_set, Timing
   LaunchPlan* clean = plan.clean_step();
   if (clean != nullptr) driver.check_plan(*clean);
 
-  // The trace keeps only the plan's function: the clean step's records are not samples.
-  CuptiKernelTrace trace(cupti_, reinterpret_cast<uintptr_t>(context_), plan.function(), samples,
-                         clean != nullptr ? samples : 0);
+  // Outside a session the run traces itself. The trace keeps only the plan's
+  // function: the clean step's records are not samples.
+  std::optional<CuptiKernelTrace> own_trace;
+  CuptiKernelTrace& trace =
+      session_trace_ != nullptr ? *session_trace_ : own_trace.emplace(cupti_, reinterpret_cast<uintptr_t>(context_));
+  trace.expect(plan.function(), samples, clean != nullptr ? samples : 0);
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < samples; ++i) {
     if (clean != nullptr) {
@@ -40,7 +53,8 @@ void CuptiTimer::time(LaunchPlan& plan, size_t samples, size_t first_set, Timing
   // before its record is complete.
   check(plan, CudaDriver::kEventRecord, driver.event_record(done, stream));
   check(plan, CudaDriver::kEventSynchronize, driver.event_synchronize(done));
-  trace.finish(plan.config(), plan.kernel_name(), timings.times_us);
+  trace.collect(plan.config(), plan.kernel_name(), timings.times_us);
+  if (own_trace) own_trace->finish();
 }
 
 }  // namespace pyhipbench

@@ -3,11 +3,14 @@
 //
 // No event surrounds a launch: the records carry the GPU's own start and end,
 // and one event after the last launch is all the host waits on. Tracing is on
-// only while run() issues its launches (csrc/cupti.hpp, CuptiKernelTrace), so
-// other timers in the process pay nothing for it.
+// only while run() issues its launches (csrc/cupti.hpp, CuptiKernelTrace), or
+// for a whole Timer::Session (one measurement's chunks: subscribed and enabled
+// once, each run only flushes and reads), so other timers in the process pay
+// nothing for it.
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "cuda_driver.hpp"
 #include "cupti.hpp"
@@ -27,8 +30,11 @@ class CuptiTimer final : public TimerBase<CudaDriver> {
  private:
   // One CUPTI trace at a time per process (CuptiKernelTrace).
   void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) override;
+  void begin_session() override;
+  void end_session(bool checked) override;
 
   CuptiLibrary cupti_;
+  std::unique_ptr<CuptiKernelTrace> session_trace_;  // while a session is open
 };
 
 }  // namespace pyhipbench

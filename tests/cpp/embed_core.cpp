@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "pyhipbench/rotation.hpp"
+#include "pyhipbench/stopping.hpp"
 #include "pyhipbench/timer.hpp"
 
 using namespace pyhipbench;
@@ -76,6 +78,27 @@ int main(int argc, char** argv) {
       if (t.times_us.size() != samples || t.times_us[0] <= 0) return fails("cupti: wrong samples");
     }
   }
+  // A whole measurement as a C++ tuner makes one: R from the rotation rule,
+  // warm-up until settled, then chunks until the 1 % target (the fake's times
+  // are constant), with every timer that can take the plan.
+  const Rotation rotation = plan_rotation(3 << 20, 60 << 20, uint64_t{8} << 30, uint64_t{16} << 30);
+  if (rotation.sets != 40 || rotation.capped_by_memory()) return fails("rotation: wrong set count");
+  std::vector<std::string> rotated(rotation.sets, std::string(24, 'r'));
+  LaunchPlan rotating(0x1234, "k", LaunchConfig{}, rotated, {0, 8, 16});
+  std::vector<Timer*> timers{events.get(), graph.get(), batched.get()};
+  std::unique_ptr<Timer> cupti_timer;
+  if (std::string(argv[1]) == "cuda") {
+    cupti_timer = make_timer("cupti", driver, fake_context(argv[1]));
+    timers.push_back(cupti_timer.get());
+  }
+  for (Timer* timer : timers) {
+    const Measurement m = measure(*timer, rotating, StopRule{});
+    if (m.stop_reason != "precision" || m.warmup_samples != 16 || m.times_us.size() != 16 ||
+        summarize(m.times_us).median <= 0) {
+      return fails("measure: wrong stop");
+    }
+  }
+  cupti_timer.reset();
   // The timers keep the driver alive: dropping the caller's handle first is fine.
   driver.reset();
   graph.reset();

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pyhipbench/driver.hpp"
@@ -38,6 +39,33 @@ class Timer {                       // one way of timing launches of a LaunchPla
   // so chunks continue the rotation. Makes the driver context current itself (and restores the
   // caller's on return). Nothing allocated inside the timed loop.
   virtual Timings run(LaunchPlan& plan, size_t samples, size_t first_set) = 0;
+
+  // Keeps the timer's set-up across the runs of one measurement (measure() in
+  // stopping.hpp opens one): the cupti timer subscribes to CUPTI and enables
+  // kernel activity once, and each run then only flushes and reads its own
+  // launches' records. Other timers set nothing up. While a session is open
+  // the timer is the process's one CUPTI trace, so only this thread should
+  // run it. Ending it (end(), or the destructor on an error path) always
+  // turns the set-up off.
+  class Session {
+   public:
+    explicit Session(Timer& timer) : timer_(&timer) { timer.begin_session(); }
+    ~Session() {
+      if (timer_ != nullptr) timer_->end_session(/*checked=*/false);
+    }
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+    // Turns the set-up off; throws what the tear-down failed with (DriverError).
+    void end() { std::exchange(timer_, nullptr)->end_session(/*checked=*/true); }
+
+   private:
+    Timer* timer_;
+  };
+
+ protected:
+  virtual void begin_session() {}
+  // Must leave the set-up off even when it throws; throws only if `checked`.
+  virtual void end_session(bool checked) { (void)checked; }
 };
 
 // What a timer's constructor takes besides its driver and context.

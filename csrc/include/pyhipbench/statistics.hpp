@@ -1,0 +1,53 @@
+// Statistics of a sample of kernel times: the median, its confidence interval,
+// spread and outliers. The one implementation: the stopping rule (stopping.hpp)
+// uses it after every chunk and Python's pyhipbench.stats binds it.
+//
+// Kernel times are skewed (a floor set by the hardware, a tail from clocks,
+// interrupts and the launch path), so the centre is the median and its
+// confidence interval is the distribution-free one from order statistics: with
+// n samples the number below the true median is Binomial(n, 1/2), so the sorted
+// samples at ranks n/2 ± z·√n/2 bracket it with the stated confidence. No
+// normality is assumed, and it is cheap enough to re-evaluate after every chunk.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace pyhipbench {
+
+struct Summary {             // all in µs except the counts, `confidence` and rel_ci()
+  size_t count = 0;
+  double median = 0;
+  double ci_low = 0;         // the median's confidence interval, µs
+  double ci_high = 0;
+  double confidence = 0.95;  // of that interval, in (0, 1)
+  double mean = 0;
+  double stdev = 0;          // sample standard deviation (0 for one sample)
+  double min = 0;
+  double max = 0;
+  double p10 = 0;
+  double p90 = 0;
+  size_t outliers = 0;       // samples beyond Tukey's fences (1.5 IQR outside the quartiles)
+
+  // Half-width of the median's confidence interval over the median (0.01 = ±1 %); infinity if the median is <= 0.
+  double rel_ci() const;
+};
+
+// The `percent`-th percentile (0 to 100) of ascending `sorted` samples, linearly
+// interpolated between the two nearest ranks: numpy.percentile's default
+// ("linear"), computed the same way so the two agree to the bit.
+// Throws std::invalid_argument for no samples or `percent` outside [0, 100].
+double percentile(const std::vector<double>& sorted, double percent);
+
+// The median's distribution-free `confidence` interval from ascending `sorted`
+// samples, µs. With too few samples for the confidence asked, the interval is
+// the whole sample range (the widest honest answer). Throws
+// std::invalid_argument for no samples or `confidence` outside (0, 1).
+std::pair<double, double> median_ci(const std::vector<double>& sorted, double confidence = 0.95);
+
+// All statistics of `times_us` (any order), µs. Throws std::invalid_argument
+// for no samples, a sample that is not finite, or `confidence` outside (0, 1).
+Summary summarize(std::vector<double> times_us, double confidence = 0.95);
+
+}  // namespace pyhipbench

@@ -1,0 +1,74 @@
+// When a measurement has enough samples, and the loop that takes them.
+//
+// measure() runs a timer on a plan in chunks, continuing the rotation from
+// one chunk to the next, under one Timer::Session:
+//
+//   1. warm-up: `warmup` untimed samples, or (none given) chunks of
+//      `warmup_chunk` until two consecutive chunk medians agree within
+//      `settle` (clocks up, caches and TLBs in their steady state), at most
+//      `max_warmup_samples`;
+//   2. timed chunks, growing geometrically from `first_chunk` (a precise
+//      kernel stops early, a noisy one costs few chunks), until the first of
+//      - "precision": the median's 95 % CI within ±`precision` of the median,
+//        or no wider than one tick of the timer's clock (`tick_us`), once
+//        `min_samples` are in;
+//      - "max-samples": `max_samples` taken;
+//      - "max-time": `max_time_s` of wall time spent on the timed chunks.
+//
+// This is the one implementation of the rule: Python's pyhipbench.bench calls
+// it through the binding.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pyhipbench/launch_plan.hpp"
+#include "pyhipbench/statistics.hpp"
+#include "pyhipbench/timer.hpp"
+
+namespace pyhipbench {
+
+struct StopRule {
+  double precision = 0.01;          // relative half-width of the median's 95 % CI; 0 = no target
+  size_t min_samples = 10;
+  size_t max_samples = 10000;
+  double max_time_s = 2.0;          // wall time of the timed chunks, seconds
+  double settle = 0.02;             // warm-up: consecutive chunk medians within ±2 %
+  size_t max_warmup_samples = 1000;
+  size_t warmup_chunk = 8;          // samples per warm-up chunk
+  size_t first_chunk = 16;
+  // CUPTI's timestamps tick every 32 ns on the H200 (docs/measurement.md): a
+  // sub-µs kernel's samples take a few values one tick apart, and an interval
+  // one tick wide is as narrow as such data can show.
+  double tick_us = 0.032;
+
+  // Throws std::invalid_argument naming the first field out of range and its value.
+  void validate() const;
+  // Why to stop after a chunk ("precision", "max-samples", "max-time"), or empty to go on.
+  std::string stop_reason(const Summary& summary, double elapsed_s) const;
+  // Samples to ask for next, having `taken`: doubling, never past max_samples.
+  size_t next_chunk(size_t taken) const;
+  // Warm-up is over when two consecutive chunk medians (µs) agree within `settle`.
+  bool settled(double previous_median_us, double median_us) const;
+};
+
+struct Measurement {
+  std::vector<double> times_us;      // the timed samples, µs per kernel
+  std::string stop_reason;           // "precision", "max-samples" or "max-time"
+  size_t warmup_samples = 0;         // untimed samples run first
+  size_t launches_per_sample = 1;
+  double host_us = 0;                // host µs spent issuing the timed samples' launches
+  double precision_reached = 0;      // the median CI's relative half-width at the stop
+};
+
+// Times `plan` with `timer` until `rule` says stop (see the top of this file).
+// `warmup`: that many untimed samples (0: none) instead of warming up until
+// the medians settle. Throws std::invalid_argument for a bad rule, and what
+// the timer throws (DriverError, KernelFault, MeasurementError); the timer's
+// session is closed on every path.
+Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule,
+                    std::optional<size_t> warmup = std::nullopt);
+
+}  // namespace pyhipbench

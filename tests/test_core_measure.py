@@ -1,0 +1,299 @@
+"""The C++ core's measurement loop, statistics and rotation rule, through the binding.
+
+`_core.measure` on synthetic samples (timers written in Python), its statistics
+against numpy, its rotation rule against the formula, and the events and cupti
+timers measuring on the fakes: one CUPTI session per measurement.
+"""
+from __future__ import annotations
+
+import math
+import struct
+import time
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+
+from fakes.host_backend import FAKE_CUDA_CONTEXT
+from pyhipbench import _core
+from pyhipbench.errors import BenchError, DriverError, MeasurementError
+from pyhipbench.stopping import StopRule
+
+KERNEL_US = 4.0  # the fake driver's default launch duration
+
+
+def plan(sets: int = 1) -> _core.LaunchPlan:
+    arg_sets = [struct.pack("<QiI", 0xA000 + s, 7, 0) for s in range(sets)]
+    return _core.LaunchPlan(0xF00, "kern", (4, 2, 1), (64, 2, 1), 0, 0x77, arg_sets, [0, 8])
+
+
+class Synthetic(_core.Timer):
+    """A timer written in Python: samples from `draw(n)`, each run taking `seconds` of wall time."""
+
+    def __init__(self, draw, seconds: float = 0.0, launches_per_sample: int = 1) -> None:
+        super().__init__("synthetic")
+        self.draw, self.seconds, self.launches_per_sample = draw, seconds, launches_per_sample
+        self.runs: list[tuple[int, int]] = []  # (samples, first_set) of each run
+
+    def run(self, plan, samples, first_set):
+        self.runs.append((samples, first_set))
+        if self.seconds:
+            time.sleep(self.seconds)
+        return np.asarray(self.draw(samples), dtype=np.float64), self.launches_per_sample, 2.0 * samples
+
+
+# ---- the stopping rule, on synthetic samples (tests/test_stopping.py's cases, through measure) ----
+
+def test_a_precise_kernel_stops_early_on_precision():
+    rng = np.random.default_rng(0)
+    taken = _core.measure(Synthetic(lambda n: rng.normal(10.0, 0.05, n)), plan(), StopRule().core, 0)
+    assert taken.stop_reason == "precision" and len(taken.times_us) <= 32
+    assert taken.precision_reached <= 0.01
+    assert taken.precision_reached == _core.summarize(taken.times_us).rel_ci
+
+
+def test_a_noisy_kernel_takes_more_chunks_and_still_reaches_the_target():
+    rng = np.random.default_rng(1)
+    timer = Synthetic(lambda n: rng.lognormal(np.log(10.0), 0.2, n))
+    taken = _core.measure(timer, plan(), StopRule().core, 0)
+    assert taken.stop_reason == "precision" and len(taken.times_us) > 64
+    assert [n for n, _ in timer.runs][:4] == [16, 16, 32, 64]  # chunks double
+    assert _core.summarize(taken.times_us).rel_ci <= 0.01
+
+
+def test_max_samples_caps_a_kernel_that_never_settles():
+    rng = np.random.default_rng(2)
+    taken = _core.measure(Synthetic(lambda n: rng.uniform(1.0, 100.0, n)), plan(),
+                          StopRule(precision=0.001, max_samples=200).core, 0)
+    assert taken.stop_reason == "max-samples" and len(taken.times_us) == 200
+
+
+def test_max_time_caps_the_timed_chunks():
+    rng = np.random.default_rng(3)
+    timer = Synthetic(lambda n: rng.uniform(1.0, 2.0, n), seconds=0.01)
+    taken = _core.measure(timer, plan(), StopRule(precision=0.0001, max_time_s=0.025).core, 0)
+    # At least 10 ms per chunk: over 25 ms after the third (the second, if a sleep overran by 5 ms).
+    assert taken.stop_reason == "max-time" and len(timer.runs) in (2, 3)
+
+
+def test_precision_zero_runs_to_max_samples():
+    taken = _core.measure(Synthetic(lambda n: np.full(n, 3.0)), plan(), StopRule(precision=0, max_samples=50).core, 0)
+    assert taken.stop_reason == "max-samples" and len(taken.times_us) == 50
+
+
+def test_min_samples_hold_even_when_the_first_chunk_is_precise():
+    taken = _core.measure(Synthetic(lambda n: np.full(n, 5.0)), plan(), StopRule(min_samples=40, first_chunk=8).core, 0)
+    assert taken.stop_reason == "precision" and len(taken.times_us) == 64  # 8, 8, 16, 32
+
+
+def test_one_tick_wide_interval_is_precise_enough():
+    rng = np.random.default_rng(4)
+    taken = _core.measure(Synthetic(lambda n: rng.choice([0.544, 0.576], n)), plan(), StopRule().core, 0)
+    assert taken.stop_reason == "precision" and len(taken.times_us) <= 32 and taken.precision_reached > 0.01
+
+
+def test_warm_up_runs_until_two_chunk_medians_agree_and_is_not_timed():
+    medians = iter([20.0, 12.0, 10.1, 10.0])  # 10.1 -> 10.0 is within 2 %
+    timer = Synthetic(lambda n: np.full(n, next(medians, 10.0)))
+    taken = _core.measure(timer, plan(), StopRule().core)
+    assert taken.warmup_samples == 32 and [n for n, _ in timer.runs] == [8, 8, 8, 8, 16]
+    assert taken.host_us == 2.0 * 16  # the timed samples' host cost only
+    np.testing.assert_array_equal(taken.times_us, np.full(16, 10.0))
+
+
+def test_a_fixed_warm_up_and_the_rotation_continuing_across_chunks():
+    timer = Synthetic(lambda n: np.full(n, 1.0), launches_per_sample=5)
+    taken = _core.measure(timer, plan(sets=7), StopRule(precision=0, max_samples=40, first_chunk=16).core, 3)
+    assert timer.runs == [(3, 0), (16, 15 % 7), (16, 95 % 7), (8, 175 % 7)]  # set after 3, 19, 35 samples of 5
+    assert taken.warmup_samples == 3 and taken.launches_per_sample == 5 and taken.stop_reason == "max-samples"
+
+
+def test_a_timer_that_returns_the_wrong_sample_count_is_a_measurement_error():
+    timer = Synthetic(lambda n: np.ones(n - 1))
+    with pytest.raises(MeasurementError, match="the synthetic timer returned 15 samples of kernel 'kern' where 16"):
+        _core.measure(timer, plan(), StopRule().core, 0)
+
+
+def test_an_error_inside_a_chunk_keeps_its_class():
+    def fail(n):
+        raise KeyError("draw failed")
+    with pytest.raises(KeyError, match="draw failed"):
+        _core.measure(Synthetic(fail), plan(), StopRule().core, 0)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"precision": 1.5}, "precision=1.5: out of range, expected a finite number >= 0 and < 1"),
+    ({"max_time_s": 0.0}, "max_time_s=0: out of range, expected a finite number > 0"),
+    ({"settle": float("nan")}, "settle=nan: out of range, expected a finite number > 0 and < 1"),
+    ({"min_samples": 0}, "min_samples=0: out of range, expected an integer >= 1"),
+    ({"min_samples": 20, "max_samples": 10}, "max_samples=10: out of range, expected an integer >= 20"),
+    ({"warmup_chunk": 0}, "warmup_chunk=0: out of range, expected an integer >= 1"),
+])
+def test_the_core_refuses_a_bad_rule_naming_the_field(options, message):
+    with pytest.raises(BenchError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _core.StopRule(**options)
+
+
+def test_python_rule_is_the_core_rule():
+    rule = StopRule(precision=0.02, max_samples=500, tick_us=0.0)
+    assert (rule.core.precision, rule.core.max_samples, rule.core.tick_us) == (0.02, 500, 0.0)
+    assert StopRule() == StopRule(**{f: getattr(_core.StopRule(), f) for f in (
+        "precision", "min_samples", "max_samples", "max_time_s", "settle", "max_warmup_samples", "warmup_chunk",
+        "first_chunk", "tick_us")})
+
+
+# ---- statistics: the core against numpy and the order-statistics formula ----
+
+def reference_ci(sorted_times: np.ndarray, confidence: float) -> tuple[float, float]:
+    n = len(sorted_times)
+    half = NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt(n) / 2
+    return float(sorted_times[max(math.floor(n / 2 - half), 0)]), float(sorted_times[min(math.ceil(n / 2 + half), n - 1)])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_summary_matches_numpy_on_random_samples(seed):
+    rng = np.random.default_rng(seed)
+    for n in [1, 2, 3, 4, 5, 7, 10, 16, 31, 100, 257, 1000, 4099]:
+        times = rng.lognormal(1.0, 0.6, n)
+        if seed % 2:
+            times = np.round(times, 1)  # ties, as a coarse clock gives
+        confidence = [0.95, 0.9, 0.99, 0.5][seed % 4]
+        s = _core.summarize(times, confidence)
+        ordered = np.sort(times)
+        q1, median, q3, p10, p90 = np.percentile(times, [25, 50, 75, 10, 90])
+        assert (s.count, s.median, s.p10, s.p90, s.min, s.max) == (n, median, p10, p90, ordered[0], ordered[-1])
+        assert (s.ci_low, s.ci_high) == reference_ci(ordered, confidence)
+        fence = 1.5 * (q3 - q1)
+        assert s.outliers == np.count_nonzero((times < q1 - fence) | (times > q3 + fence))
+        assert s.mean == pytest.approx(np.mean(times), rel=1e-12)
+        assert s.stdev == pytest.approx(np.std(times, ddof=1) if n > 1 else 0.0, rel=1e-9, abs=1e-12)
+        assert s.confidence == confidence
+
+
+def test_median_ci_of_the_core_is_the_formulas():
+    rng = np.random.default_rng(9)
+    for n in range(1, 300):
+        ordered = np.sort(rng.normal(5, 1, n))
+        assert _core.median_ci(ordered, 0.95) == reference_ci(ordered, 0.95)
+
+
+@pytest.mark.parametrize("times, confidence, message", [
+    ([], 0.95, "no samples to summarize"),
+    ([1.0, float("inf")], 0.95, "sample 1 is inf: expected finite times"),
+    ([1.0], 1.0, "confidence=1.000000: expected a number in \\(0, 1\\)"),
+])
+def test_bad_samples_are_refused(times, confidence, message):
+    with pytest.raises(BenchError, match=message):
+        _core.summarize(np.array(times), confidence)
+
+
+# ---- rotation: the core against the rule's formula ----
+
+def reference_rotation(set_bytes, llc, free, total, launches):
+    headroom = max(256 << 20, int(total * 0.05))
+    fits = 1 + max(free - headroom, 0) // set_bytes
+    wanted = 2 if set_bytes >= llc else 2 * -(-llc // set_bytes)
+    wanted = min(wanted, launches)
+    return (wanted, wanted) if wanted <= fits else (fits, wanted)
+
+
+def test_rotation_matches_the_formula_on_random_inputs():
+    rng = np.random.default_rng(5)
+    for _ in range(2000):
+        set_bytes = int(rng.integers(1, 1 << int(rng.integers(2, 34))))
+        llc, total = int(rng.integers(1 << 20, 1 << 29)), int(rng.integers(1 << 30, 1 << 38))
+        free, launches = int(rng.integers(0, total)), int(rng.integers(2, 20000))
+        expected = reference_rotation(set_bytes, llc, free, total, launches)
+        if expected[0] < 2 and expected[1] > 1:
+            with pytest.raises(BenchError, match="rotated sets cannot fit in device memory"):
+                _core.plan_rotation(set_bytes, llc, free, total, None, launches)
+            continue
+        sets, wanted, reason = _core.plan_rotation(set_bytes, llc, free, total, None, launches)
+        assert (sets, wanted) == expected
+        assert ("sets short" in reason) == (sets < wanted)
+
+
+def test_rotation_headroom_is_the_documented_one():
+    assert _core.headroom_bytes(4 << 30) == 256 << 20 and _core.headroom_bytes(140 << 30) == int((140 << 30) * 0.05)
+
+
+def test_the_core_refuses_zero_sets_and_zero_launches():
+    with pytest.raises(BenchError, match="rotate=0: expected 'auto' or a set count >= 1"):
+        _core.plan_rotation(1 << 20, 60 << 20, 100 << 30, 140 << 30, 0)
+    with pytest.raises(BenchError, match="launches=0: expected a launch count >= 1"):
+        _core.plan_rotation(1 << 20, 60 << 20, 100 << 30, 140 << 30, None, 0)
+
+
+# ---- the core's own timers, measuring on the fakes ----
+
+def test_events_timer_measures_continuing_the_rotation(driver, fake_driver, backend_name):
+    fake_driver.read_args(1)
+    context = FAKE_CUDA_CONTEXT if backend_name == "cuda" else 0
+    timer = _core.make_timer("events", driver, context)
+    taken = _core.measure(timer, plan(sets=3), StopRule(precision=0, max_samples=40).core, 5)
+    launches = [r for r in fake_driver.records() if r.call.decode() in ("cuLaunchKernel", "hipExtModuleLaunchKernel")]
+    assert len(launches) == 5 + 40 and taken.warmup_samples == 5 and taken.stop_reason == "max-samples"
+    assert [r.arg_values[0] - 0xA000 for r in launches] == [k % 3 for k in range(45)]
+    np.testing.assert_allclose(taken.times_us, KERNEL_US, rtol=1e-6)
+    assert taken.host_us > 0 and taken.launches_per_sample == 1
+
+
+def trace_calls(fake_cupti) -> list[str]:
+    return [c for c in fake_cupti.calls() if c not in ("cuptiGetVersion", "cuptiActivityGetNumDroppedRecords")]
+
+
+@pytest.fixture
+def cupti_timer(fake_libraries, fake_driver_cuda, fake_cupti):
+    return _core.make_timer("cupti", _core.load_driver("cuda", str(fake_libraries["cuda"])), FAKE_CUDA_CONTEXT)
+
+
+def test_one_cupti_session_for_a_whole_measurement(cupti_timer, fake_driver_cuda, fake_cupti):
+    fake_driver_cuda.lib.fake_set_launch_ms_step(0.0005)  # launch k runs 4 + 0.5 k µs: each sample names its launch
+    rule = StopRule(precision=0, max_samples=48, first_chunk=16)
+    taken = _core.measure(cupti_timer, plan(sets=2), rule.core, 8)
+    # Chunks of 8 (warm-up), 16, 16, 16: subscribed and enabled once, one flush per chunk, one tear-down.
+    assert trace_calls(fake_cupti) == (["cuptiActivityRegisterCallbacks", "cuptiSubscribe", "cuptiEnableCallback",
+                                        "cuptiActivityEnable"] + ["cuptiActivityFlushAll(forced)"] * 4 +
+                                       ["cuptiActivityDisable", "cuptiUnsubscribe"])
+    np.testing.assert_allclose(taken.times_us, [KERNEL_US + 0.5 * k for k in range(8, 56)], atol=1e-9)
+    assert not fake_cupti.tracing
+
+
+def test_each_chunk_takes_only_its_own_records(cupti_timer, fake_cupti):
+    fake_cupti.lib.fake_cupti_set_foreign_records(2)  # other launches' kernel records between ours
+    taken = _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=100).core, None)
+    assert len(taken.times_us) == 100 and taken.warmup_samples == 16
+    np.testing.assert_allclose(taken.times_us, KERNEL_US, atol=1e-9)
+
+
+def test_a_failure_mid_session_leaves_cupti_off(cupti_timer, fake_cupti, fake_driver_cuda):
+    fake_driver_cuda.fail("cuLaunchKernel", 1, after=30)  # in the second timed chunk
+    with pytest.raises(DriverError, match="cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE .*kernel 'kern'"):
+        _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=64).core, 8)
+    assert not fake_cupti.tracing
+    assert trace_calls(fake_cupti)[-3:] == ["cuptiActivityFlushAll(forced)", "cuptiActivityDisable", "cuptiUnsubscribe"]
+
+
+def test_dropped_records_in_a_later_chunk_are_a_measurement_error(cupti_timer, fake_cupti):
+    taken = _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16).core, 8)
+    assert len(taken.times_us) == 16
+    fake_cupti.lib.fake_cupti_drop_records(1)
+    with pytest.raises(MeasurementError, match="CUPTI dropped 1 activity records"):
+        _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16).core, 8)
+    assert not fake_cupti.tracing
+
+
+def test_a_failed_tear_down_is_reported_and_tracing_is_off(cupti_timer, fake_cupti):
+    fake_cupti.fail("cuptiActivityDisable", 1)
+    with pytest.raises(DriverError, match="cuptiActivityDisable failed"):
+        _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16).core, 0)
+    assert not fake_cupti.lib.fake_cupti_subscribed()
+
+
+def test_plain_runs_after_a_measurement_still_trace_themselves(cupti_timer, fake_cupti):
+    _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16).core, 0)
+    times, _, _ = cupti_timer.run(plan(), 3, 0)
+    np.testing.assert_allclose(times, KERNEL_US, atol=1e-9)
+    assert trace_calls(fake_cupti)[-7:] == ["cuptiActivityRegisterCallbacks", "cuptiSubscribe", "cuptiEnableCallback",
+                                            "cuptiActivityEnable", "cuptiActivityFlushAll(forced)",
+                                            "cuptiActivityDisable", "cuptiUnsubscribe"]
