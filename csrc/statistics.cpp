@@ -1,5 +1,14 @@
 #include "pyhipbench/statistics.hpp"
 
+// Percentiles and the normal quantile round as numpy's and CPython's do, one
+// operation at a time: no fused multiply-add (the default where the target has
+// one, e.g. aarch64).
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

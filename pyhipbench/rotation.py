@@ -22,9 +22,11 @@ from dataclasses import dataclass
 
 from . import _core
 from .errors import BenchError
+from .values import integer
 
 MIN_HEADROOM_BYTES: int = _core.MIN_HEADROOM_BYTES  # left free for the driver, code and the kernel's scratch
 HEADROOM_FRACTION: float = _core.HEADROOM_FRACTION  # of total device memory, when larger than the minimum
+MAX_BYTES = (1 << 64) - 1                           # the core counts bytes in 64 bits
 
 
 class RotationCapped(UserWarning):
@@ -62,8 +64,10 @@ def plan_rotation(set_bytes: int, llc_bytes: int, free_bytes: int, total_bytes: 
     """
     if rotate != "auto" and (isinstance(rotate, bool) or not isinstance(rotate, int) or rotate < 1):
         raise BenchError(f"rotate={rotate!r}: expected 'auto' or a set count >= 1")
-    sets, wanted, reason = _core.plan_rotation(set_bytes, llc_bytes, free_bytes, total_bytes,
-                                               None if rotate == "auto" else rotate, launches)
+    sizes = [integer(name, value, 0, MAX_BYTES, unit="bytes") for name, value in (
+        ("set_bytes", set_bytes), ("llc_bytes", llc_bytes), ("free_bytes", free_bytes), ("total_bytes", total_bytes))]
+    launches = None if launches is None else integer("launches", launches, 1)
+    sets, wanted, reason = _core.plan_rotation(*sizes, None if rotate == "auto" else rotate, launches)
     if sets < wanted:
         warnings.warn(RotationCapped(f"rotation capped from {wanted} to {sets} sets ({reason})"), stacklevel=3)
     return Rotation(sets, set_bytes, llc_bytes, reason, wanted)

@@ -213,6 +213,18 @@ def test_rotation_matches_the_formula_on_random_inputs():
         assert ("sets short" in reason) == (sets < wanted)
 
 
+@pytest.mark.parametrize("call, message", [
+    (dict(set_bytes=-1), r"set_bytes=-1: out of range, expected an integer in \[0, 18446744073709551615\] \(bytes\)"),
+    (dict(free_bytes=1.5), "free_bytes=1.5: expected an integer"),
+    (dict(launches=0), "launches=0: out of range, expected an integer >= 1"),
+])
+def test_python_rotation_names_a_bad_size(call, message):
+    from pyhipbench import plan_rotation
+    args = dict(set_bytes=1 << 20, llc_bytes=60 << 20, free_bytes=100 << 30, total_bytes=140 << 30) | call
+    with pytest.raises(BenchError, match=message):
+        plan_rotation(**args)
+
+
 def test_rotation_headroom_is_the_documented_one():
     assert _core.headroom_bytes(4 << 30) == 256 << 20 and _core.headroom_bytes(140 << 30) == int((140 << 30) * 0.05)
 
