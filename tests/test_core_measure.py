@@ -16,7 +16,7 @@ import pytest
 
 from fakes.host_backend import FAKE_CUDA_CONTEXT
 from pyhipbench import _core
-from pyhipbench.errors import BenchError, DriverError, MeasurementError
+from pyhipbench.errors import BenchError, DriverError, KernelFault, MeasurementError
 from pyhipbench.stopping import StopRule
 
 KERNEL_US = 4.0  # the fake driver's default launch duration
@@ -284,6 +284,14 @@ def test_a_failure_mid_session_leaves_cupti_off(cupti_timer, fake_cupti, fake_dr
         _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=64).core, 8)
     assert not fake_cupti.tracing
     assert trace_calls(fake_cupti)[-3:] == ["cuptiActivityFlushAll(forced)", "cuptiActivityDisable", "cuptiUnsubscribe"]
+
+
+def test_a_kernel_fault_inside_measure_is_a_kernel_fault_and_cupti_is_off(cupti_timer, fake_cupti, fake_driver_cuda):
+    fake_driver_cuda.fail("cuEventSynchronize", 700, sticky=True)  # CUDA_ERROR_ILLEGAL_ADDRESS
+    with pytest.raises(KernelFault, match="kernel 'kern' faulted while running") as caught:
+        _core.measure(cupti_timer, plan(), StopRule().core)
+    assert caught.value.code == 700 and not caught.value.context_usable
+    assert not fake_cupti.tracing
 
 
 def test_dropped_records_in_a_later_chunk_are_a_measurement_error(cupti_timer, fake_cupti):
