@@ -21,7 +21,7 @@ from . import __version__, archs, codeobject, ir
 from .arg_spec import DTYPES, FILLS, ArgSpec, materialize, parse_arg
 from .args import int64
 from .bench import MAX_LAUNCHES, bench
-from .cache import CACHE_STATES
+from .cache import CACHE_STATES, CLEAN_BYTES_PER_LLC
 from .codegen import CodeObject, compile_for_device, compile_ir, triple_of
 from .codegen.nvptx import TRIPLE as NVPTX_TRIPLE
 from .device import Device
@@ -167,7 +167,7 @@ def _demo_plan_only(reason: Exception, profile_name: str) -> int:
     print(f"  L2 {profile.l2_bytes / MiB:.0f} MiB, last-level cache {profile.llc_bytes / MiB:.0f} MiB, "
           f"{profile.total_bytes / 1e9:.0f} GB")
     print(f"  the copy kernel in each cache state: warm (one argument set), dirty-cold (rotated sets), "
-          f"clean-cold (one set, a {2 * profile.llc_bytes / MiB:.0f} MiB read before each launch)")
+          f"clean-cold (one set, a {CLEAN_BYTES_PER_LLC * profile.llc_bytes / MiB:.0f} MiB read before each launch)")
     print(f"  {'copy size':>12} {'set (src+dst)':>14} {'dirty-cold sets':>16}  why")
     for size in _demo_sizes(profile.llc_bytes):
         r = plan_rotation(2 * size, profile.llc_bytes, profile.total_bytes, profile.total_bytes)

@@ -103,8 +103,8 @@ class Device:
         return self._timers[key]
 
     def clean_step(self) -> CleanStep:
-        """The clean-cold state's clean step on this device: its buffer (2x the
-        last-level cache, bytes) is allocated on first use and kept."""
+        """The clean-cold state's clean step on this device: its buffer
+        (cache.CLEAN_BYTES_PER_LLC times the last-level cache, bytes) is allocated on first use and kept."""
         if "_clean_step" not in self.__dict__:
             self._clean_step = CleanStep(self)
         return self._clean_step
