@@ -101,7 +101,10 @@ class DeviceArray:
         if device_type not in accepted or device_id != index:
             name = dlpack.DEVICE_TYPE_NAMES.get(device_type, "unknown device type")
             raise BenchError(f"{label} on {name} ({device_type}) device {device_id}; expected {wanted}")
-        managed = dlpack.read(tensor, DLPACK_DEFAULT_STREAM[backend.name])
+        try:
+            managed = dlpack.read(tensor, DLPACK_DEFAULT_STREAM[backend.name])
+        except BufferError as e:  # DLPack's "cannot export this one", e.g. torch's tensors that require grad
+            raise BenchError(f"{label} refused to export itself through DLPack: {e}") from None
         if (managed.device_type, managed.device_id) != (device_type, device_id):
             raise BenchError(f"{label}: its DLPack capsule is on {managed.device_name} but __dlpack_device__ said "
                              f"{dlpack.DEVICE_TYPE_NAMES.get(device_type)} ({device_type}) {device_id}")

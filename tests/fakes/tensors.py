@@ -27,14 +27,16 @@ class FakeTensor:
 
     `version` None: a producer from before DLPack 1.0 (no max_version
     keyword, 0.8 capsules only). `strides` in elements, None for contiguous.
-    `dtype`: (type code, bits, lanes) to override the host array's.
+    `dtype`: (type code, bits, lanes) to override the host array's. `refusal`: __dlpack__ raises
+    BufferError(refusal) instead of exporting.
     """
 
     def __init__(self, host: np.ndarray, device: tuple[int, int] = (dlpack.CUDA, 0), *,
                  strides: tuple[int, ...] | None = None, dtype: tuple[int, int, int] | None = None,
-                 flags: int = 0, version: tuple[int, int] | None = (1, 0)) -> None:
+                 flags: int = 0, version: tuple[int, int] | None = (1, 0), refusal: str | None = None) -> None:
         self.host = np.ascontiguousarray(host)
         self.device, self.strides, self.flags, self.version = device, strides, flags, version
+        self.refusal = refusal  # raised as a BufferError by __dlpack__, as torch does for a tensor that needs grad
         self.dtype = dtype or (_NUMPY_CODES[self.host.dtype.kind], self.host.dtype.itemsize * 8, 1)
         self.exported = self.deleted = 0
         self.streams: list[Any] = []  # the stream each __dlpack__ call was given
@@ -52,6 +54,8 @@ class FakeTensor:
         if self.version is None and keywords:
             raise TypeError(f"__dlpack__() got unexpected keyword arguments {sorted(keywords)}")
         self.streams.append(stream)
+        if self.refusal:
+            raise BufferError(self.refusal)
         versioned = self.version is not None and keywords.get("max_version") is not None
         struct = (dlpack.DLManagedTensorVersioned if versioned else dlpack.DLManagedTensor)()
         shape = (ctypes.c_int64 * max(self.host.ndim, 1))(*self.host.shape)
