@@ -56,8 +56,7 @@ class Expectation:
             self._check = expect
         elif isinstance(expect, Mapping):
             for key, reference in expect.items():
-                index = integer(f"expect key {show(key)}", key, 0, len(args) - 1,
-                                unit="an argument's position")
+                index = integer("expect key", key, 0, len(args) - 1, unit="an argument's position")
                 self._add(index, reference)
         elif isinstance(expect, Sequence) and not isinstance(expect, (str, bytes)):
             if len(expect) != len(args):

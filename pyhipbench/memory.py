@@ -108,6 +108,9 @@ class DeviceArray:
         if (managed.device_type, managed.device_id) != (device_type, device_id):
             raise BenchError(f"{label}: its DLPack capsule is on {managed.device_name} but __dlpack_device__ said "
                              f"{dlpack.DEVICE_TYPE_NAMES.get(device_type)} ({device_type}) {device_id}")
+        if not managed.address:  # torch gives an empty tensor no memory at all
+            raise BenchError(f"{label} of shape {managed.shape} has no memory (its data pointer is NULL); "
+                             "expected a tensor with at least one element")
         if managed.flags & dlpack.IS_COPIED:
             raise BenchError(f"{label}: its producer exported a copy (DLPack flag IS_COPIED); "
                              "expected its own memory")

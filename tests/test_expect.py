@@ -154,8 +154,8 @@ def test_a_tensor_output_is_checked_in_every_set(device, copy, fake_driver, back
 @pytest.mark.parametrize("expect,extra,message", [
     ([None, None], {}, r"expect has 2 entries for 3 arguments; expected one per argument"),
     ([None, None, None], {}, r"expect names no reference array \(every entry is None\)"),
-    ({3: np.zeros(4)}, {}, r"expect key 3=3: out of range, expected an integer in \[0, 2\]"),
-    ({"dst": np.zeros(4)}, {}, r"expect key 'dst'='dst': expected an integer in \[0, 2\]"),
+    ({3: np.zeros(4)}, {}, r"expect key=3: out of range, expected an integer in \[0, 2\] \(an argument's position\)"),
+    ({"dst": np.zeros(4)}, {}, r"expect key='dst': expected an integer in \[0, 2\] \(an argument's position\), got str"),
     ({2: np.zeros(4)}, {}, r"expect\[2\]: argument 2 is Scalar, which has no shape or dtype to check"),
     ({1: np.zeros(5, np.float32)}, {}, r"expect\[1\]: a reference of shape \(5,\) for argument 1 of shape \(4,\); "
                                        r"expected the same shape"),

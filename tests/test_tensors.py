@@ -104,6 +104,14 @@ def test_a_tensor_on_another_device_is_refused(device, copy, fake_driver, backen
             rf"{place[1]}; expected memory on {backend_name.upper()} device 0")
 
 
+def test_an_empty_tensor_without_memory_is_refused(device, copy, fake_driver, backend_name):
+    _, dst = tensors(backend_name)
+    empty = FakeTensor(np.zeros((0, 4), np.float32), OWN_DEVICE[backend_name])
+    refused(device, copy, fake_driver, [dst, empty, hb.int64(4)], r"argument 1 \(copy_param_dst\) of kernel 'copy': "
+            r"a fakes.FakeTensor of shape \(0, 4\) has no memory \(its data pointer is NULL\); expected a tensor "
+            r"with at least one element")
+
+
 def test_managed_memory_is_device_memory_on_cuda(device, copy, fake_driver, backend_name):
     if backend_name != "cuda":
         pytest.skip("kDLCUDAManaged is CUDA's")

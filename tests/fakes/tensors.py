@@ -61,7 +61,7 @@ class FakeTensor:
         shape = (ctypes.c_int64 * max(self.host.ndim, 1))(*self.host.shape)
         strides = None if self.strides is None else (ctypes.c_int64 * len(self.strides))(*self.strides)
         tensor = struct.dl_tensor
-        tensor.data, tensor.ndim = self.address, self.host.ndim
+        tensor.data, tensor.ndim = self.address if self.host.size else None, self.host.ndim  # as torch: no memory
         tensor.device = dlpack.DLDevice(*self.device)
         tensor.dtype = dlpack.DLDataType(*self.dtype)
         tensor.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
