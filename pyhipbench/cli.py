@@ -35,8 +35,8 @@ MAX_SIZE = (1 << 63) - 1            # bytes: numpy's and the drivers' signed 64-
 MAX_DIM = (1 << 32) - 1             # the drivers take each grid and block dimension as 32 bits
 MAX_ITERATIONS = MAX_LAUNCHES      # each timed launch of a chunk keeps its events until the chunk ends
 _SIZE = re.compile(r"(-?(?:\d+(?:\.\d*)?|\.\d+))([KMGT]?)(?:I?B)?")
-NPY_MAGIC = b"\x93NUMPY"              # what every .npy file starts with
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+NPY_MAGIC = b"\x93NUMPY"            # what every .npy file starts with
 
 
 # -- option types: each says what it expected -----------------------------------
@@ -125,7 +125,7 @@ def _rotate(text: str) -> int | str:
 
 def _expect(text: str) -> tuple[int, Path]:
     index, sep, path = text.partition("=")
-    if not sep or not path or not index.isdigit():
+    if not sep or not path or not (index.isascii() and index.isdigit()):
         raise argparse.ArgumentTypeError(f"{text!r}: expected N=FILE.npy, N the position of an --arg "
                                          "(0 for the first)")
     return int(index), Path(path)

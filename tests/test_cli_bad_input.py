@@ -126,6 +126,7 @@ OPTION_ERRORS = [
      "the position of an --arg (0 for the first)"),
     (["run", "k.ptx", *RUN, "--expect", "dst={d}/ref.npy"], "argument --expect: 'dst={d}/ref.npy': expected "
      "N=FILE.npy"),
+    (["run", "k.ptx", *RUN, "--expect", "²={d}/ref.npy"], "argument --expect: '²={d}/ref.npy': expected N=FILE.npy"),
     (["run", "k.ptx", *RUN, "--atol", "-1"], "argument --atol: '-1': expected a tolerance, a finite number >= 0"),
     (["run", "k.ptx", *RUN, "--rtol", "nan"], "argument --rtol: 'nan': expected a tolerance"),
     # compile's target and versions
