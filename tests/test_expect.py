@@ -185,3 +185,17 @@ def test_a_device_reference_is_refused(device, copy, fake_driver):
                                             r"device type tensor to numpy\); expected one \(numpy; torch: "
                                             r"tensor.cpu\(\).numpy\(\)\)"):
         hb.bench(copy, 1, 64, [src, dst, n], iterations=1, warmup=0, rotate=1, expect={1: GpuTensor()})
+
+
+def test_a_shared_output_is_read_from_its_one_buffer_after_each_sets_launch(device, copy, fake_driver):
+    sources = plays(fake_driver, copy)
+    src, dst, n = copy_args(device)
+    seen = []
+
+    def check(outputs):
+        seen.append(outputs[1][:2].tolist())
+        return bool(np.array_equal(outputs[1], outputs[0]))
+    res = hb.bench(copy, 4, 256, [src, hb.shared(dst), n], iterations=4, warmup=0, rotate=3, timer="events",
+                   expect=check)
+    assert res.verified and len(set(sources[:3])) == 3  # three sets of sources, one destination
+    assert seen == [[0.0, 1.0]] * 3
