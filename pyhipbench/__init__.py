@@ -13,7 +13,7 @@ from .args import uint8, uint16, uint32, uint64
 from .bench import bench
 from .device import Device, available_backends
 from .errors import (BenchError, CodegenError, DriverError, Error, IRError, KernelFault, LibraryError,
-                     MeasurementError, NoDeviceError, ToolchainError, VerificationError)
+                     MeasurementError, NoDeviceError, OutputMismatch, ToolchainError, VerificationError)
 from .launch_config import LaunchConfig
 from .memory import DeviceArray
 from .module import Kernel, Module
@@ -28,5 +28,5 @@ __all__ = [
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",
     "Error", "BenchError", "IRError", "CodegenError", "VerificationError", "ToolchainError",
-    "NoDeviceError", "LibraryError", "MeasurementError", "DriverError", "KernelFault",
+    "NoDeviceError", "LibraryError", "MeasurementError", "OutputMismatch", "DriverError", "KernelFault",
 ]

@@ -1,8 +1,10 @@
-"""Kernel arguments: explicitly typed scalars, raw device pointers, shared arrays.
+"""Kernel arguments: explicitly typed scalars, raw device pointers, shared arrays, tensors.
 
 A kernel's parameters have sizes but no types a driver can check, so scalars
 are typed by the caller (`int64(n)`, not a bare `n`) and packed little-endian
-to exactly that size.
+to exactly that size. Tensors (torch, CuPy, JAX: anything with `__dlpack__`)
+are taken wherever a DeviceArray is, as views of their own memory
+(`adopt_tensors`), so they rotate, or not, as device arrays do.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backends.base import KernelParam
+from .backends.base import Backend, KernelParam
 from .errors import BenchError
 from .memory import DeviceArray
 from .values import integer, show
@@ -124,18 +126,51 @@ class Pointer:
 
 @dataclass(frozen=True)
 class Shared:
-    """A device array every rotated set uses as is (not copied)."""
-    array: DeviceArray
+    """A device array (or a tensor, until bench() views it as one) every rotated set uses as is (not copied)."""
+    array: DeviceArray | object
 
 
-def shared(array: DeviceArray) -> Shared:
-    """Marks `array` as not rotated: all sets see this one buffer."""
-    if not isinstance(array, DeviceArray):
-        raise BenchError(f"shared() takes a device array, got {type(array).__name__}")
+def is_tensor(value: object) -> bool:
+    """Whether `value` is a foreign array pyhipbench takes through DLPack (torch, CuPy, JAX)."""
+    return not isinstance(value, DeviceArray) and hasattr(type(value), "__dlpack__") \
+        and hasattr(type(value), "__dlpack_device__")
+
+
+def shared(array: DeviceArray | object) -> Shared:
+    """Marks `array` (a device array or a DLPack tensor) as not rotated: all sets see this one buffer."""
+    if not isinstance(array, DeviceArray) and not is_tensor(array):
+        raise BenchError(f"shared() takes a device array or a tensor with __dlpack__ (torch, CuPy, JAX), "
+                         f"got {type(array).__name__}")
     return Shared(array)
 
 
 Argument = DeviceArray | Shared | Scalar | Pointer
+
+
+def adopt_tensors(backend: Backend, kernel_name: str, params: tuple[KernelParam, ...],
+                  args: list[Argument | object]) -> list[Argument]:
+    """`args` with each tensor (bare or in shared()) replaced by a DeviceArray view of its memory.
+
+    A tensor passed twice becomes one view, so it rotates as one array. The
+    views hold the tensors (and their DLPack capsules) for as long as they live.
+    """
+    views: dict[int, DeviceArray] = {}
+
+    def view(tensor: object, i: int) -> DeviceArray:
+        if id(tensor) not in views:
+            name = f" ({params[i].name})" if i < len(params) else ""
+            views[id(tensor)] = DeviceArray.from_dlpack(
+                backend, tensor, f"argument {i}{name} of kernel {kernel_name!r}")
+        return views[id(tensor)]
+
+    adopted: list[Argument] = []
+    for i, arg in enumerate(args):
+        if is_tensor(arg):
+            arg = view(arg, i)
+        elif isinstance(arg, Shared) and is_tensor(arg.array):
+            arg = Shared(view(arg.array, i))
+        adopted.append(arg)
+    return adopted
 
 
 def check_args(kernel_name: str, params: tuple[KernelParam, ...], args: list[Argument]) -> None:
@@ -156,7 +191,8 @@ def check_args(kernel_name: str, params: tuple[KernelParam, ...], args: list[Arg
         else:
             raise BenchError(
                 f"argument {i} ({param.name}) of kernel {kernel_name!r} is of type {type(arg).__name__}; "
-                "expected a device array, shared(array), a typed scalar such as "
+                "expected a device array, a tensor with __dlpack__ (torch, CuPy, JAX), shared(array), "
+                "a typed scalar such as "
                 "pyhipbench.int64(n), or pyhipbench.Pointer(address)")
         if size != param.size:
             raise BenchError(f"argument {i} ({param.name}) of kernel {kernel_name!r} is {what}, "

@@ -7,8 +7,10 @@
    spanning the last-level cache (rotation.py); clean-cold = one set and a
    clean step before each timed launch, outside its timing.
 3. Make the R - 1 copies (argument_sets.py) and pack the R sets into one
-   LaunchPlan; the C++ core's `measure` runs the timer (timers.py) on it
-   with the GIL released, chunk by chunk, each chunk continuing the rotation.
+   LaunchPlan; with `expect`, launch it once on each set and check the
+   outputs (expect.py); the C++ core's `measure` runs the timer (timers.py)
+   on it with the GIL released, chunk by chunk, each chunk continuing the
+   rotation.
 4. There, warm up until two chunk medians agree (or `warmup` samples); then
    take chunks until the stopping rule (stopping.py) is met: the median's
    95 % CI within ±`precision`, or `max_time_s`, or the sample cap;
@@ -20,11 +22,12 @@ from __future__ import annotations
 import time
 
 from . import _core
-from .args import Argument, check_args
+from .args import Argument, adopt_tensors, check_args
 from .argument_sets import ArgumentSets, rotated_arrays
 from .backends.base import DeviceProperties
 from .cache import DEFAULT_CACHE_STATE, check_cache_state
 from .errors import BenchError
+from .expect import Expect, Expectation
 from .launch_config import Dims, LaunchConfig
 from .module import Kernel
 from .result import Result
@@ -42,7 +45,8 @@ MAX_LAUNCHES = 1_000_000
 def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
           timer: str = "auto", cache: str = "auto", precision: float = 0.01, max_time_s: float = 1.0,
           iterations: int | None = None, warmup: int | None = None, rotate: int | str = "auto",
-          shared_bytes: int = 0, stream: Stream | None = None) -> Result:
+          shared_bytes: int = 0, stream: Stream | None = None, expect: Expect = None,
+          atol: float | None = None, rtol: float | None = None) -> Result:
     """Times `kernel` (µs per launch) until its median is known to ±`precision` (95 % CI).
 
     `timer`: "cupti", "events", "graph", "batched", or "auto" (cupti where it
@@ -54,8 +58,14 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     `rotate`: dirty-cold's set count R ("auto": from the last-level cache and
     free memory; 1 = warm). Arrays wrapped in `shared()` never rotate.
     `stream`: a `Device.stream()` (None = the default stream).
+    `expect`: reference outputs (a list aligned with `args`, or a dict
+    {argument index: host array}) or a callable check(outputs) -> bool; the
+    kernel is launched once on every argument set and its outputs checked
+    (`atol`, `rtol`: numpy.isclose's tolerances) before anything is timed,
+    raising OutputMismatch if wrong (expect.py).
     """
     device, config, args = _checked_launch(kernel, grid, block, args, shared_bytes, stream)
+    expectation = _expectation(expect, args, kernel.name, atol, rtol)
     timer, cache = check_timer(timer), check_cache_state(cache)
     rule = _stop_rule(precision, max_time_s, iterations)
     warmup = None if warmup is None else integer("warmup", warmup, 0, MAX_LAUNCHES)
@@ -78,6 +88,8 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     started = time.perf_counter()
     with ArgumentSets(device, kernel.params, args, rotation.sets) as sets:
         plan = make_plan(kernel, config, sets, stream.handle if stream else 0)
+        if expectation is not None:
+            expectation.verify(device, plan, sets)
         if cache == "clean-cold":
             device.clean_step().attach(plan)
         taken = _core.measure(core_timer, plan, rule.core, warmup)
@@ -88,7 +100,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
                   precision=rule.precision, warmup=taken.warmup_samples,
                   launches_per_sample=taken.launches_per_sample,
                   host_us_per_kernel=taken.host_us / (len(times_us) * taken.launches_per_sample),
-                  wall_s=time.perf_counter() - started)
+                  wall_s=time.perf_counter() - started, verified=expectation is not None)
 
 
 def _stop_rule(precision: float, max_time_s: float, iterations: int | None) -> StopRule:
@@ -96,6 +108,17 @@ def _stop_rule(precision: float, max_time_s: float, iterations: int | None) -> S
         return StopRule(precision=precision, max_time_s=max_time_s)
     n = integer("iterations", iterations, 1, MAX_LAUNCHES)
     return StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n)
+
+
+def _expectation(expect: Expect, args: list[Argument], kernel_name: str, atol: float | None,
+                 rtol: float | None) -> Expectation | None:
+    if expect is None:
+        if atol is not None or rtol is not None:
+            raise BenchError(f"atol={show(atol)}, rtol={show(rtol)} without expect: the tolerances apply to "
+                             "expect's reference arrays; expected expect=... with them, or neither")
+        return None
+    tolerances = {k: v for k, v in (("atol", atol), ("rtol", rtol)) if v is not None}
+    return Expectation(expect, args, kernel_name, **tolerances)
 
 
 def _checked_rotate(rotate: object) -> int | str:
@@ -121,7 +144,7 @@ def _checked_launch(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument
     if stream is not None and not stream.handle:
         raise BenchError("stream: this stream has been closed")
     config = LaunchConfig.checked(grid, block, shared_bytes, kernel.device.properties)
-    args = list(args)
+    args = adopt_tensors(kernel.device.backend, kernel.name, kernel.params, list(args))
     check_args(kernel.name, kernel.params, args)
     return kernel.device, config, args
 

@@ -36,6 +36,7 @@ MAX_DIM = (1 << 32) - 1             # the drivers take each grid and block dimen
 MAX_ITERATIONS = MAX_LAUNCHES      # each timed launch of a chunk keeps its events until the chunk ends
 _SIZE = re.compile(r"(-?(?:\d+(?:\.\d*)?|\.\d+))([KMGT]?)(?:I?B)?")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+NPY_MAGIC = b"\x93NUMPY"            # what every .npy file starts with
 
 
 # -- option types: each says what it expected -----------------------------------
@@ -120,6 +121,45 @@ def _rotate(text: str) -> int | str:
     if text == "auto":
         return text
     return _whole(text, "'auto' or a number of argument sets", 1, MAX_ITERATIONS)
+
+
+def _expect(text: str) -> tuple[int, Path]:
+    index, sep, path = text.partition("=")
+    if not sep or not path or not (index.isascii() and index.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected N=FILE.npy, N the position of an --arg "
+                                         "(0 for the first)")
+    return int(index), Path(path)
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a tolerance, a finite number >= 0 such as 1e-3")
+    return value
+
+
+def _load_expected(expected: list[tuple[int, Path]], arg_count: int) -> dict[int, np.ndarray]:
+    """--expect's reference arrays by argument position, read before anything runs."""
+    references: dict[int, np.ndarray] = {}
+    for index, path in expected:
+        if index >= arg_count:
+            raise BenchError(f"--expect {index}={path}: there are {arg_count} --arg options; expected a "
+                             f"position from 0 to {arg_count - 1}")
+        if index in references:
+            raise BenchError(f"--expect {index}=...: argument {index} has two expected files; expected one")
+        with open(path, "rb") as file:
+            if file.read(len(NPY_MAGIC)) != NPY_MAGIC:
+                raise BenchError(f"--expect {index}={path}: not a .npy file (it does not start with "
+                                 f"{NPY_MAGIC!r}); expected one written by numpy.save")
+            file.seek(0)
+            try:
+                references[index] = np.lib.format.read_array(file, allow_pickle=False)
+            except ValueError as e:  # a damaged header, or an array of Python objects
+                raise BenchError(f"--expect {index}={path}: {e}; expected a .npy file of numbers") from None
+    return references
 
 
 def _kernel_arg(text: str) -> ArgSpec:
@@ -317,6 +357,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     for path in args.out:
         _check_output("--out", path, args.input)
         render(path, [])  # an unknown format is refused before any work
+    expected = _load_expected(args.expect, len(args.arg))
+    if not expected and (args.atol is not None or args.rtol is not None):
+        raise BenchError("--atol and --rtol apply to --expect's files; expected --expect N=FILE.npy with them")
     kind, source = _read_input(args.input)
     if kind == "code object" and args.no_icache_flush:
         raise BenchError(f"--no-icache-flush applies to LLVM IR input only; {args.input} is already a "
@@ -331,7 +374,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     kernel_args = [materialize(spec, device) for spec in args.arg]
     result = bench(kernel, args.grid, args.block, kernel_args, timer=args.timer, cache=args.cache,
                    precision=args.precision, max_time_s=args.max_time, iterations=args.iterations,
-                   warmup=args.warmup, rotate=args.rotate, shared_bytes=args.shared_bytes)
+                   warmup=args.warmup, rotate=args.rotate, shared_bytes=args.shared_bytes,
+                   expect=expected or None, atol=args.atol, rtol=args.rtol)
     print(result.summary())
     return _write_reports(args.out, [result.to_dict()])
 
@@ -416,6 +460,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--warmup", type=_warmup, help="untimed samples first (default: until the times settle)")
     run.add_argument("--rotate", type=_rotate, default="auto",
                      help="dirty-cold's argument-set count: 'auto' or a number (1 = warm)")
+    run.add_argument("--expect", type=_expect, action="append", default=[], metavar="N=FILE.npy",
+                     help="check argument N (its --arg position, 0 for the first) after one untimed launch on "
+                          "every argument set against this .npy file (same shape) before timing; repeatable")
+    run.add_argument("--atol", type=_tolerance, help="--expect's absolute tolerance (default 1e-8)")
+    run.add_argument("--rtol", type=_tolerance, help="--expect's relative tolerance (default 1e-5)")
     run.add_argument("--no-icache-flush", action="store_true",
                      help="AMD, LLVM IR input only: compile without the flush")
     run.add_argument("--backend", choices=("hip", "cuda"))

@@ -12,6 +12,7 @@ class around a candidate and nothing else escapes:
     ├── NoDeviceError     no usable GPU, driver or Python bindings
     ├── LibraryError      a driver library could not be loaded (C++ core; also an OSError)
     ├── MeasurementError  the launches ran but a timer could not time each (C++ core; e.g. CUPTI dropped records)
+    ├── OutputMismatch    bench(expect=...): a kernel's outputs differ from the expected ones
     └── DriverError       a driver call failed (`call`, `code`, `driver_message`)
         └── KernelFault   a kernel faulted while running (`context_usable`)
 
@@ -23,7 +24,8 @@ from __future__ import annotations
 from ._core import DriverError, Error, KernelFault, LibraryError, MeasurementError
 
 __all__ = ["Error", "BenchError", "IRError", "CodegenError", "VerificationError", "ToolchainError",
-           "NoDeviceError", "LibraryError", "MeasurementError", "DriverError", "KernelFault", "driver_error"]
+           "NoDeviceError", "LibraryError", "MeasurementError", "OutputMismatch", "DriverError", "KernelFault",
+           "driver_error"]
 
 
 class BenchError(Error, ValueError):
@@ -52,6 +54,17 @@ class ToolchainError(Error, RuntimeError):
 
 class NoDeviceError(Error, RuntimeError):
     """No usable GPU (or no driver, or no Python bindings for it)."""
+
+
+class OutputMismatch(Error, RuntimeError):
+    """The outputs of a verification launch are wrong (bench's `expect`): `argument` (its position),
+    `set_index` (the argument set), `index` (the first differing element), `got` and `expected`;
+    all but `set_index` are None when a check callable said no."""
+
+    def __init__(self, message: str, *, set_index: int, argument: int | None = None,
+                 index: tuple[int, ...] | None = None, got: object = None, expected: object = None) -> None:
+        super().__init__(message)
+        self.argument, self.set_index, self.index, self.got, self.expected = argument, set_index, index, got, expected
 
 
 def driver_error(call: str, code: int, name: str, message: str) -> DriverError:

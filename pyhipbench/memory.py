@@ -1,13 +1,28 @@
-"""Device arrays: a typed, shaped block of device memory owned by a backend."""
+"""Device arrays: a typed, shaped block of device memory owned by a backend.
+
+Tensors from elsewhere (torch, CuPy, JAX) come in through DLPack as views
+(`DeviceArray.from_dlpack`), and pyhipbench's arrays go out the same way
+(`__dlpack__`, `__dlpack_device__`; `__cuda_array_interface__` on CUDA), so
+torch.from_dlpack or cupy.from_dlpack see the same memory.
+"""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
+from . import dlpack
 from .backends.base import Backend
 from .errors import BenchError
 from .values import integer, show
+
+# What a backend's device memory is, in DLPack's device types: (its own, others that kernels read as device memory)
+DLPACK_DEVICE_TYPES = {"cuda": (dlpack.CUDA, (dlpack.CUDA, dlpack.CUDA_MANAGED)),
+                       "hip": (dlpack.ROCM, (dlpack.ROCM,))}
+# The stream DLPack producers are asked to make the memory ready on: the legacy default stream, which
+# pyhipbench's own streams (blocking) wait for. CUDA spells it 1, ROCm 0.
+DLPACK_DEFAULT_STREAM = {"cuda": 1, "hip": 0}
 
 # Kinds the kernels can read as plain numbers: bool, signed, unsigned, float, complex.
 SUPPORTED_KINDS = "biufc"
@@ -44,7 +59,7 @@ class DeviceArray:
     """
 
     def __init__(self, backend: Backend, shape: int | tuple[int, ...], dtype: np.dtype | str) -> None:
-        self.address = 0  # until allocated: __del__ then frees nothing
+        self.address, self._exports = 0, 0  # until allocated: __del__ then frees nothing
         self.shape = check_shape(shape)
         self.dtype = check_dtype(dtype)
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
@@ -53,17 +68,102 @@ class DeviceArray:
             raise BenchError(f"an array of shape {self.shape} {self.dtype} needs {self.nbytes} bytes; "
                              f"the device has {free} bytes free")
         self._backend = backend
-        self._owner = True
+        self._owner, self._source, self._exports = True, None, 0
         self.address = backend.allocate(max(self.nbytes, 1))
 
     @classmethod
-    def view(cls, backend: Backend, address: int, shape: tuple[int, ...], dtype: np.dtype) -> "DeviceArray":
-        """An array over memory something else owns (a slice of a larger block): `free()` releases nothing."""
+    def view(cls, backend: Backend, address: int, shape: tuple[int, ...], dtype: np.dtype,
+             source: Any = None) -> "DeviceArray":
+        """An array over memory something else owns (a slice of a larger block, a tensor):
+        `free()` releases nothing. `source` is kept alive as long as the view."""
         array = cls.__new__(cls)
         array.shape, array.dtype = tuple(shape), np.dtype(dtype)
         array.nbytes = math.prod(array.shape) * array.dtype.itemsize
         array._backend, array._owner, array.address = backend, False, address
+        array._source, array._exports = source, 0
         return array
+
+    @classmethod
+    def from_dlpack(cls, backend: Backend, tensor: object, what: str = "") -> "DeviceArray":
+        """A view of `tensor`'s own memory (no copy), taken through DLPack, holding the tensor.
+
+        `tensor` must be on this backend's device (same device type and
+        ordinal), C-contiguous, writable, and of a numpy element type; each
+        refusal is a BenchError naming `what` (the argument) and the value.
+        """
+        label = f"{what + ': ' if what else ''}a {_type_name(tensor)}"
+        index = backend.properties().index
+        _, accepted = DLPACK_DEVICE_TYPES[backend.name]
+        wanted = (f"memory on {backend.name.upper()} device {index} (DLPack "
+                  f"{' or '.join(dlpack.DEVICE_TYPE_NAMES[t] for t in accepted)}, device id {index}), "
+                  "the bench's device")
+        device_type, device_id = dlpack.device_of(tensor)
+        if device_type not in accepted or device_id != index:
+            name = dlpack.DEVICE_TYPE_NAMES.get(device_type, "unknown device type")
+            raise BenchError(f"{label} on {name} ({device_type}) device {device_id}; expected {wanted}")
+        try:
+            managed = dlpack.read(tensor, DLPACK_DEFAULT_STREAM[backend.name])
+        except BufferError as e:  # DLPack's "cannot export this one", e.g. torch's tensors that require grad
+            raise BenchError(f"{label} refused to export itself through DLPack: {e}") from None
+        if (managed.device_type, managed.device_id) != (device_type, device_id):
+            raise BenchError(f"{label}: its DLPack capsule is on {managed.device_name} but __dlpack_device__ said "
+                             f"{dlpack.DEVICE_TYPE_NAMES.get(device_type)} ({device_type}) {device_id}")
+        if not managed.address:  # torch gives an empty tensor no memory at all
+            raise BenchError(f"{label} of shape {managed.shape} has no memory (its data pointer is NULL); "
+                             "expected a tensor with at least one element")
+        if managed.flags & dlpack.IS_COPIED:
+            raise BenchError(f"{label}: its producer exported a copy (DLPack flag IS_COPIED); "
+                             "expected its own memory")
+        if managed.flags & dlpack.READ_ONLY:
+            raise BenchError(f"{label} is read-only (DLPack flag READ_ONLY) and a kernel may write to its "
+                             "arguments; expected a writable tensor")
+        dtype = managed.dtype()
+        if dtype is None or dtype.kind not in SUPPORTED_KINDS:
+            raise BenchError(f"{label} of {managed.type_name()} has no numpy dtype; pass it reinterpreted as "
+                             f"an integer type of the same width (torch: tensor.view(torch.int{managed.bits})): "
+                             "the kernel gets the same memory")
+        if not managed.contiguous():
+            raise BenchError(f"{label} of shape {managed.shape} with strides {managed.strides} (elements) is not "
+                             "C-contiguous; expected a dense row-major tensor (torch: tensor.contiguous())")
+        return cls.view(backend, managed.address, managed.shape, dtype, source=(managed, tensor))
+
+    # -- DLPack and CUDA array interface export --------------------------------
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """(DLDeviceType, device ordinal): kDLCUDA (2) or kDLROCM (10)."""
+        own, _ = DLPACK_DEVICE_TYPES[self._backend.name]
+        return own, self._backend.properties().index
+
+    def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> object:
+        """A DLPack capsule of this array's memory (no copy): 1.0 when `max_version` allows, else 0.8.
+
+        `stream` is accepted and needs no wait: pyhipbench's copies and runs
+        have finished when they return. The array stays allocated (`free()`
+        refuses) until the consumer releases the capsule.
+        """
+        if not self.address:
+            raise BenchError("__dlpack__: this device array has been freed; expected a live one")
+        if copy:
+            raise BenchError("__dlpack__(copy=True): pyhipbench exports its own memory, it does not copy; "
+                             "expected copy=None or False")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BenchError(f"__dlpack__(dl_device={show(dl_device)}): this array is on "
+                             f"{self.__dlpack_device__()}; expected that or None")
+        if stream is not None and not isinstance(stream, int):
+            raise BenchError(f"__dlpack__(stream={show(stream)}): expected an integer stream or None")
+        versioned = max_version is not None and max_version[0] >= dlpack.VERSION[0]
+        return dlpack.export(self, self.address, self.shape, self.dtype, self.__dlpack_device__(), versioned)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """CUDA array interface v3 (CUDA backend only): shape, typestr, data (address, read-only False)."""
+        if self._backend.name != "cuda":
+            raise AttributeError(f"__cuda_array_interface__ is CUDA's; this array is on the "
+                                 f"{self._backend.name} backend (use DLPack: __dlpack__)")
+        if not self.address:
+            raise BenchError("__cuda_array_interface__: this device array has been freed; expected a live one")
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.address, False),
+                "strides": None, "stream": None, "version": 3}
 
     def copy_from(self, host: np.ndarray) -> None:
         """Copies a host array of the same shape and dtype to the device."""
@@ -82,6 +182,9 @@ class DeviceArray:
 
     def free(self) -> None:
         """Releases the memory now rather than when the array is collected."""
+        if self._exports:
+            raise BenchError(f"free(): {self._exports} DLPack consumer(s) (torch, CuPy, ...) still use this "
+                             "array; expected it freed after they release it")
         if self.address:
             address, self.address = self.address, 0  # freed at most once, even if the driver fails
             if self._owner:
@@ -95,3 +198,8 @@ class DeviceArray:
 
     def __repr__(self) -> str:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, address=0x{self.address:x})"
+
+
+def _type_name(value: object) -> str:
+    """'torch.Tensor', 'cupy.ndarray': the top-level package and the class name."""
+    return f"{type(value).__module__.split('.')[0]}.{type(value).__name__}"

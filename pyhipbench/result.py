@@ -35,6 +35,7 @@ class Result:
     launches_per_sample: int
     host_us_per_kernel: float     # host time to issue one timed launch, µs
     wall_s: float                 # the whole measurement, argument copies included, seconds
+    verified: bool = False        # the outputs of one launch on every set were checked (bench's expect)
 
     @cached_property
     def stats(self) -> Summary:
@@ -62,7 +63,7 @@ class Result:
                 f"p10–p90 {s.p10:.3f}–{s.p90:.3f}, {s.outliers} outliers, {s.count} samples "
                 f"(stopped: {self.stop_reason}); timer {self.timer}, cache {self.cache_state}, "
                 f"{self.rotation.sets} set(s): {self.rotation.reason}; host {self.host_us_per_kernel:.2f} "
-                f"µs/launch, {1e3 * self.wall_s:.1f} ms wall")
+                f"µs/launch, {1e3 * self.wall_s:.1f} ms wall" + ("; outputs verified" if self.verified else ""))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, JSON-serialisable data."""
@@ -84,6 +85,7 @@ class Result:
             "launches_per_sample": self.launches_per_sample,
             "host_us_per_kernel": self.host_us_per_kernel,
             "wall_s": self.wall_s,
+            "verified": self.verified,
             "stats_us": {"median": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high, "rel_ci": s.rel_ci,
                          "mean": s.mean, "stdev": s.stdev, "min": s.min, "max": s.max, "p10": s.p10,
                          "p90": s.p90, "outliers": s.outliers},

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 from importlib import resources
 
@@ -116,3 +117,29 @@ def test_run_reports_bad_ir_and_bad_input_without_a_traceback(fake_gpu, tmp_path
     assert capsys.readouterr().err.startswith(f"pyhipbench run: invalid LLVM IR in {bad}:")
     assert cli.main(["run", str(COPY_PTX), "--kernel", "copy", "--grid", "1", "--block", "1"]) == 2
     assert capsys.readouterr().err.startswith("pyhipbench run: kernel 'copy' takes 3 arguments")
+
+
+def _copy_on_launch(params) -> None:
+    """What copy.ptx does (dst[i] = src[i] for float32), played on the fake driver's host memory."""
+    src, dst, n = (ctypes.cast(params[i], ctypes.POINTER(ctypes.c_uint64)).contents.value for i in range(3))
+    ctypes.memmove(dst, src, 4 * n)
+
+
+def test_run_expect_checks_the_output_of_every_set(fake_gpu, fake_driver, tmp_path, capsys):
+    fake_driver.run_kernel(_copy_on_launch)
+    right, wrong = tmp_path / "right.npy", tmp_path / "wrong.npy"
+    np.save(right, np.arange(256, dtype=np.float32))
+    np.save(wrong, np.arange(256, dtype=np.float32) + 1)
+    out = tmp_path / "r.json"
+    run = ["run", str(COPY_PTX), "--kernel", "copy", "--grid", "1", "--block", "256", "--arg",
+           "array:float32:256:arange", "--arg", "array:float32:256", "--arg", "int64:256", "--iterations", "3",
+           "--rotate", "3"]
+    try:
+        assert cli.main(run + ["--expect", f"1={right}", "--out", str(out)]) == 0
+        assert capsys.readouterr().out.splitlines()[0].endswith("; outputs verified")
+        assert json.loads(out.read_text())[0]["verified"] is True
+        assert cli.main(run + ["--expect", f"1={wrong}", "--atol", "0.5"]) == 1
+        assert capsys.readouterr().err == ("pyhipbench run: kernel 'copy', argument 1, set 0: element [0] is 0.0, "
+                                           "expected 1.0 (rtol=1e-05, atol=0.5); 256 of 256 elements differ\n")
+    finally:
+        fake_driver.lib.fake_set_kernel_body(None)

@@ -11,6 +11,7 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from codegen_helpers import IR_DATA
@@ -32,6 +33,8 @@ def files(tmp_path):
     (tmp_path / "elf.bin").write_bytes(b"\x7fELF" + bytes(14) + (62).to_bytes(2, "little") + bytes(44))  # a whole 64-byte ELF64 header, for x86-64
     (tmp_path / "dir").mkdir()
     (tmp_path / "a_file").write_text("not a folder")
+    np.save(tmp_path / "ref.npy", np.zeros(256, np.float32))
+    np.save(tmp_path / "objects.npy", np.array([{}], dtype=object))
     return tmp_path
 
 
@@ -118,6 +121,14 @@ OPTION_ERRORS = [
     (["run", "{d}/k.ll", *RUN, "--arg", "array:float32:0"], "argument --arg: 'array:float32:0': element count 0 is not a positive whole number"),
     (["run", "{d}/k.ll", *RUN, "--arg", "array:float64:2305843009213693952"], "argument --arg: 'array:float64:2305843009213693952': "
      "2305843009213693952 x float64 is 18446744073709551616 bytes, more than any device addresses"),
+    # --expect and its tolerances
+    (["run", "k.ptx", *RUN, "--expect", "{d}/ref.npy"], "argument --expect: '{d}/ref.npy': expected N=FILE.npy, N "
+     "the position of an --arg (0 for the first)"),
+    (["run", "k.ptx", *RUN, "--expect", "dst={d}/ref.npy"], "argument --expect: 'dst={d}/ref.npy': expected "
+     "N=FILE.npy"),
+    (["run", "k.ptx", *RUN, "--expect", "²={d}/ref.npy"], "argument --expect: '²={d}/ref.npy': expected N=FILE.npy"),
+    (["run", "k.ptx", *RUN, "--atol", "-1"], "argument --atol: '-1': expected a tolerance, a finite number >= 0"),
+    (["run", "k.ptx", *RUN, "--rtol", "nan"], "argument --rtol: 'nan': expected a tolerance"),
     # compile's target and versions
     (["compile", "{d}/k.ll", "--target", "volta", "-o", "{d}/o"], "argument --target: unknown target 'volta'"),
     (["compile", "{d}/k.ll", "--target", "sm_90", "--ptx-version", "8", "-o", "{d}/o"],
@@ -132,7 +143,7 @@ def test_malformed_options_are_refused_by_argparse(files, no_device_wanted, caps
     code, out, err = call(expand(argv, files), capsys)
     assert code == 2 and out == ""
     assert err.startswith("usage: pyhipbench")
-    assert err.splitlines()[-1].startswith(f"pyhipbench {argv[0]}: error: {message}")
+    assert err.splitlines()[-1].startswith(f"pyhipbench {argv[0]}: error: {message.format(d=files)}")
     assert not (files / "o").exists()
 
 
@@ -172,7 +183,20 @@ COMMAND_ERRORS = [
      "pyhipbench compile: {d}/k.ptx is already a ptx code object; compile takes LLVM IR (text or bitcode)"),
     (["compile", "{d}/ptx_named.ll", "--target", "sm_90", "-o", "{d}/o"], 2,
      "pyhipbench compile: {d}/ptx_named.ll is already a ptx code object"),
+    # --expect's files, read before anything runs
+    (["run", "{d}/k.ptx", *RUN, *COPY_ARGS, "--expect", "3={d}/ref.npy"], 2, "pyhipbench run: --expect "
+     "3={d}/ref.npy: there are 3 --arg options; expected a position from 0 to 2"),
+    (["run", "{d}/k.ptx", *RUN, *COPY_ARGS, "--expect", "1={d}/absent.npy"], 1,
+     "pyhipbench run: {d}/absent.npy: No such file or directory"),
+    (["run", "{d}/k.ptx", *RUN, *COPY_ARGS, "--expect", "1={d}/k.ptx"], 2, "pyhipbench run: --expect 1={d}/k.ptx: "
+     "not a .npy file (it does not start with b'\\x93NUMPY'); expected one written by numpy.save"),
+    (["run", "{d}/k.ptx", *RUN, *COPY_ARGS, "--expect", "1={d}/objects.npy"], 2, "pyhipbench run: --expect "
+     "1={d}/objects.npy: Object arrays cannot be loaded when allow_pickle=False; expected a .npy file of numbers"),
+    (["run", "{d}/k.ptx", *RUN, *COPY_ARGS, "--expect", "1={d}/ref.npy", "--expect", "1={d}/ref.npy"], 2,
+     "pyhipbench run: --expect 1=...: argument 1 has two expected files; expected one"),
     # class 6: a flag that cannot apply is refused, not ignored
+    (["run", "{d}/k.ptx", *RUN, *COPY_ARGS, "--atol", "0.1"], 2, "pyhipbench run: --atol and --rtol apply to "
+     "--expect's files; expected --expect N=FILE.npy with them"),
     (["run", "{d}/k.ptx", *RUN, "--no-icache-flush"], 2, "pyhipbench run: --no-icache-flush applies to LLVM IR "
      "input only; {d}/k.ptx is already a ptx code object"),
     (["run", "{d}/ptx_named.ll", *RUN, "--no-icache-flush"], 2,

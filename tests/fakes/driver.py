@@ -16,6 +16,8 @@ class FakeRecord(ctypes.Structure):
 
 
 CONTEXT_CALLS = ("cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "hipSetDevice")
+# What a launch does to memory: called with the function handle and the kernelParams array.
+KernelBody = ctypes.CFUNCTYPE(None, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p))
 
 
 class FakeDriver:
@@ -51,6 +53,15 @@ class FakeDriver:
 
     def read_args(self, n: int) -> None:
         self.lib.fake_set_args_to_read(n)
+
+    def run_kernel(self, body, function: int | None = None) -> None:
+        """Makes each launch of `function` (None: every launch) call `body(params)`, `params` the launch's
+        kernelParams (host memory stands for device memory, so `body` can do what the kernel would)."""
+        def call(launched: int, params) -> None:
+            if function is None or launched == function:
+                body(params)
+        self._body = KernelBody(call)  # kept alive as long as the driver may call it
+        self.lib.fake_set_kernel_body(self._body)
 
 
 def mapped_libraries(name: str) -> list[str]:

@@ -52,6 +52,9 @@ static int spin_queue_limit;        /* launches a blocking spin kernel lets queu
 static uintptr_t context_stack[64]; /* CUDA: the calling thread's context stack */
 static int context_depth;
 static fake_launch_observer launch_observer; /* the fake libcupti, when loaded */
+/* What a launched kernel does to memory, played by the test (host memory stands for device memory). */
+typedef void (*fake_kernel_body)(uintptr_t function, void** params);
+static fake_kernel_body kernel_body;
 
 static void forget_spin(void);
 
@@ -67,6 +70,7 @@ void fake_reset(void) {
   context_depth = 0;
   current_device = 0;
   spin_queue_limit = 0;
+  kernel_body = NULL;
   forget_spin(); /* a spin an earlier test left pending */
 }
 int fake_record_count(void) { return record_count; }
@@ -77,6 +81,7 @@ void fake_set_args_to_read(int n) { arg_count_to_read = n < MAX_ARGS ? n : MAX_A
 int fake_live_events(void) { return live_events; }
 int fake_context_depth(void) { return context_depth; }
 void fake_set_launch_observer(fake_launch_observer observer) { launch_observer = observer; }
+void fake_set_kernel_body(fake_kernel_body body) { kernel_body = body; }
 /* Makes the (after+1)-th call named `call` return `code`; with `sticky`, every
  * later call returns it too, as a real driver does after a kernel fault. */
 void fake_fail(const char* call, int code, int after, int sticky) {
@@ -440,6 +445,7 @@ static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
   r->start_event = (uintptr_t)start;
   r->stop_event = (uintptr_t)stop;
   if (start) { start->time_ms = clock_ms; start->recorded = 1; }
+  if (kernel_body) kernel_body(f, params);
   clock_ms += launch_ms;
   launch_ms += launch_ms_step;
   if (stop) { stop->time_ms = clock_ms; stop->recorded = 1; }
