@@ -92,13 +92,17 @@ def target_of(device: Device) -> "GPUTarget":
 
 
 class _PointerView:
-    """What Triton's binder reads of a pointer argument: its address and element type."""
+    """What Triton's binder reads of a pointer argument: its address, element type and
+    size (bytes; on AMD a buffer under 2 GiB lets Triton use buffer loads, as for a tensor)."""
 
-    def __init__(self, address: int, dtype: np.dtype) -> None:
-        self.address, self.dtype = address, dtype
+    def __init__(self, address: int, dtype: np.dtype, nbytes: int) -> None:
+        self.address, self.dtype, self.nbytes = address, dtype, nbytes
 
     def data_ptr(self) -> int:
         return self.address
+
+    def ptr_range(self) -> int:
+        return self.nbytes
 
 
 def _binder_view(name: str, value: Any) -> Any:
@@ -108,7 +112,7 @@ def _binder_view(name: str, value: Any) -> Any:
     (torch tensors, Python numbers, None)."""
     array = value.array if isinstance(value, Shared) else value
     if isinstance(array, DeviceArray):
-        return _PointerView(array.address, array.dtype)
+        return _PointerView(array.address, array.dtype, array.nbytes)
     if isinstance(value, Pointer):
         raise BenchError(f"argument {name}={show(value)}: a Triton pointer parameter is typed by its "
                          "element type, which a bare address lacks; expected a DeviceArray or a tensor")
@@ -118,7 +122,8 @@ def _binder_view(name: str, value: Any) -> Any:
         return value.item()
     interface = getattr(value, "__cuda_array_interface__", None)
     if interface is not None and not hasattr(value, "data_ptr"):
-        return _PointerView(interface["data"][0], np.dtype(interface["typestr"]))
+        dtype = np.dtype(interface["typestr"])
+        return _PointerView(interface["data"][0], dtype, math.prod(interface["shape"]) * dtype.itemsize)
     return value
 
 
@@ -450,9 +455,12 @@ class Autotuner:
                 kernel.unload()
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
-        """Tunes for these arguments' key if not yet, then launches the winner through Triton."""
+        """Tunes for these arguments' key if not yet, then launches the winner through Triton
+        (pyhipbench arrays and typed scalars handed to it as it takes them)."""
         tuning = self.tune(grid, *args, **kwargs)
-        return self.fn[grid](*args, **kwargs, **tuning.best.all_kwargs())
+        views = [_binder_view(name, value) for name, value in zip(self.fn.arg_names, args)]
+        return self.fn[grid](*views, **{k: _binder_view(k, v) for k, v in kwargs.items()},
+                             **tuning.best.all_kwargs())
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)

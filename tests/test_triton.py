@@ -250,3 +250,36 @@ def test_autotune_bad_arguments(device):
         ht.autotune([triton.Config({})], key=["n"], shared_bytes=4)
     with pytest.raises(hb.BenchError, match=r"key names size, not parameters of 'add' \(x, y, out, n, BLOCK\)"):
         ht.autotune([triton.Config({})], key=["size"])(tk.add)
+
+
+@pytest.mark.parametrize("backend_name", ["hip"])
+def test_amd_buffer_loads_for_arrays_under_2_gib(device, monkeypatch):
+    """Triton marks a tensor under 2 GiB so the AMD backend may use buffer loads; a pyhipbench array
+    reports its size the same way (Triton's check imports torch first: a stub stands in for it here)."""
+    monkeypatch.setattr(triton.knobs.amd, "use_buffer_ops", True)
+    monkeypatch.setitem(sys.modules, "torch", type(sys)("torch"))
+    x, y, out = vectors(device)
+    kernel = ht.compile(tk.add, [x, y, out, 4096], device, BLOCK=256)
+    assert "buffer_load" in kernel.compiled.asm["amdgcn"] and "global_load" not in kernel.compiled.asm["amdgcn"]
+
+
+def test_the_matmul_scripts_space(monkeypatch):
+    """bench/triton_matmul.py (run on the H200) without its GPU: the 24 configs of issue 8, and its
+    largest one compiled for sm_90 by its own kernel (torch is imported at its top: a stub here)."""
+    import importlib.util
+    from pathlib import Path
+
+    from fakes.host_backend import HostBackend
+    monkeypatch.setitem(sys.modules, "torch", type(sys)("torch"))
+    path = Path(__file__).parents[1] / "bench" / "triton_matmul.py"
+    spec = importlib.util.spec_from_file_location("triton_matmul", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    labels = [script.label(c) for c in script.configs()]
+    assert len(set(labels)) == 24 and labels[0] == "64x64x32 w4 s2" and labels[-1] == "128x128x64 w8 s3"
+    device = hb.Device.from_backend(HostBackend(backend="cuda", arch="sm_90"), None)
+    a, b, c = (device.empty((2048, 2048), np.float16) for _ in range(3))
+    kernel = ht.compile(script.matmul_kernel, [a, b, c, 2048, 2048, 2048, 2048, 1, 2048, 1, 2048, 1], device,
+                        **script.configs()[-1].all_kwargs())
+    assert kernel.shared_bytes == 98304 and kernel.block == (256, 1, 1) and kernel.grid(script.grid) == (256,)
+    assert script.spearman([1.0, 2.0, 3.0, 4.0], [1.0, 3.0, 2.0, 4.0]) == pytest.approx(0.8)
