@@ -217,12 +217,18 @@ def _split_meta(fn: "JITFunction", meta: dict[str, Any]) -> tuple[dict[str, Any]
     return by_name, {k: v for k, v in meta.items() if k not in by_name}
 
 
-def compile(fn: "JITFunction", args: Sequence[Any], device: Device, **meta: Any) -> TritonKernel:
+def compile(fn: "JITFunction", args: Sequence[Any], device: Device, *, icache_flush: bool | None = None,
+            **meta: Any) -> TritonKernel:
     """Compiles `fn` for `device` and these arguments and loads it.
 
     `args`: the kernel's arguments in order, as for `fn[grid](*args)`;
     `meta`: arguments by name (constexpr meta-parameters such as BLOCK=128)
     and Triton's compile options (num_warps, num_stages, num_ctas, maxnreg).
+    `icache_flush` (AMD): None or True, Triton's LLVM IR through
+    pyhipbench.codegen with the instruction-cache flush first; False,
+    Triton's own HSACO, the exact code Triton launches (the two are built by
+    different LLVMs, so their register use can differ). NVIDIA has no flush:
+    None or False.
     Raises BenchError for arguments Triton's binder refuses, CodegenError
     when Triton cannot compile, ToolchainError without Triton.
     """
@@ -231,6 +237,11 @@ def compile(fn: "JITFunction", args: Sequence[Any], device: Device, **meta: Any)
         raise BenchError(f"fn={show(fn)}: expected a @triton.jit function")
     if not isinstance(device, Device):
         raise BenchError(f"device={show(device)}: expected a pyhipbench Device")
+    if not (icache_flush is None or isinstance(icache_flush, bool)):
+        raise BenchError(f"icache_flush={show(icache_flush)}: expected True, False or None (the default)")
+    if icache_flush and device.backend.name == "cuda":
+        raise CodegenError(f"icache_flush=True on {device.arch}: NVIDIA GPUs have no instruction-cache "
+                           "invalidation (neither PTX nor the driver exposes one); expected None or False")
     if not isinstance(args, (list, tuple)):
         raise BenchError(f"args={show(args)}: expected a list of the kernel's arguments")
     by_name, options = _split_meta(fn, meta)
@@ -260,13 +271,17 @@ def compile(fn: "JITFunction", args: Sequence[Any], device: Device, **meta: Any)
                                                              specialization, parsed)
     except TypeError as e:  # e.g. "failed to specialize argument of type: ..."
         raise BenchError(f"Triton kernel {fn.__name__!r}: {e}") from None
+    except ModuleNotFoundError as e:  # Triton's AMD backend imports torch to size pointer arguments
+        raise ToolchainError(f"Triton's {target.backend} backend needs {e.name} to specialise the arguments of "
+                             f"{fn.__name__!r} ({e}): pip install {e.name}, or on AMD set "
+                             "AMDGCN_USE_BUFFER_OPS=0 (Triton then compiles without buffer loads)") from None
     try:
         compiled = _triton.compile(ASTSource(fn, signature, constexprs, attrs), target=target,
                                    options=parsed.__dict__)
     except Exception as e:  # Triton's compiler errors share no base class
         raise CodegenError(f"Triton could not compile {fn.__name__!r} for {device.arch} with "
                            f"{_describe(options, constexprs, fn)}: {type(e).__name__}: {e}") from e
-    return _load(fn, compiled, device, signature, constexprs, values, options)
+    return _load(fn, compiled, device, signature, constexprs, values, options, icache_flush is not False)
 
 
 def _describe(options: dict[str, Any], constexprs: dict, fn: "JITFunction") -> str:
@@ -276,7 +291,7 @@ def _describe(options: dict[str, Any], constexprs: dict, fn: "JITFunction") -> s
 
 
 def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str, str], constexprs: dict,
-          values: dict[str, Any], options: dict[str, Any]) -> TritonKernel:
+          values: dict[str, Any], options: dict[str, Any], icache_flush: bool) -> TritonKernel:
     metadata = compiled.metadata
     name = metadata.name
     if metadata.num_ctas != 1:
@@ -292,10 +307,14 @@ def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str,
         image = compiled.asm["cubin"]
         module = Module(device, device.backend.load_module(image), "cubin", params)
         binary = "cubin"
-    else:
+    elif icache_flush:
         image = compile_ir(compiled.asm["llir"].encode(), device.arch).data
         module = device.load_module(image)
         binary = "hsaco (Triton's LLVM IR through pyhipbench.codegen: icache flush first)"
+    else:
+        image = compiled.asm["hsaco"]
+        module = device.load_module(image)
+        binary = "hsaco (Triton's own, no icache flush)"
     kernel = module.kernel(name)
     own = {k: v for k, v in signature.items() if v != "constexpr"}
     expected = len(own) + len(SCRATCH_PARAMS)
@@ -346,7 +365,8 @@ def bench_compiled(kernel: TritonKernel, grid: int | Sequence[int] | Callable[[d
                    **bench_options: Any) -> Result:
     """Times an already compiled TritonKernel with pyhipbench.bench (µs per launch)."""
     launch_grid = kernel.grid(grid)
-    if not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) and g >= 1 for g in launch_grid):
+    if not 1 <= len(launch_grid) <= 3 or \
+            not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) and g >= 1 for g in launch_grid):
         raise BenchError(f"grid={show(launch_grid)}: expected 1 to 3 integers >= 1 (programs per axis)")
     scratch, buffers = kernel.scratch(launch_grid)
     try:
@@ -400,8 +420,9 @@ class Autotuner:
     """
 
     def __init__(self, fn: "JITFunction", configs: Sequence[Any], key: Sequence[str], device: Device | None,
-                 bench_options: dict[str, Any]) -> None:
+                 bench_options: dict[str, Any], icache_flush: bool | None = None) -> None:
         self.fn, self.configs, self.keys = fn, list(configs), list(key)
+        self.icache_flush = icache_flush
         self._device = device
         self.bench_options = bench_options
         self.tunings: dict[tuple, Tuning] = {}
@@ -446,7 +467,8 @@ class Autotuner:
                                 "which the config sets (Triton refuses this too)")
         kernel = None
         try:
-            kernel = compile(self.fn, list(args), self.device, **kwargs, **config.all_kwargs())
+            kernel = compile(self.fn, list(args), self.device, icache_flush=self.icache_flush, **kwargs,
+                             **config.all_kwargs())
             return ConfigResult(config, bench_compiled(kernel, grid, **self.bench_options))
         except Error as e:
             return ConfigResult(config, None, f"{type(e).__name__}: {e}")
@@ -467,14 +489,16 @@ class Autotuner:
 
 
 def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | None = None,
-             **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
+             icache_flush: bool | None = None, **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
     """A decorator like `triton.autotune(configs, key)`, timing each config with pyhipbench.
 
     `bench_options`: pyhipbench.bench's options for every candidate (timer,
     cache, precision, max_time_s, ...). `device`: None opens `Device()` on
-    first use. Apply it above `@triton.jit`.
+    first use. `icache_flush`: as for `compile`. Apply it above `@triton.jit`.
     """
     _require_triton()
+    if not (icache_flush is None or isinstance(icache_flush, bool)):
+        raise BenchError(f"icache_flush={show(icache_flush)}: expected True, False or None (the default)")
     configs = list(configs) if isinstance(configs, (list, tuple)) else configs
     if not isinstance(configs, list) or not configs or not all(isinstance(c, _triton.Config) for c in configs):
         raise BenchError(f"configs={show(configs)}: expected a non-empty list of triton.Config")
@@ -492,6 +516,6 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
         if missing:
             raise BenchError(f"key names {', '.join(missing)}, not parameters of {fn.__name__!r} "
                              f"({', '.join(fn.arg_names)})")
-        return Autotuner(fn, configs, key, device, bench_options)
+        return Autotuner(fn, configs, key, device, bench_options, icache_flush)
 
     return decorate

@@ -155,6 +155,8 @@ def test_bad_arguments_name_the_value(device):
         ht.compile(tk.add.fn, [x, y, out, 4096], device, BLOCK=256)
     with pytest.raises(hb.BenchError, match=r"grid=\(0,\): expected 1 to 3 integers >= 1"):
         ht.bench(tk.add, lambda meta: (0,), [x, y, out, 4096], device=device, BLOCK=256, iterations=1)
+    with pytest.raises(hb.BenchError, match=r"grid=\(1, 1, 1, 1\): expected 1 to 3 integers >= 1"):
+        ht.bench(tk.add, (1, 1, 1, 1), [x, y, out, 4096], device=device, BLOCK=256, iterations=1)
 
 
 def test_a_compile_failure_names_the_meta_parameters(device):
@@ -283,3 +285,31 @@ def test_the_matmul_scripts_space(monkeypatch):
                         **script.configs()[-1].all_kwargs())
     assert kernel.shared_bytes == 98304 and kernel.block == (256, 1, 1) and kernel.grid(script.grid) == (256,)
     assert script.spearman([1.0, 2.0, 3.0, 4.0], [1.0, 3.0, 2.0, 4.0]) == pytest.approx(0.8)
+
+
+def test_icache_flush_choice(tmp_path, backend_name, device):
+    x, y, out = vectors(device)
+    if backend_name == "cuda":
+        with pytest.raises(hb.CodegenError, match=r"icache_flush=True on sm_90: NVIDIA GPUs have no "
+                                                  r"instruction-cache invalidation.*expected None or False"):
+            ht.compile(tk.add, [x, y, out, 4096], device, BLOCK=256, icache_flush=True)
+        assert ht.compile(tk.add, [x, y, out, 4096], device, BLOCK=256, icache_flush=False).binary == "cubin"
+        return
+    require_toolchain("gfx942")
+    kernel = ht.compile(tk.add, [x, y, out, 4096], device, BLOCK=256, icache_flush=False)
+    assert kernel.code_object == kernel.compiled.asm["hsaco"] and kernel.binary == "hsaco (Triton's own, no icache flush)"
+    assert disassemble(kernel.code_object, "gfx942", tmp_path)["add"][0] != "s_icache_inv"
+    with pytest.raises(hb.BenchError, match=r"icache_flush='yes': expected True, False or None"):
+        ht.compile(tk.add, [x, y, out, 4096], device, BLOCK=256, icache_flush="yes")
+    with pytest.raises(hb.BenchError, match=r"icache_flush=1: expected True, False or None"):
+        ht.autotune([triton.Config({})], key=["n"], icache_flush=1)
+
+
+@pytest.mark.parametrize("backend_name", ["hip"])
+def test_amd_without_torch_says_what_triton_needs(device, monkeypatch):
+    monkeypatch.setattr(triton.knobs.amd, "use_buffer_ops", True)
+    monkeypatch.setitem(sys.modules, "torch", None)  # as on a machine without torch
+    x, y, out = vectors(device)
+    with pytest.raises(hb.ToolchainError, match=r"Triton's hip backend needs torch to specialise the arguments "
+                                                r"of 'add'.*pip install torch, or on AMD set AMDGCN_USE_BUFFER_OPS=0"):
+        ht.compile(tk.add, [x, y, out, 4096], device, BLOCK=256)
