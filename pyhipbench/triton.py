@@ -52,7 +52,10 @@ try:
     from triton.compiler import ASTSource
     from triton.compiler.compiler import make_backend
     from triton.runtime.jit import JITFunction, create_function_from_signature
-except ImportError as error:  # the optional extra: every entry point says how to get it
+    # Triton's JIT launcher's own packing of signature, constants and attributes (private, so
+    # a Triton without it is refused here rather than failing inside compile).
+    _pack_args = JITFunction._pack_args
+except (ImportError, AttributeError) as error:  # the optional extra: every entry point says how to get it
     _triton = None
     _IMPORT_ERROR = f"{type(error).__name__}: {error}"
 
@@ -157,9 +160,9 @@ class TritonKernel:
     `block`: num_warps x warp size threads; `shared_bytes`: dynamic shared
     memory (bytes, Triton's `metadata.shared`); `global_scratch_bytes`,
     `profile_scratch_bytes`: scratch per program (bytes; 0 passes a null
-    pointer). `binary`: what was loaded, `code_object` its bytes. `compiled`: Triton's CompiledKernel
-    (`.asm`, `.metadata`). `meta`: the arguments and meta-parameters by name,
-    what a grid callable is given.
+    pointer). `binary`: what was loaded, `code_object` its bytes.
+    `compiled`: Triton's CompiledKernel (`.asm`, `.metadata`). `meta`: the
+    arguments, meta-parameters and options by name, what a grid callable is given.
     """
     kernel: Kernel
     compiled: Any = field(repr=False)
@@ -188,9 +191,12 @@ class TritonKernel:
     def arguments(self) -> list[Argument]:
         """The caller's arguments for the kernel's own parameters: pointers passed unchanged
         (arrays rotate, tensors as bench takes them), numbers packed as Triton's types."""
-        return [value if self.signature[name].startswith("*")
-                else _scalar_argument(self.name, name, self.signature[name], value)
-                for name, value in ((name, self.meta[name]) for name in self.signature)]
+        arguments: list[Argument] = []
+        for name, triton_type in self.signature.items():
+            value = self.meta[name]
+            arguments.append(value if triton_type.startswith("*")
+                             else _scalar_argument(self.name, name, triton_type, value))
+        return arguments
 
     def scratch(self, grid: tuple[int, ...]) -> tuple[list[Argument], list[DeviceArray]]:
         """The two scratch arguments for a launch of `grid`: a buffer of per-program
@@ -261,14 +267,14 @@ def compile(fn: "JITFunction", args: Sequence[Any], device: Device, *, icache_fl
     values = dict(bound.arguments)
 
     # As JITFunction.run: the debug and instrumentation options come from the function and Triton's knobs.
-    options = {"debug": fn.debug or _knobs.runtime.debug,
-               "instrumentation_mode": _knobs.compilation.instrumentation_mode, **options}
+    compile_options = {"debug": fn.debug or _knobs.runtime.debug,
+                       "instrumentation_mode": _knobs.compilation.instrumentation_mode, **options}
     binder = create_function_from_signature(fn.signature, fn.params, backend)
     views = {name: _binder_view(name, value) for name, value in values.items()}
     try:
-        bound_views, specialization, parsed = binder(**views, **options)
-        parsed, signature, constexprs, attrs = fn._pack_args(backend, {**options, **by_name}, bound_views,
-                                                             specialization, parsed)
+        bound_views, specialization, parsed = binder(**views, **compile_options)
+        parsed, signature, constexprs, attrs = _pack_args(fn, backend, {**compile_options, **by_name},
+                                                          bound_views, specialization, parsed)
     except TypeError as e:  # e.g. "failed to specialize argument of type: ..."
         raise BenchError(f"Triton kernel {fn.__name__!r}: {e}") from None
     except ModuleNotFoundError as e:  # Triton's AMD backend imports torch to size pointer arguments
@@ -286,8 +292,7 @@ def compile(fn: "JITFunction", args: Sequence[Any], device: Device, *, icache_fl
 
 def _describe(options: dict[str, Any], constexprs: dict, fn: "JITFunction") -> str:
     constants = {fn.arg_names[path[0]]: value for path, value in constexprs.items()}
-    shown = {**constants, **{k: v for k, v in options.items() if k not in ("debug", "instrumentation_mode")}}
-    return ", ".join(f"{k}={v!r}" for k, v in shown.items()) or "no meta-parameters"
+    return ", ".join(f"{k}={v!r}" for k, v in {**constants, **options}.items()) or "no meta-parameters"
 
 
 def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str, str], constexprs: dict,

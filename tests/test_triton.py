@@ -145,7 +145,8 @@ def test_bad_arguments_name_the_value(device):
         ht.compile(tk.add, [hb.Pointer(x.address), y, out, 4096], device, BLOCK=256)
     with pytest.raises(hb.BenchError, match=r"argument n=int64\(4096\) .* compiled the parameter as i32"):
         ht.bench(tk.add, (16,), [x, y, out, hb.int64(4096)], device=device, BLOCK=256, iterations=1)
-    with pytest.raises(hb.BenchError, match=r"keyword BLOK=256 is neither its parameter \(x, y, out, n, BLOCK\) nor a Triton compile option \(.*num_warps"):
+    with pytest.raises(hb.BenchError, match=r"keyword BLOK=256 is neither its parameter \(x, y, out, n, BLOCK\) "
+                                            r"nor a Triton compile option \(.*num_warps"):
         ht.compile(tk.add, [x, y, out, 4096], device, BLOK=256)
     with pytest.raises(hb.BenchError, match=r"'add' takes \(x, y, out, n, BLOCK\): missing a required argument"):
         ht.compile(tk.add, [x, y], device, BLOCK=256)
@@ -228,8 +229,9 @@ def test_autotune_records_failed_configs_with_the_reason(device, fake_driver, ba
     assert "pre_hook" in failed[id(configs[2])]
     assert failed[id(configs[3])].startswith("BenchError: block") and "2048" in failed[id(configs[3])] \
         and "limit 1024" in failed[id(configs[3])]  # the launch check names the block and the device's limit
-    assert tuning.results[3].to_dict() == {"config": {"BLOCK": 4096, "num_warps": 2048 // WARP[backend_name], "num_ctas": 1,
-                                                      "num_stages": 3}, "error": failed[id(configs[3])]}
+    assert tuning.results[3].to_dict() == {
+        "config": {"BLOCK": 4096, "num_warps": 2048 // WARP[backend_name], "num_ctas": 1, "num_stages": 3},
+        "error": failed[id(configs[3])]}
 
 
 def test_autotune_with_no_config_that_runs_says_why_each_failed(device):
@@ -297,7 +299,8 @@ def test_icache_flush_choice(tmp_path, backend_name, device):
         return
     require_toolchain("gfx942")
     kernel = ht.compile(tk.add, [x, y, out, 4096], device, BLOCK=256, icache_flush=False)
-    assert kernel.code_object == kernel.compiled.asm["hsaco"] and kernel.binary == "hsaco (Triton's own, no icache flush)"
+    assert kernel.code_object == kernel.compiled.asm["hsaco"]
+    assert kernel.binary == "hsaco (Triton's own, no icache flush)"
     assert disassemble(kernel.code_object, "gfx942", tmp_path)["add"][0] != "s_icache_inv"
     with pytest.raises(hb.BenchError, match=r"icache_flush='yes': expected True, False or None"):
         ht.compile(tk.add, [x, y, out, 4096], device, BLOCK=256, icache_flush="yes")
@@ -310,6 +313,7 @@ def test_amd_without_torch_says_what_triton_needs(device, monkeypatch):
     monkeypatch.setattr(triton.knobs.amd, "use_buffer_ops", True)
     monkeypatch.setitem(sys.modules, "torch", None)  # as on a machine without torch
     x, y, out = vectors(device)
-    with pytest.raises(hb.ToolchainError, match=r"Triton's hip backend needs torch to specialise the arguments "
-                                                r"of 'add'.*pip install torch, or on AMD set AMDGCN_USE_BUFFER_OPS=0"):
+    with pytest.raises(hb.ToolchainError, match=r"Triton's hip backend needs torch to specialise the "
+                                                r"arguments of 'add'.*pip install torch, or on AMD set "
+                                                r"AMDGCN_USE_BUFFER_OPS=0"):
         ht.compile(tk.add, [x, y, out, 4096], device, BLOCK=256)
