@@ -184,7 +184,7 @@ def run_autotune(device: hb.Device, tensors: dict, reference: torch.Tensor, benc
     (tuning,) = tuned.tunings.values()
     return {"pick": label(tuning.best), "wall_s": time.perf_counter() - started, "output": check(c, reference),
             "failed": {label(r.config): r.error for r in tuning.failed},
-            "results": [{"config": label(r.config), **r.to_dict()} for r in tuning.results]}
+            "results": [{"label": label(r.config), **r.to_dict()} for r in tuning.results]}
 
 
 def summarize(rows: list[dict]) -> dict:

@@ -288,6 +288,27 @@ def test_the_matmul_scripts_space(monkeypatch):
     assert kernel.shared_bytes == 98304 and kernel.block == (256, 1, 1) and kernel.grid(script.grid) == (256,)
     assert script.spearman([1.0, 2.0, 3.0, 4.0], [1.0, 3.0, 2.0, 4.0]) == pytest.approx(0.8)
 
+    def row(name, hb_us, db_us, p80_us, ok=True):
+        return {"config": name,
+                "pyhipbench": {"median_us": hb_us, "ci_us": [hb_us, hb_us], "timer": "cupti",
+                               "cache_state": "clean-cold", "wall_ms": 10.0, "output": {"ok": ok}},
+                "do_bench": {"median_us": db_us, "mean_us": db_us, "p20_us": db_us, "p80_us": p80_us,
+                             "wall_ms": 120.0, "output": {"ok": True}}}
+    rows = [row("a", 30.0, 31.0, 31.5), row("b", 31.0, 30.8, 31.2), row("c", 50.0, 52.0, 53.0, ok=False),
+            {"config": "d", "pyhipbench": {"error": "BenchError: shared_bytes=98304"},
+             "do_bench": row("d", 0, 60.0, 61.0)["do_bench"]}]
+    summary = script.summarize(rows)
+    assert summary["pyhipbench_pick"] == "a" and summary["do_bench_winner"] == "b"
+    assert summary["pick_is_winner_or_within_noise"] is True  # a: 31.0 by do_bench, within b's p80 of 31.2
+    assert summary["pick_slower_than_winner_by_do_bench"] == pytest.approx(31.0 / 30.8 - 1)
+    assert (summary["pyhipbench_ran"], summary["do_bench_ran"], summary["pyhipbench_outputs_ok"]) == (3, 4, 2)
+    assert summary["spearman"] == pytest.approx(0.5) and summary["wall_ratio_do_bench_over_pyhipbench"] == 12
+    rows[1]["do_bench"]["p80_us"] = 30.9
+    assert script.summarize(rows)["pick_is_winner_or_within_noise"] is False
+    table = script.markdown(rows, summary, {"error": "BenchError: no config ran"})
+    assert "| d | - | BenchError: shared_bytes=98304 | | | | 60.00 (60.00-61.00) |" in table
+    assert "| c | - | 50.00 (50.00-50.00) | cupti / clean-cold | 10.0 | NO |" in table
+
 
 def test_icache_flush_choice(tmp_path, backend_name, device):
     x, y, out = vectors(device)
