@@ -59,7 +59,8 @@ except (ImportError, AttributeError) as error:  # the optional extra: every entr
     _triton = None
     _IMPORT_ERROR = f"{type(error).__name__}: {error}"
 
-__all__ = ["TritonKernel", "compile", "bench", "autotune", "Autotuner", "Tuning", "ConfigResult", "target_of"]
+__all__ = ["TritonKernel", "compile", "bench", "bench_compiled", "autotune", "Autotuner", "Tuning", "ConfigResult",
+           "target_of"]
 
 # Triton's scalar parameter types (its launchers' ty_to_cpp) -> pyhipbench scalar dtypes.
 SCALAR_DTYPES = {
@@ -500,6 +501,10 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
     `bench_options`: pyhipbench.bench's options for every candidate (timer,
     cache, precision, max_time_s, ...). `device`: None opens `Device()` on
     first use. `icache_flush`: as for `compile`. Apply it above `@triton.jit`.
+    Of `triton.autotune`'s other arguments none is taken: `prune_configs_by`,
+    `reset_to_zero`, `restore_value` and `pre_hook` run Python around each
+    launch, which the C++ loop does not; `warmup`/`rep` are pyhipbench's
+    stopping rule here (`precision`, `max_time_s`, `iterations`).
     """
     _require_triton()
     if not (icache_flush is None or isinstance(icache_flush, bool)):

@@ -29,6 +29,14 @@ def no_buffer_ops(monkeypatch):
     monkeypatch.setattr(triton.knobs.amd, "use_buffer_ops", False)
 
 
+@pytest.fixture
+def device(device, backend_name):
+    """The fake device; on AMD, Triton's LLVM IR goes through codegen, which needs the LLVM toolchain."""
+    if backend_name == "hip":
+        require_toolchain("gfx942")
+    return device
+
+
 def vectors(device, n=4096):
     x = device.array(np.arange(n, dtype=np.float32))
     return x, device.array(np.ones(n, np.float32)), device.empty_like(x)
