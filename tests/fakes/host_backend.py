@@ -73,7 +73,8 @@ class HostBackend:
         del self.modules[module]
 
     def function(self, module: int, name: str) -> int:
-        return module + 1 + sorted(self.modules[module]).index(name)
+        names = self.modules[module]  # None for a cubin: only a driver can list its kernels
+        return module + 1 + (sorted(names).index(name) if names is not None else 0)
 
     def kernel_names(self, module: int) -> list[str]:
         return sorted(self.modules[module])
