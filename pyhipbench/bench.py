@@ -173,6 +173,7 @@ def _checked_launch(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument
     config = LaunchConfig.checked(grid, block, shared_bytes, kernel.device.properties)
     args = list(args)
     check_args(kernel.name, kernel.params, args)
+    kernel.prepare(config)
     return kernel.device, config, args
 
 

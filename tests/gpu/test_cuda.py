@@ -129,3 +129,17 @@ except hb.KernelFault as e:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "FAULT 700 False kernel 'fault' faulted while running" in out.stdout, out.stdout + out.stderr
     assert "illegal memory access" in out.stdout and "no longer usable" in out.stdout
+
+
+def test_dynamic_shared_memory_up_to_the_opt_in_maximum(cuda_device):
+    props = cuda_device.properties
+    assert props.max_shared_bytes_optin > props.max_shared_bytes  # H200: 232448 against 49152
+    kernel = cuda_device.load_module(DATA / "fill_shared.ptx").kernel("fill_shared")
+    out = cuda_device.array(np.zeros(1, np.uint32))
+    for shared_bytes in (props.max_shared_bytes, 73728, props.max_shared_bytes_optin):
+        words = shared_bytes // 4
+        res = hb.bench(kernel, 1, 256, [out, hb.uint32(words)], iterations=3, warmup=0, cache="warm",
+                       shared_bytes=shared_bytes)
+        assert out.to_numpy()[0] == words - 1 and res.config.shared_bytes == shared_bytes
+    with pytest.raises(hb.BenchError, match=f"expected an integer in \\[0, {props.max_shared_bytes_optin}\\]"):
+        hb.bench(kernel, 1, 256, [out, hb.uint32(1)], iterations=1, shared_bytes=props.max_shared_bytes_optin + 1)
