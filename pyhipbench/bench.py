@@ -91,7 +91,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
                   stop_reason="iterations" if iterations is not None else stop_reason,
                   precision=rule.precision, warmup=warmed, launches_per_sample=chunks.launches_per_sample,
                   host_us_per_kernel=chunks.host_us / chunks.launches,
-                  wall_s=time.perf_counter() - started)
+                  wall_s=time.perf_counter() - started, target=kernel.module.target)
 
 
 class _Chunks:

@@ -382,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "starts with s_icache_inv + 16 s_nop, proven by disassembly; a failed proof is an error.")
     compile_.add_argument("input", type=Path, help="LLVM IR file (text or bitcode, told apart by content)")
     compile_.add_argument("--target", type=_target, required=True,
-                          help="processor: gfx90a, gfx942, gfx950, gfx1100, sm_90, ...")
+                          help="processor: gfx90a, gfx942, gfx950, gfx1100, sm_90, sm_90a, sm_100a, ...")
     compile_.add_argument("-o", "--output", type=Path, required=True,
                           help="code object file to write (checked before compiling)")
     compile_.add_argument("--no-icache-flush", action="store_true",

@@ -138,7 +138,7 @@ class Device:
             raise BenchError(f"a {image_format} code object cannot load on the {self.backend.name} "
                              f"backend; expected {' or '.join(self.backend.formats)}")
         params = codeobject.kernels(image)
-        return Module(self, self.backend.load_module(image), image_format, params)
+        return Module(self, self.backend.load_module(image), image_format, params, codeobject.target(image))
 
     # -- memory --------------------------------------------------------------
     def empty(self, shape: int | tuple[int, ...], dtype: np.dtype | str = np.float32) -> DeviceArray:

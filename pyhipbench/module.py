@@ -43,17 +43,19 @@ class Kernel:
 
 class Module:
     """A code object loaded on a device. `params_by_kernel` is what the code object says,
-    or None when only the driver can tell (cubin, fatbin).
+    or None when only the driver can tell (cubin, fatbin); `target` the processor it was built
+    for ("sm_90a", "gfx942:sramecc+:xnack-"), None where the code object does not say.
 
     A tuner loading thousands of candidates unloads each when done: `unload()`,
     or `with device.load_module(...) as module:`.
     """
 
     def __init__(self, device: Device, handle: int, image_format: str,
-                 params_by_kernel: dict[str, list[KernelParam]] | None) -> None:
+                 params_by_kernel: dict[str, list[KernelParam]] | None, target: str | None) -> None:
         self.device = device
         self.handle = handle
         self.format = image_format
+        self.target = target
         self._params = params_by_kernel
         self._kernels: dict[str, Kernel] = {}
         # Each kernel's maximum dynamic shared memory raised so far (bytes), so it is set once per size.

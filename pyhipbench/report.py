@@ -20,7 +20,7 @@ from .errors import BenchError
 FORMATS = (".json", ".csv", ".md")
 COLUMNS = ("kernel", "grid", "block", "timer", "cache_state", "median_us", "ci_low_us", "ci_high_us",
            "rel_ci", "p10_us", "p90_us", "outliers", "samples", "stop_reason", "sets", "host_us_per_kernel",
-           "wall_s", "device")
+           "wall_s", "device", "target")
 
 
 def _row(result: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +31,8 @@ def _row(result: dict[str, Any]) -> dict[str, Any]:
             "ci_high_us": s["ci_high"], "rel_ci": s["rel_ci"], "p10_us": s["p10"], "p90_us": s["p90"],
             "outliers": s["outliers"], "samples": result["samples"], "stop_reason": result["stop_reason"],
             "sets": result["rotation"]["sets"], "host_us_per_kernel": result["host_us_per_kernel"],
-            "wall_s": result["wall_s"], "device": result["device"]["name"]}
+            "wall_s": result["wall_s"], "device": result["device"]["name"],
+            "target": result.get("target")}  # reports written before the target was recorded have none
 
 
 def to_csv(results: list[dict[str, Any]]) -> str:
