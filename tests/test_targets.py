@@ -67,6 +67,12 @@ def test_code_objects_say_their_target():
     assert codeobject.target(minimal_cubin()) is None
 
 
+def test_a_loaded_code_object_records_the_target_it_was_compiled_for(device):
+    code = compile_ir(WGMMA, "sm_90a")
+    assert device.load_module(code).target == "sm_90a"
+    assert device.load_module(code.data).target == "sm_90a"  # read from the PTX's .target
+
+
 def test_the_result_records_the_target_of_the_kernels_code(device):
     ptx = compile_ir(WGMMA, "sm_90a").data
     kernel = device.load_module(ptx).kernel("matmul_kernel")

@@ -143,3 +143,20 @@ def test_dynamic_shared_memory_up_to_the_opt_in_maximum(cuda_device):
         assert out.to_numpy()[0] == words - 1 and res.config.shared_bytes == shared_bytes
     with pytest.raises(hb.BenchError, match=f"expected an integer in \\[0, {props.max_shared_bytes_optin}\\]"):
         hb.bench(kernel, 1, 256, [out, hb.uint32(1)], iterations=1, shared_bytes=props.max_shared_bytes_optin + 1)
+
+
+def test_cuda_source_through_nvrtc_runs_as_sm_90a(cuda_device):
+    from pyhipbench.source import compile_source
+    try:
+        code = compile_source(cuda_device, (DATA / "scale.cu").read_text(), name_expressions=["scale<float>"],
+                              options=["-DFACTOR=3", "-std=c++17"], name="scale.cu")
+    except hb.ToolchainError as e:
+        pytest.skip(f"needs NVRTC (pip install nvidia-cuda-nvrtc): {e}")
+    assert code.format == "cubin" and code.target == "sm_90a"
+    kernel = cuda_device.load_module(code).kernel(code.lowered_names["scale<float>"])
+    n = 1 << 20
+    x = cuda_device.array(np.arange(n, dtype=np.float32))
+    y = cuda_device.empty_like(x)
+    res = hb.bench(kernel, n // 256, 256, [x, y, hb.int64(n)], iterations=3, rotate=1)
+    np.testing.assert_array_equal(y.to_numpy(), 3 * np.arange(n, dtype=np.float32))
+    assert res.target == "sm_90a"
