@@ -205,7 +205,9 @@ class _Hiprtc(_RuntimeCompiler):
                                  "on the loader path (export LD_LIBRARY_PATH=/opt/rocm/lib)") from None
 
     def error_string(self, code: Any) -> str:
-        return _text(self.hiprtc.hiprtcGetErrorString(code)[0])
+        # hip-python 7.x returns (message,), 10.x (HIPRTC_SUCCESS, message).
+        message = self.hiprtc.hiprtcGetErrorString(code)[-1]
+        return _text(message) if message is not None else f"hiprtc error {int(code)}"
 
     def create(self, text: bytes, name: bytes) -> tuple:
         return self.hiprtc.hiprtcCreateProgram(text, name, 0, None, None)
