@@ -59,7 +59,7 @@ class LaunchConfig:
         static + dynamic shared memory exceeds the device's default limit, so the kernel must opt in."""
         if self.threads > limits.max_threads_per_block:
             raise BenchError(f"block {self.block} has {self.threads} threads; kernel {kernel!r} allows at most "
-                             f"{limits.max_threads_per_block} per block (its register use)")
+                             f"{limits.max_threads_per_block} per block (its register use and launch bounds)")
         total = limits.static_shared_bytes + self.shared_bytes
         if total > props.max_shared_bytes_optin:
             raise BenchError(f"kernel {kernel!r}: {limits.static_shared_bytes} bytes of static shared memory + "

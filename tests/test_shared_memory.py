@@ -75,7 +75,7 @@ def test_block_above_the_kernels_thread_limit_names_both_numbers(device, copy, f
     device.backend.function_limit = FunctionLimits(max_threads_per_block=384, static_shared_bytes=0)
     run(copy, 0, block=384)
     with pytest.raises(hb.BenchError, match="block \\(512, 1, 1\\) has 512 threads; kernel 'copy' allows at "
-                       "most 384 per block \\(its register use\\)"):
+                       "most 384 per block \\(its register use and launch bounds\\)"):
         run(copy, 0, block=512)
     assert {r.block[0] for r in fake_driver.records(LAUNCH[device.backend.name])} == {384}  # the first run only
 
