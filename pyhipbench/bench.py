@@ -100,7 +100,8 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
                   precision=rule.precision, warmup=taken.warmup_samples,
                   launches_per_sample=taken.launches_per_sample,
                   host_us_per_kernel=taken.host_us / (len(times_us) * taken.launches_per_sample),
-                  wall_s=time.perf_counter() - started, verified=expectation is not None)
+                  wall_s=time.perf_counter() - started, verified=expectation is not None,
+                  target=kernel.module.target)
 
 
 def _stop_rule(precision: float, max_time_s: float, iterations: int | None) -> StopRule:
@@ -146,6 +147,7 @@ def _checked_launch(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument
     config = LaunchConfig.checked(grid, block, shared_bytes, kernel.device.properties)
     args = adopt_tensors(kernel.device.backend, kernel.name, kernel.params, list(args))
     check_args(kernel.name, kernel.params, args)
+    kernel.prepare(config)
     return kernel.device, config, args
 
 

@@ -28,6 +28,7 @@ from .device import Device
 from .errors import BenchError, Error, IRError, NoDeviceError
 from .report import compare, load, render
 from .rotation import plan_rotation
+from .source import SOURCE_LANGUAGES, compile_source
 from .timers import TIMERS, default_timer
 
 MiB = archs.MiB
@@ -254,13 +255,20 @@ def _demo_run(device) -> int:
 
 # -- inputs and outputs ------------------------------------------------------------
 def _read_input(path: Path) -> tuple[str, bytes | str]:
-    """("code object", bytes) or ("ir", bitcode bytes or IR text), decided by content, not suffix.
+    """("source", C++ text) for a .cu or .hip file; else ("code object", bytes) or ("ir", bitcode
+    bytes or IR text), decided by content.
 
     Code objects are recognised by their magic (codeobject.detect_format); an
     ELF or fatbin that is not a GPU code object is refused as such; anything
     else is LLVM IR, bitcode by its magic or else UTF-8 text.
     """
     data = path.read_bytes()  # a missing file or a directory: OSError naming it, reported by main()
+    if path.suffix in SOURCE_LANGUAGES:
+        try:
+            return "source", data.decode()
+        except UnicodeDecodeError as e:
+            raise BenchError(f"{path}: byte {e.start} (0x{data[e.start]:02x}) is not UTF-8; expected "
+                             f"{SOURCE_LANGUAGES[path.suffix].upper()} C++ source text") from None
     if data[:4] in ir.BITCODE_MAGIC:
         return "ir", data
     try:
@@ -318,6 +326,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.ptx_version is not None and triple_of(archs.base_arch(args.target)) != NVPTX_TRIPLE:
         raise BenchError(f"--ptx-version applies to NVIDIA targets (sm_*), not {args.target}")
     kind, source = _read_input(args.input)
+    if kind == "source":
+        raise BenchError(f"{args.input} is C++ source; compile takes LLVM IR (text or bitcode). `pyhipbench run` "
+                         "compiles .cu / .hip files itself, and pyhipbench.source.compile_source writes code objects")
     if kind != "ir":
         raise BenchError(f"{args.input} is already a {codeobject.detect_format(source)} code object; "
                          "compile takes LLVM IR (text or bitcode)")
@@ -361,16 +372,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not expected and (args.atol is not None or args.rtol is not None):
         raise BenchError("--atol and --rtol apply to --expect's files; expected --expect N=FILE.npy with them")
     kind, source = _read_input(args.input)
-    if kind == "code object" and args.no_icache_flush:
-        raise BenchError(f"--no-icache-flush applies to LLVM IR input only; {args.input} is already a "
-                         f"{codeobject.detect_format(source)} code object")
+    if kind != "ir" and args.no_icache_flush:
+        what = f"already a {codeobject.detect_format(source)} code object" if kind == "code object" \
+            else "a C++ source file"
+        raise BenchError(f"--no-icache-flush applies to LLVM IR input only; {args.input} is {what}")
+    if kind != "source" and args.compile_option:
+        raise BenchError(f"--compile-option applies to CUDA/HIP C++ source (.cu, .hip) only; {args.input} "
+                         "is not one")
     module = ir.parse(source, name=str(args.input)) if kind == "ir" else None
     device = _open_device(args.backend)
+    kernel_name = args.kernel
     if module is not None:
-        code = compile_for_device(module, device, icache_flush=False if args.no_icache_flush else None)
+        source = compile_for_device(module, device, icache_flush=False if args.no_icache_flush else None)
+        print(describe(source))
+    elif kind == "source":
+        language, backend = SOURCE_LANGUAGES[args.input.suffix], device.backend.name
+        if language != backend:
+            raise BenchError(f"{args.input} is {language.upper()} C++ (by its suffix), but the device is a "
+                             f"{backend} one; expected a {'.cu' if backend == 'cuda' else '.hip'} file")
+        # --kernel is a name expression, so a template instance ("scale<float>") names its kernel too.
+        code = compile_source(device, source, name_expressions=[args.kernel], name=args.input.name,
+                              options=[f"-I{args.input.parent}", *args.compile_option])
         print(describe(code))
-        source = code.data
-    kernel = device.load_module(source).kernel(args.kernel)
+        source, kernel_name = code, code.lowered_names[args.kernel]
+    kernel = device.load_module(source).kernel(kernel_name)
     kernel_args = [materialize(spec, device) for spec in args.arg]
     result = bench(kernel, args.grid, args.block, kernel_args, timer=args.timer, cache=args.cache,
                    precision=args.precision, max_time_s=args.max_time, iterations=args.iterations,
@@ -426,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "starts with s_icache_inv + 16 s_nop, proven by disassembly; a failed proof is an error.")
     compile_.add_argument("input", type=Path, help="LLVM IR file (text or bitcode, told apart by content)")
     compile_.add_argument("--target", type=_target, required=True,
-                          help="processor: gfx90a, gfx942, gfx950, gfx1100, sm_90, ...")
+                          help="processor: gfx90a, gfx942, gfx950, gfx1100, sm_90, sm_90a, sm_100a, ...")
     compile_.add_argument("-o", "--output", type=Path, required=True,
                           help="code object file to write (checked before compiling)")
     compile_.add_argument("--no-icache-flush", action="store_true",
@@ -439,8 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.set_defaults(handler=cmd_compile)
 
     run = commands.add_parser("run", help="compile LLVM IR (or load a code object) and time a kernel")
-    run.add_argument("input", type=Path, help="LLVM IR (text or bitcode) or a code object (PTX, cubin, fatbin, "
-                                              "HSACO), told apart by content")
+    run.add_argument("input", type=Path, help="CUDA C++ (.cu, compiled by NVRTC) or HIP C++ (.hip, by hiprtc) "
+                                              "source, or LLVM IR (text or bitcode) or a code object (PTX, cubin, "
+                                              "fatbin, HSACO), told apart by content")
     run.add_argument("--kernel", required=True)
     run.add_argument("--grid", type=_dims, required=True, help="blocks, e.g. 1024 or 64,4")
     run.add_argument("--block", type=_dims, required=True, help="threads per block, e.g. 256")
@@ -467,6 +493,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--rtol", type=_tolerance, help="--expect's relative tolerance (default 1e-5)")
     run.add_argument("--no-icache-flush", action="store_true",
                      help="AMD, LLVM IR input only: compile without the flush")
+    run.add_argument("--compile-option", action="append", default=[], metavar="OPT",
+                     help="CUDA/HIP C++ source only: an NVRTC / hiprtc option, repeatable, written with = "
+                          "(--compile-option=-DN=4 --compile-option=-std=c++17); the file's folder is on the "
+                          "include path")
     run.add_argument("--backend", choices=("hip", "cuda"))
     run.add_argument("--out", type=Path, action="append", default=[],
                      help="write the result here, as JSON, CSV or a markdown table by the suffix "

@@ -79,6 +79,21 @@ def kernels(image: bytes) -> dict[str, list[KernelParam]] | None:
     return None
 
 
+def target(image: bytes) -> str | None:
+    """The processor a code object was built for: PTX's `.target` ("sm_90a"), an HSACO's
+    `amdhsa.target` processor with its feature settings ("gfx942:sramecc+:xnack-"); None for a
+    cubin or fatbin (not read) or a code object that does not say."""
+    kind = detect_format(image)
+    if kind == "ptx":
+        found = _PTX_TARGET.search(_without_comments(ptx_text(image)))
+        return found.group(1) if found else None
+    if kind == "hsaco":
+        value = hsaco_metadata(image).get("amdhsa.target")  # "amdgcn-amd-amdhsa--gfx942:xnack-"
+        if isinstance(value, str) and value.rpartition("--")[2]:
+            return value.rpartition("--")[2]
+    return None
+
+
 # ---- PTX -------------------------------------------------------------------
 
 # The parameter space a kernel may declare: CUDA 12.1+ on sm_70 and later.
@@ -90,6 +105,7 @@ _TOKEN = re.compile(r"\.?[A-Za-z_$%][\w$]*|\d+|\S", re.ASCII)
 _IDENTIFIER = re.compile(r"[A-Za-z_$%][\w$]*", re.ASCII)
 _TYPE_BITS = re.compile(r"\.[bsuf](8|16|32|64)", re.ASCII)
 _POINTER_SPACES = (".global", ".const", ".local", ".shared")
+_PTX_TARGET = re.compile(r"^\s*\.target\s+(\w+)", re.MULTILINE | re.ASCII)
 
 
 def ptx_text(image: bytes) -> str:

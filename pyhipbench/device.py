@@ -11,7 +11,7 @@ from . import _core, codeobject
 from .backends import BACKEND_NAMES, open_backend
 from .backends.base import Backend, DeviceProperties
 from .cache import CleanStep
-from .codegen import compile_ir
+from .codegen import CodeObject, compile_ir
 from .errors import BenchError, NoDeviceError
 from .memory import DeviceArray
 from .module import Module
@@ -130,15 +130,18 @@ class Device:
         return self.backend.memory_info()
 
     # -- code ----------------------------------------------------------------
-    def load_module(self, source: bytes | str | os.PathLike) -> Module:
-        """Loads a code object (PTX, cubin, fatbin or HSACO; bytes or a path)."""
-        image = codeobject.read_image(source)
+    def load_module(self, source: bytes | str | os.PathLike | CodeObject) -> Module:
+        """Loads a code object (PTX, cubin, fatbin or HSACO): bytes, a path, or what `compile_ir`,
+        `compile_for_device` or `compile_source` returned (whose `target` the module then records,
+        a cubin naming none itself)."""
+        image = source.data if isinstance(source, CodeObject) else codeobject.read_image(source)
         image_format = codeobject.detect_format(image)
         if image_format not in self.backend.formats:
             raise BenchError(f"a {image_format} code object cannot load on the {self.backend.name} "
                              f"backend; expected {' or '.join(self.backend.formats)}")
         params = codeobject.kernels(image)
-        return Module(self, self.backend.load_module(image), image_format, params)
+        target = source.target if isinstance(source, CodeObject) else codeobject.target(image)
+        return Module(self, self.backend.load_module(image), image_format, params, target)
 
     # -- memory --------------------------------------------------------------
     def empty(self, shape: int | tuple[int, ...], dtype: np.dtype | str = np.float32) -> DeviceArray:

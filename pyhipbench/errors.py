@@ -8,7 +8,7 @@ class around a candidate and nothing else escapes:
     ├── IRError           the LLVM IR is invalid, has no kernel, or cannot take the prologue
     ├── CodegenError      LLVM or a tool failed to turn IR into a code object
     │   └── VerificationError   a kernel does not start with the injected prologue
-    ├── ToolchainError    no usable assembler / linker / disassembler
+    ├── ToolchainError    no usable assembler / linker / disassembler, or NVRTC / hiprtc
     ├── NoDeviceError     no usable GPU, driver or Python bindings
     ├── LibraryError      a driver library could not be loaded (C++ core; also an OSError)
     ├── MeasurementError  the launches ran but a timer could not time each (C++ core; e.g. CUPTI dropped records)
@@ -49,7 +49,7 @@ class VerificationError(CodegenError):
 
 
 class ToolchainError(Error, RuntimeError):
-    """No usable llvm-mc / ld.lld / llvm-objdump was found."""
+    """No usable llvm-mc / ld.lld / llvm-objdump, or runtime compiler (NVRTC, hiprtc), was found."""
 
 
 class NoDeviceError(Error, RuntimeError):

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backends.base import DeviceProperties
+from .backends.base import DeviceProperties, FunctionLimits
 from .errors import BenchError
 from .values import integer, show
 
@@ -30,10 +30,16 @@ class LaunchConfig:
     block: tuple[int, int, int]  # threads per block per dimension
     shared_bytes: int = 0        # dynamic shared memory, bytes
 
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        return self.block[0] * self.block[1] * self.block[2]
+
     @classmethod
     def checked(cls, grid: Dims, block: Dims, shared_bytes: int, props: DeviceProperties) -> "LaunchConfig":
         config = cls(_dims("grid", grid), _dims("block", block),
-                     integer("shared_bytes", shared_bytes, 0, props.max_shared_bytes, unit="bytes"))
+                     integer("shared_bytes", shared_bytes, 0, props.max_shared_bytes_optin,
+                             unit="bytes; the device's opt-in maximum per block"))
         for axis, (g, b, max_g, max_b) in enumerate(zip(config.grid, config.block, props.max_grid, props.max_block)):
             xyz = "xyz"[axis]
             if b > max_b:
@@ -43,8 +49,20 @@ class LaunchConfig:
             # hipExtModuleLaunchKernel takes global sizes (grid x block) as 32-bit values.
             if props.backend == "hip" and g * b >= 1 << 32:
                 raise BenchError(f"grid {xyz} x block {xyz} = {g * b} threads exceeds HIP's 32-bit global size")
-        threads = config.block[0] * config.block[1] * config.block[2]
-        if threads > props.max_threads_per_block:
-            raise BenchError(f"block {config.block} has {threads} threads; the device allows "
+        if config.threads > props.max_threads_per_block:
+            raise BenchError(f"block {config.block} has {config.threads} threads; the device allows "
                              f"{props.max_threads_per_block} per block")
         return config
+
+    def needs_shared_optin(self, kernel: str, limits: FunctionLimits, props: DeviceProperties) -> bool:
+        """Checks this launch against `kernel`'s own limits (BenchError naming both numbers); whether its
+        static + dynamic shared memory exceeds the device's default limit, so the kernel must opt in."""
+        if self.threads > limits.max_threads_per_block:
+            raise BenchError(f"block {self.block} has {self.threads} threads; kernel {kernel!r} allows at most "
+                             f"{limits.max_threads_per_block} per block (its register use and launch bounds)")
+        total = limits.static_shared_bytes + self.shared_bytes
+        if total > props.max_shared_bytes_optin:
+            raise BenchError(f"kernel {kernel!r}: {limits.static_shared_bytes} bytes of static shared memory + "
+                             f"shared_bytes={self.shared_bytes} = {total} bytes exceeds the device's opt-in "
+                             f"maximum of {props.max_shared_bytes_optin} bytes per block")
+        return total > props.max_shared_bytes

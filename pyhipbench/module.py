@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
+from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .backends.base import Backend, KernelParam
+from .backends.base import Backend, FunctionLimits, KernelParam
 from .errors import BenchError
 from .values import show
 
 if TYPE_CHECKING:
     from .device import Device
+    from .launch_config import LaunchConfig
 
 
 @dataclass(frozen=True)
@@ -25,22 +26,40 @@ class Kernel:
     def device(self) -> Device:
         return self.module.device
 
+    @cached_property
+    def limits(self) -> FunctionLimits:
+        """Threads per block this kernel's register use allows, and its static shared memory (bytes)."""
+        return self.module.device.backend.function_limits(self.handle)
+
+    def prepare(self, config: LaunchConfig) -> None:
+        """Checks `config` against this kernel's own limits (BenchError naming both numbers) and, where
+        its static + dynamic shared memory exceeds the device's default limit, raises the kernel's maximum
+        dynamic shared memory to `config.shared_bytes` (the driver's per-kernel opt-in). Nothing is launched."""
+        if config.needs_shared_optin(self.name, self.limits, self.device.properties) \
+                and self.module.dynamic_shared_limit.get(self.name, 0) < config.shared_bytes:
+            self.module.device.backend.set_max_dynamic_shared(self.handle, config.shared_bytes)
+            self.module.dynamic_shared_limit[self.name] = config.shared_bytes
+
 
 class Module:
     """A code object loaded on a device. `params_by_kernel` is what the code object says,
-    or None when only the driver can tell (cubin, fatbin).
+    or None when only the driver can tell (cubin, fatbin); `target` the processor it was built
+    for ("sm_90a", "gfx942:sramecc+:xnack-"), None where the code object does not say.
 
     A tuner loading thousands of candidates unloads each when done: `unload()`,
     or `with device.load_module(...) as module:`.
     """
 
     def __init__(self, device: Device, handle: int, image_format: str,
-                 params_by_kernel: dict[str, list[KernelParam]] | None) -> None:
+                 params_by_kernel: dict[str, list[KernelParam]] | None, target: str | None) -> None:
         self.device = device
         self.handle = handle
         self.format = image_format
+        self.target = target
         self._params = params_by_kernel
         self._kernels: dict[str, Kernel] = {}
+        # Each kernel's maximum dynamic shared memory raised so far (bytes), so it is set once per size.
+        self.dynamic_shared_limit: dict[str, int] = {}
 
     @property
     def _backend(self) -> Backend:
@@ -56,6 +75,7 @@ class Module:
         if self.handle:
             handle, self.handle = self.handle, 0
             self._kernels.clear()
+            self.dynamic_shared_limit.clear()
             self._backend.unload_module(handle)
 
     def __enter__(self) -> Module:

@@ -20,7 +20,7 @@ from .errors import BenchError
 FORMATS = (".json", ".csv", ".md")
 COLUMNS = ("kernel", "grid", "block", "timer", "cache_state", "median_us", "ci_low_us", "ci_high_us",
            "rel_ci", "p10_us", "p90_us", "outliers", "samples", "stop_reason", "sets", "host_us_per_kernel",
-           "wall_s", "device", "verified")
+           "wall_s", "device", "verified", "target")
 
 
 def _row(result: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +32,8 @@ def _row(result: dict[str, Any]) -> dict[str, Any]:
             "outliers": s["outliers"], "samples": result["samples"], "stop_reason": result["stop_reason"],
             "sets": result["rotation"]["sets"], "host_us_per_kernel": result["host_us_per_kernel"],
             "wall_s": result["wall_s"], "device": result["device"]["name"],
-            "verified": result.get("verified", False)}  # reports written before verification existed lack it
+            "verified": result.get("verified", False),  # reports written before verification existed lack it
+            "target": result.get("target")}  # reports written before the target was recorded have none
 
 
 def to_csv(results: list[dict[str, Any]]) -> str:

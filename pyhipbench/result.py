@@ -35,6 +35,7 @@ class Result:
     launches_per_sample: int
     host_us_per_kernel: float     # host time to issue one timed launch, µs
     wall_s: float                 # the whole measurement, argument copies included, seconds
+    target: str | None            # the processor the kernel's code was built for ("sm_90a"); None: not known
     verified: bool = False        # the outputs of one launch on every set were checked (bench's expect)
 
     @cached_property
@@ -58,7 +59,8 @@ class Result:
     def summary(self) -> str:
         """One line: median and CI (µs), timer, cache state, rotation, why it stopped, cost."""
         s = self.stats
-        return (f"{self.kernel} on {self.device['name']} ({self.device['arch']}): "
+        built = f", code for {self.target}" if self.target else ""
+        return (f"{self.kernel} on {self.device['name']} ({self.device['arch']}{built}): "
                 f"median {s.median:.3f} µs (95 % CI {s.ci_low:.3f}–{s.ci_high:.3f}, ±{100 * s.rel_ci:.2f} %), "
                 f"p10–p90 {s.p10:.3f}–{s.p90:.3f}, {s.outliers} outliers, {s.count} samples "
                 f"(stopped: {self.stop_reason}); timer {self.timer}, cache {self.cache_state}, "
@@ -74,6 +76,7 @@ class Result:
             "grid": list(self.config.grid),
             "block": list(self.config.block),
             "shared_bytes": self.config.shared_bytes,
+            "target": self.target,
             "timer": self.timer,
             "cache_state": self.cache_state,
             "stop_reason": self.stop_reason,

@@ -309,9 +309,9 @@ def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str,
             raise BenchError(f"{flag}=True: pyhipbench's core launches without this attribute; expected False")
     if device.backend.name == "cuda":
         # The cubin is the very code Triton launches; its PTX (same kernel) lists the parameters.
-        params = codeobject.ptx_kernels(compiled.asm["ptx"])
-        image = compiled.asm["cubin"]
-        module = Module(device, device.backend.load_module(image), "cubin", params)
+        ptx, image = compiled.asm["ptx"], compiled.asm["cubin"]
+        module = Module(device, device.backend.load_module(image), "cubin",
+                        codeobject.ptx_kernels(ptx), codeobject.target(ptx.encode()))
         binary = "cubin"
     elif icache_flush:
         image = compile_ir(compiled.asm["llir"].encode(), device.arch).data

@@ -99,7 +99,8 @@ BAD = [
     (dict(block=(32, 32, 2)), "block \\(32, 32, 2\\) has 2048 threads; the device allows 1024"),
     (dict(grid=(1, 70000)), "grid y = 70000 exceeds the device's limit 65535"),
     (dict(grid=(1, 2, 3, 4)), "grid=\\(1, 2, 3, 4\\): expected 1 to 3 integers, got 4"),
-    (dict(shared_bytes=1 << 20), "shared_bytes=1048576: out of range, expected an integer in \\[0, 49152\\] \\(bytes\\)"),
+    (dict(shared_bytes=1 << 20), "shared_bytes=1048576: out of range, expected an integer in \\[0, 232448\\] "
+     "\\(bytes; the device's opt-in maximum per block\\)"),
     (dict(rotate=4, cache="clean-cold"), "rotate=4 with cache='clean-cold': only dirty-cold rotates"),
     (dict(rotate=1, cache="dirty-cold"), "rotate=1 with cache='dirty-cold': only dirty-cold rotates .*rotate=1 is warm"),
     (dict(cache="cold"), "cache='cold': expected one of warm, dirty-cold, clean-cold or 'auto'"),

@@ -489,3 +489,57 @@ def test_hip_python_and_the_core_load_one_library_whatever_rocm_path_holds(fake_
                               if line.rstrip().endswith("/libamdhip64.so")}))
     """, ROCM_PATH=str(tmp_path / "rocm"))
     assert out["mapped"] == [str(fake_hip_library)]
+
+
+# ---- kernel limits and the shared memory opt-in ----
+
+def test_shared_memory_opt_in_limit_is_the_runtimes(fake_hip_library):
+    script = """
+        p = HipBackend(0).properties()
+        report(default=p.max_shared_bytes, optin=p.max_shared_bytes_optin)
+    """
+    assert run_hip(fake_hip_library, script) == {"default": 64 * 1024, "optin": 64 * 1024}  # ROCm on MI300X
+    assert run_hip(fake_hip_library, script, FAKE_HIP_SHARED_OPTIN="163840") == {"default": 64 * 1024,
+                                                                                 "optin": 163840}
+    # A runtime that leaves sharedMemPerBlockOptin 0 offers no opt-in: the default is the limit.
+    assert run_hip(fake_hip_library, script, FAKE_HIP_SHARED_OPTIN="0") == {"default": 64 * 1024,
+                                                                           "optin": 64 * 1024}
+
+
+def test_kernel_limits_and_dynamic_shared_opt_in(fake_hip_library, hsaco):
+    out = run_hip(fake_hip_library, f"""
+        from hip import hip
+        b = HipBackend(0)
+        module = b.load_module(open({str(hsaco)!r}, "rb").read())
+        kernel = b.function(module, "add_one")
+        limits = b.function_limits(kernel)
+        b.set_max_dynamic_shared(kernel, 100000)
+        attribute = hip.hipFunction_attribute.HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        err, dynamic = hip.hipFuncGetAttribute(attribute, kernel)
+        try:
+            b.set_max_dynamic_shared(kernel, 163840)  # + 1024 static: above the opt-in limit
+        except Exception as e:
+            refused = failure(e)
+        report(threads=limits.max_threads_per_block, static=limits.static_shared_bytes, err=int(err),
+               dynamic=dynamic, refused=refused)
+    """, FAKE_HIP_SHARED_OPTIN="163840", FAKE_HIP_FUNC_MAX_THREADS="256", FAKE_HIP_FUNC_STATIC_SHARED="1024")
+    assert (out["threads"], out["static"]) == (256, 1024)
+    assert out["err"] == 0 and out["dynamic"] == 100000
+    assert out["refused"]["type"] == "DriverError" and out["refused"]["call"] == "hipFuncSetAttribute"
+    assert out["refused"]["code"] == int(hip.hip.hipError_t.hipErrorInvalidValue)
+
+
+def test_kernel_limits_of_an_unloaded_kernel_are_a_driver_error(fake_hip_library, hsaco):
+    out = run_hip(fake_hip_library, f"""
+        b = HipBackend(0)
+        module = b.load_module(open({str(hsaco)!r}, "rb").read())
+        kernel = b.function(module, "add_one")
+        b.unload_module(module)
+        try:
+            b.function_limits(kernel)
+        except Exception as e:
+            report(**failure(e))
+    """)
+    assert out["type"] == "DriverError" and out["call"] == "hipFuncGetAttribute"
+    assert out["code"] == int(hip.hip.hipError_t.hipErrorInvalidDeviceFunction)
+    assert "invalid device function" in out["message"]

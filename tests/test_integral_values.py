@@ -76,7 +76,8 @@ BAD_BENCH = [
     (dict(iterations=np.float64(100)), r"iterations=np.float64\(100.0\): expected an integer in \[1, 1000000\], got float64"),
     (dict(iterations=10**7), r"iterations=10000000: out of range, expected an integer in \[1, 1000000\]"),
     (dict(warmup=True), r"warmup=True: expected an integer in \[0, 1000000\], got a bool"),
-    (dict(shared_bytes=0.0), r"shared_bytes=0.0: expected an integer in \[0, 49152\] \(bytes\), got float"),
+    (dict(shared_bytes=0.0), r"shared_bytes=0.0: expected an integer in \[0, 232448\] \(bytes; the device's opt-in "
+     r"maximum per block\), got float"),
     (dict(rotate=2.0), r"rotate=2.0: expected an integer >= 1 \(argument sets, or 'auto'\), got float"),
     (dict(rotate="fast"), r"rotate='fast': expected 'auto' or a set count >= 1"),
     (dict(stream=5), r"stream=5: expected a Device.stream\(\) or None"),

@@ -51,6 +51,7 @@ def test_vector_add_launch_facts_and_parameters(device, fake_driver, backend_nam
     assert kernel.block == (4 * WARP[backend_name], 1, 1) and kernel.shared_bytes == 0
     assert kernel.binary.startswith({"cuda": "cubin", "hip": "hsaco"}[backend_name])
     assert [p.size for p in kernel.kernel.params] == [8, 8, 8, 4, 8, 8]  # + the two scratch pointers
+    assert kernel.kernel.module.target.startswith({"cuda": "sm_90a", "hip": "gfx942"}[backend_name])
     kernel.unload()
 
     res = ht.bench(tk.add, lambda meta: (meta["n"] // meta["BLOCK"],), [x, y, out, 4096], device=device,

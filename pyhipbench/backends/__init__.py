@@ -1,7 +1,7 @@
 """Backends: hip-python (AMD GPUs) and cuda-bindings (NVIDIA GPUs)."""
 from __future__ import annotations
 
-from .base import Backend, DeviceProperties, KernelParam
+from .base import Backend, DeviceProperties, FunctionLimits, KernelParam
 
 BACKEND_NAMES = ("hip", "cuda")  # AMD first: pyhipbench's primary target
 
@@ -17,4 +17,4 @@ def open_backend(name: str, index: int) -> Backend:
     raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
 
 
-__all__ = ["Backend", "DeviceProperties", "KernelParam", "BACKEND_NAMES", "open_backend"]
+__all__ = ["Backend", "DeviceProperties", "FunctionLimits", "KernelParam", "BACKEND_NAMES", "open_backend"]

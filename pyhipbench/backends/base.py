@@ -26,7 +26,15 @@ class DeviceProperties:
     max_threads_per_block: int       # threads
     max_block: tuple[int, int, int]  # per-dimension block limits, threads
     max_grid: tuple[int, int, int]   # per-dimension grid limits, blocks
-    max_shared_bytes: int      # dynamic + static shared memory per block, bytes
+    max_shared_bytes: int      # static + dynamic shared memory per block without opting in, bytes
+    max_shared_bytes_optin: int  # static + dynamic shared memory per block a kernel may opt in to, bytes
+
+
+@dataclass(frozen=True)
+class FunctionLimits:
+    """What one loaded kernel's code allows, as the driver reports it."""
+    max_threads_per_block: int  # threads: its register (and shared memory) use allows no more
+    static_shared_bytes: int    # shared memory its code declares statically, bytes
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,11 @@ class Backend(Protocol):
         """The parameters as the driver reports them, or None where it cannot."""
     def kernel_names(self, module: int) -> list[str] | None:
         """The module's kernels as the driver reports them, or None where it cannot."""
+    def function_limits(self, function: int) -> FunctionLimits:
+        """The kernel's own limits: threads per block and static shared memory."""
+    def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
+        """Lets the kernel launch with up to `nbytes` of dynamic shared memory, bytes (the opt-in
+        above the default limit, `DeviceProperties.max_shared_bytes`)."""
     def create_stream(self) -> int: ...
     def destroy_stream(self, stream: int) -> None: ...
     def synchronize_stream(self, stream: int) -> None: ...

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..archs import last_level_cache_bytes
 from ..errors import NoDeviceError, driver_error
-from .base import DeviceProperties, KernelParam
+from .base import DeviceProperties, FunctionLimits, KernelParam
 
 
 def _driver() -> Any:
@@ -89,6 +89,7 @@ class CudaBackend:
             max_block=tuple(self._attribute(f"MAX_BLOCK_DIM_{d}") for d in "XYZ"),
             max_grid=tuple(self._attribute(f"MAX_GRID_DIM_{d}") for d in "XYZ"),
             max_shared_bytes=self._attribute("MAX_SHARED_MEMORY_PER_BLOCK"),
+            max_shared_bytes_optin=self._attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
         )
 
     def driver_version(self) -> int:
@@ -145,6 +146,20 @@ class CudaBackend:
                 return params  # past the last parameter
             self._check("cuFuncGetParamInfo", (error,))
             params.append(KernelParam(f"param_{len(params)}", int(offset), int(size)))
+
+    def _function_attribute(self, function: int, name: str) -> int:
+        attribute = getattr(self._cu.CUfunction_attribute, "CU_FUNC_ATTRIBUTE_" + name)
+        return int(self._check("cuFuncGetAttribute", self._cu.cuFuncGetAttribute(attribute, function)))
+
+    def function_limits(self, function: int) -> FunctionLimits:
+        self.make_current()
+        return FunctionLimits(max_threads_per_block=self._function_attribute(function, "MAX_THREADS_PER_BLOCK"),
+                              static_shared_bytes=self._function_attribute(function, "SHARED_SIZE_BYTES"))
+
+    def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
+        self.make_current()
+        attribute = self._cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        self._check("cuFuncSetAttribute", self._cu.cuFuncSetAttribute(function, attribute, nbytes))
 
     def create_stream(self) -> int:
         """A new stream (blocking: ordered with the legacy default stream, where copies run)."""

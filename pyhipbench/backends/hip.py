@@ -44,7 +44,7 @@ import numpy as np
 
 from ..archs import last_level_cache_bytes
 from ..errors import BenchError, NoDeviceError, driver_error
-from .base import DeviceProperties, KernelParam
+from .base import DeviceProperties, FunctionLimits, KernelParam
 
 HIP_LIBRARY_ENV = "PYHIPBENCH_HIP_LIBRARY"
 SKIP_VERSION_CHECK_ENV = "PYHIPBENCH_SKIP_HIP_VERSION_CHECK"
@@ -215,6 +215,9 @@ class HipBackend:
             max_block=tuple(prop.maxThreadsDim),
             max_grid=tuple(prop.maxGridSize),
             max_shared_bytes=prop.sharedMemPerBlock,
+            # AMD has no 48 KB default: ROCm reports the whole LDS a workgroup may use in both fields.
+            # A runtime that leaves the opt-in field 0 offers no opt-in.
+            max_shared_bytes_optin=max(prop.sharedMemPerBlockOptin, prop.sharedMemPerBlock),
         )
 
     def _check(self, call: str, result: tuple, context: str = "") -> Any:
@@ -291,6 +294,22 @@ class HipBackend:
     def kernel_names(self, module: int) -> list[str] | None:
         """None: HIP has no portable kernel listing (pyhipbench reads the HSACO's metadata instead)."""
         return None
+
+    def function_limits(self, function: int) -> FunctionLimits:
+        """The kernel's threads-per-block limit and static shared (LDS) bytes, from hipFuncGetAttribute."""
+        def attribute(name: str) -> int:
+            which = getattr(self._hip.hipFunction_attribute, "HIP_FUNC_ATTRIBUTE_" + name)
+            return int(self._check("hipFuncGetAttribute", self._hip.hipFuncGetAttribute(which, function)))
+        self.make_current()
+        return FunctionLimits(max_threads_per_block=attribute("MAX_THREADS_PER_BLOCK"),
+                              static_shared_bytes=attribute("SHARED_SIZE_BYTES"))
+
+    def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
+        """hipFuncSetAttribute(hipFuncAttributeMaxDynamicSharedMemorySize). Only reached where the
+        runtime reports an opt-in limit above the default, which ROCm does not on AMD GPUs."""
+        self.make_current()
+        attribute = self._hip.hipFuncAttribute.hipFuncAttributeMaxDynamicSharedMemorySize
+        self._check("hipFuncSetAttribute", self._hip.hipFuncSetAttribute(function, attribute, nbytes))
 
     def create_stream(self) -> int:
         """A new stream (blocking: ordered with the null stream, where copies run)."""

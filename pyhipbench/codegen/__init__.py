@@ -28,6 +28,7 @@ __all__ = [
     "VerificationError",
     "compile_for_device",
     "compile_ir",
+    "device_target",
     "processor_of",
     "triple_of",
 ]
@@ -210,16 +211,34 @@ def compile_ir(
     return CodeObject(data, "hsaco", target, tuple(kernels), verification)
 
 
+def device_target(module: ir.Module, arch: str) -> str:
+    """The processor ``compile_for_device`` compiles ``module`` for on a device of ``arch``.
+
+    On NVIDIA from compute capability 9.0 it is the arch-specific target
+    (``sm_90`` -> ``sm_90a``, see ``nvptx.arch_specific``): it loses nothing on
+    that device, and IR that uses wgmma or setmaxnreg (Triton's Hopper kernels)
+    needs it, LLVM aborting on ``sm_90``. IR whose functions name the plain
+    processor ("target-cpu"="sm_90") was generated for it and is compiled for it.
+    """
+    specific = nvptx.arch_specific(arch)
+    if specific is None or module.target_cpus == {arch}:
+        return arch
+    return specific
+
+
 def compile_for_device(source: str | bytes | os.PathLike | ir.Module, device, **options) -> CodeObject:
-    """``compile_ir`` for ``device``'s processor (a ``pyhipbench.Device``).
+    """``compile_ir`` for ``device`` (a ``pyhipbench.Device``): its processor, or on NVIDIA from
+    compute capability 9.0 its arch-specific target (``device_target``); ``CodeObject.target``
+    says which.
 
     On NVIDIA, PTX newer than the installed driver loads is compiled again at
     the newest version it does load, unless ``ptx_version`` was given.
     """
     module = source if isinstance(source, ir.Module) else ir.parse(source)
-    code = compile_ir(module, device.arch, **options)
+    target = device_target(module, device.arch)
+    code = compile_ir(module, target, **options)
     if code.format == "ptx" and options.get("ptx_version") is None:
         limit = nvptx.max_ptx_version(device.backend.driver_version())
         if nvptx.ptx_version_of(code.data) > limit:
-            code = compile_ir(module, device.arch, **{**options, "ptx_version": limit})
+            code = compile_ir(module, target, **{**options, "ptx_version": limit})
     return code

@@ -26,8 +26,8 @@ from .. import ir
 from ..errors import CodegenError, IRError
 from . import emit
 
-__all__ = ["TRIPLE", "check_kernel_names", "check_prologue", "compile_module", "max_ptx_version",
-           "ptx_version_of"]
+__all__ = ["TRIPLE", "arch_specific", "check_kernel_names", "check_prologue", "compile_module",
+           "max_ptx_version", "ptx_version_of"]
 
 TRIPLE = "nvptx64-nvidia-cuda"
 _VERSION = re.compile(r"^\.version (\d+)\.(\d+)$", re.MULTILINE)
@@ -105,6 +105,20 @@ def _check_registers(statements: list[str]) -> None:
                     f"PTX prologue statement {statement + ';'!r}: register %{name} is neither declared by the "
                     "prologue's own .reg nor a PTX special register (%tid, %clock64, %globaltimer, ...); the "
                     "kernel's registers are LLVM's and cannot be named from a prologue")
+
+
+def arch_specific(sm: str) -> str | None:
+    """The arch-specific target of a compute capability 9.0+ processor ("sm_90" -> "sm_90a",
+    "sm_100" -> "sm_100a") where LLVM knows it, else None.
+
+    An arch-specific target runs on exactly its compute capability and selects everything the
+    plain one does, plus the instructions only that capability has (wgmma and setmaxnreg on
+    sm_90a, tcgen05 on sm_100a): on a device of that capability it loses nothing.
+    """
+    number = re.fullmatch(r"sm_(\d+)", sm)
+    if number is None or int(number.group(1)) < 90 or emit.check_target(TRIPLE, sm + "a"):
+        return None
+    return sm + "a"
 
 
 def max_ptx_version(driver_version: int) -> int:

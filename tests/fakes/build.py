@@ -5,8 +5,8 @@ event and error symbols (fake_driver.c) plus devices, memory, modules and
 versions (fake_hip_runtime.c), so hip-python and the C++ core can both load it.
 `build_fake(tmpdir, "libcupti.so")` gives a fake CUPTI (fake_cupti.c), linked
 to the fake libcuda.so.1 that must already be in `tmpdir`, as the real libcupti
-is linked to the driver. Any other name (e.g. "libcuda.so.1") gives the fake
-driver alone.
+is linked to the driver. `build_fake(tmpdir, "libhiprtc.so")` gives a fake hiprtc
+(fake_hiprtc.c). Any other name (e.g. "libcuda.so.1") gives the fake driver alone.
 """
 from __future__ import annotations
 
@@ -20,12 +20,15 @@ FAKES = Path(__file__).resolve().parent
 HIP_LIBRARY_NAME = "libamdhip64.so"
 CUDA_LIBRARY_NAME = "libcuda.so.1"
 CUPTI_LIBRARY_NAME = "libcupti.so"
+HIPRTC_LIBRARY_NAME = "libhiprtc.so"
 
 
 def sources_for(name: str) -> list[Path]:
     """The C files that make the fake library `name`."""
     if name == CUPTI_LIBRARY_NAME:
         return [FAKES / "fake_cupti.c"]
+    if name == HIPRTC_LIBRARY_NAME:
+        return [FAKES / "fake_hiprtc.c"]
     sources = [FAKES / "fake_driver.c"]
     if name == HIP_LIBRARY_NAME:
         sources.append(FAKES / "fake_hip_runtime.c")

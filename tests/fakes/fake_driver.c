@@ -496,6 +496,7 @@ static const char* error_name(int code) {
     case 0: return "SUCCESS";
     case 1: return "INVALID_VALUE";
     case 2: return "OUT_OF_MEMORY";
+    case 98: return "INVALID_DEVICE_FUNCTION";
     case 100: return "NO_DEVICE";
     case 101: return "INVALID_DEVICE";
     case 201: return "INVALID_CONTEXT";
@@ -513,6 +514,7 @@ static const char* error_string(int code) {
     case 0: return "no error";
     case 1: return "invalid argument";
     case 2: return "out of memory";
+    case 98: return "invalid device function";
     case 100: return "no GPU device was detected";
     case 101: return "invalid device ordinal";
     case 201: return "invalid device context";

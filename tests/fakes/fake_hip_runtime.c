@@ -17,6 +17,11 @@
  *                             it: major*10000000 + minor*100000 + patch
  *                             (default FAKE_HIP_DEFAULT_VERSION: tests/fakes/build.py
  *                             sets it to the installed hip-python's HIP version)
+ *   FAKE_HIP_SHARED_OPTIN     sharedMemPerBlockOptin, bytes (default 65536: as ROCm
+ *                             reports on MI300X, the same as sharedMemPerBlock)
+ *   FAKE_HIP_FUNC_MAX_THREADS what hipFuncGetAttribute reports as every kernel's
+ *                             HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK (default 1024)
+ *   FAKE_HIP_FUNC_STATIC_SHARED  ... as its HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (default 0)
  */
 #include <elf.h>
 #include <stddef.h>
@@ -51,6 +56,7 @@ enum {
   hipSuccess = 0,
   hipErrorInvalidValue = 1,
   hipErrorOutOfMemory = 2,
+  hipErrorInvalidDeviceFunction = 98,
   hipErrorNoDevice = 100,
   hipErrorInvalidDevice = 101,
   hipErrorInvalidImage = 200,
@@ -234,6 +240,7 @@ int hipGetDevicePropertiesR0600(fake_device_prop* prop, int device) {
   strcpy(prop->gcnArchName, "gfx942:sramecc+:xnack-");
   prop->totalGlobalMem = FAKE_TOTAL_BYTES;
   prop->sharedMemPerBlock = 64 * 1024;
+  prop->sharedMemPerBlockOptin = env_int("FAKE_HIP_SHARED_OPTIN", 64 * 1024);
   prop->warpSize = 64;
   prop->maxThreadsPerBlock = 1024;
   prop->maxThreadsDim[0] = 1024;
@@ -336,6 +343,7 @@ int hipStreamSynchronize(void* stream) { (void)stream; return hipSuccess; }
 /* ---- modules: AMDGPU ELF code objects ---- */
 typedef struct fake_function {
   char name[256];
+  int max_dynamic_shared; /* hipFuncAttributeMaxDynamicSharedMemorySize as last set, bytes */
   struct fake_function* next;
 } fake_function;
 
@@ -444,5 +452,45 @@ int hipModuleGetFunction(fake_function** out, module* m, const char* name) {
   f->next = m->functions;
   m->functions = f;
   *out = f;
+  return hipSuccess;
+}
+
+/* ---- kernel attributes ---- */
+/* hipFunction_attribute and hipFuncAttribute values used here (from hip-python's enums). */
+enum {
+  HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  hipFuncAttributeMaxDynamicSharedMemorySize = 8,
+};
+
+static fake_function* live_function(const void* handle) {
+  for (module* m = modules; m; m = m->next)
+    for (fake_function* f = m->functions; f; f = f->next)
+      if (f == handle) return f;
+  return NULL;
+}
+
+int hipFuncGetAttribute(int* value, int attribute, const void* function) {
+  if (!value) return hipErrorInvalidValue;
+  fake_function* f = live_function(function);
+  if (!f) return hipErrorInvalidDeviceFunction;
+  switch (attribute) {
+    case HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = env_int("FAKE_HIP_FUNC_MAX_THREADS", 1024); break;
+    case HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = env_int("FAKE_HIP_FUNC_STATIC_SHARED", 0); break;
+    case HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = f->max_dynamic_shared; break;
+    default: return hipErrorInvalidValue;
+  }
+  return hipSuccess;
+}
+
+/* As CUDA's cuFuncSetAttribute: static + the new maximum must fit the opt-in limit. */
+int hipFuncSetAttribute(const void* function, int attribute, int value) {
+  fake_function* f = live_function(function);
+  if (!f) return hipErrorInvalidDeviceFunction;
+  if (attribute != hipFuncAttributeMaxDynamicSharedMemorySize) return hipErrorInvalidValue;
+  int limit = env_int("FAKE_HIP_SHARED_OPTIN", 64 * 1024) - env_int("FAKE_HIP_FUNC_STATIC_SHARED", 0);
+  if (value < 0 || value > limit) return hipErrorInvalidValue;
+  f->max_dynamic_shared = value;
   return hipSuccess;
 }

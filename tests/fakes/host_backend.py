@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from pyhipbench.backends.base import DeviceProperties, KernelParam
+from pyhipbench.backends.base import DeviceProperties, FunctionLimits, KernelParam
 from pyhipbench.codeobject import kernels
 
 MiB = 1 << 20
@@ -20,7 +20,7 @@ FAKE_PROPERTIES = DeviceProperties(
     backend="cuda", index=0, name="Fake GPU", arch="sm_90", compute_units=4,
     l2_bytes=4 * MiB, llc_bytes=4 * MiB, total_bytes=1024 * MiB,
     max_threads_per_block=1024, max_block=(1024, 1024, 64), max_grid=(2**31 - 1, 65535, 65535),
-    max_shared_bytes=48 * 1024)
+    max_shared_bytes=48 * 1024, max_shared_bytes_optin=232448)  # the H200's default and opt-in limits
 
 
 class HostBackend:
@@ -35,6 +35,9 @@ class HostBackend:
         self.modules: dict[int, dict[str, list[KernelParam]]] = {}
         self.streams: set[int] = set()
         self.free_error: Exception | None = None  # raised by free(), as a driver after a fault
+        # What function_limits reports for every kernel, and each set_max_dynamic_shared call (function, bytes).
+        self.function_limit = FunctionLimits(max_threads_per_block=1024, static_shared_bytes=0)
+        self.dynamic_shared_calls: list[tuple[int, int]] = []
 
     def make_current(self) -> None:
         pass
@@ -81,6 +84,12 @@ class HostBackend:
 
     def kernel_params(self, module: int, function: int) -> list[KernelParam] | None:
         return None
+
+    def function_limits(self, function: int) -> FunctionLimits:
+        return self.function_limit
+
+    def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
+        self.dynamic_shared_calls.append((function, nbytes))
 
     def create_stream(self) -> int:
         stream = 0x5000 + len(self.streams)

@@ -33,3 +33,17 @@ def test_run_compiles_ir_and_times_it(cuda_device, tmp_path, capsys):
     assert result["rotation"]["sets"] == 2 * -(-cuda_device.properties.llc_bytes // (8 * n))
     stats = result["stats_us"]
     assert hbm_floor_us(cuda_device, 4 * n) <= stats["min"] <= stats["median"] < 5 * peak_time_us(cuda_device, 8 * n)
+
+
+def test_run_compiles_cuda_source_with_nvrtc(cuda_device, tmp_path, capsys):
+    out_json = tmp_path / "result.json"
+    n = 1 << 20
+    code = cli.main(["run", str(Path(__file__).parent / "data" / "scale.cu"), "--kernel", "scale<float>",
+                     "--grid", str(n // 256), "--block", "256", "--arg", f"array:float32:{n}:random",
+                     "--arg", f"array:float32:{n}", "--arg", f"int64:{n}", "--iterations", "5", "--backend", "cuda",
+                     "--compile-option=-DFACTOR=2", "--out", str(out_json)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "target: sm_90a (cubin" in printed.out
+    [result] = json.loads(out_json.read_text())
+    assert result["kernel"] == "_Z5scaleIfEvPKT_PS0_l" and result["target"] == "sm_90a"

@@ -129,3 +129,34 @@ except hb.KernelFault as e:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "FAULT 700 False kernel 'fault' faulted while running" in out.stdout, out.stdout + out.stderr
     assert "illegal memory access" in out.stdout and "no longer usable" in out.stdout
+
+
+def test_dynamic_shared_memory_up_to_the_opt_in_maximum(cuda_device):
+    props = cuda_device.properties
+    assert props.max_shared_bytes_optin > props.max_shared_bytes  # H200: 232448 against 49152
+    kernel = cuda_device.load_module(DATA / "fill_shared.ptx").kernel("fill_shared")
+    out = cuda_device.array(np.zeros(1, np.uint32))
+    for shared_bytes in (props.max_shared_bytes, 73728, props.max_shared_bytes_optin):
+        words = shared_bytes // 4
+        res = hb.bench(kernel, 1, 256, [out, hb.uint32(words)], iterations=3, warmup=0, cache="warm",
+                       shared_bytes=shared_bytes)
+        assert out.to_numpy()[0] == words - 1 and res.config.shared_bytes == shared_bytes
+    with pytest.raises(hb.BenchError, match=f"expected an integer in \\[0, {props.max_shared_bytes_optin}\\]"):
+        hb.bench(kernel, 1, 256, [out, hb.uint32(1)], iterations=1, shared_bytes=props.max_shared_bytes_optin + 1)
+
+
+def test_cuda_source_through_nvrtc_runs_as_sm_90a(cuda_device):
+    from pyhipbench.source import compile_source
+    try:
+        code = compile_source(cuda_device, (DATA / "scale.cu").read_text(), name_expressions=["scale<float>"],
+                              options=["-DFACTOR=3", "-std=c++17"], name="scale.cu")
+    except hb.ToolchainError as e:
+        pytest.skip(f"needs NVRTC (pip install nvidia-cuda-nvrtc): {e}")
+    assert code.format == "cubin" and code.target == "sm_90a"
+    kernel = cuda_device.load_module(code).kernel(code.lowered_names["scale<float>"])
+    n = 1 << 20
+    x = cuda_device.array(np.arange(n, dtype=np.float32))
+    y = cuda_device.empty_like(x)
+    res = hb.bench(kernel, n // 256, 256, [x, y, hb.int64(n)], iterations=3, rotate=1)
+    np.testing.assert_array_equal(y.to_numpy(), 3 * np.arange(n, dtype=np.float32))
+    assert res.target == "sm_90a"

@@ -54,3 +54,23 @@ def test_ptx_version_the_driver_loads(device):
     for ptx_version in (None, 80):
         code = compile_ir(IR, "sm_90", ptx_version=ptx_version)
         assert device.load_module(code.data).kernel("copy") is not None
+
+
+def test_ir_without_a_processor_runs_as_sm_90a_and_wgmma_ir_loads(device):
+    """compile_for_device picks sm_90a on the H200: the copy runs right and the result records it;
+    Triton-style wgmma IR, which aborts LLVM for sm_90, compiles and loads."""
+    from pyhipbench.codegen import compile_for_device
+    module_text = IR.read_text().replace('"target-cpu"="sm_90"', "")
+    code = compile_for_device(module_text, device)
+    assert code.target == "sm_90a"
+    kernel = device.load_module(code.data).kernel("copy")
+    n = 1 << 20
+    src = device.array(np.arange(n, dtype=np.float32))
+    dst = device.array(np.zeros(n, dtype=np.float32))
+    result = hb.bench(kernel, grid=(n // 256,), block=(256,), args=[src, dst, hb.int64(n)], iterations=5,
+                      rotate=1)
+    np.testing.assert_array_equal(dst.to_numpy(), src.to_numpy())
+    assert result.target == "sm_90a"
+    wgmma = compile_for_device(IR.parent / "wgmma.ll", device)
+    assert wgmma.target == "sm_90a"
+    assert device.load_module(wgmma.data).kernel("matmul_kernel").module.target == "sm_90a"
