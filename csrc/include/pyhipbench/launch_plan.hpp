@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "pyhipbench/export.hpp"
+
 namespace pyhipbench {
 
 struct LaunchConfig {
@@ -22,7 +24,7 @@ struct LaunchConfig {
   uintptr_t stream = 0;                    // driver stream handle; 0 = default stream
 };
 
-class LaunchPlan {
+class PYHIPBENCH_API LaunchPlan {
  public:
   // `function`: a CUfunction / hipFunction_t as an integer.
   // `arg_sets[s]`: the packed argument bytes of set s; every set has the same

@@ -20,6 +20,7 @@
 
 #include "pyhipbench/driver.hpp"
 #include "pyhipbench/errors.hpp"
+#include "pyhipbench/export.hpp"
 #include "pyhipbench/launch_plan.hpp"
 
 namespace pyhipbench {
@@ -30,7 +31,7 @@ struct Timings {
   double host_us = 0;               // host wall time spent issuing the launches, µs, all samples
 };
 
-class Timer {                       // one way of timing launches of a LaunchPlan
+class PYHIPBENCH_API Timer {  // one way of timing launches of a LaunchPlan
  public:
   virtual ~Timer() = default;
   virtual const std::string& name() const = 0;   // "events", "cupti", "batched", "graph"
@@ -60,7 +61,7 @@ struct TimerOptions {
 // while running (for example the device's primary context); HIP, the device
 // ordinal. Throws std::invalid_argument for an unknown name (listing those
 // that exist) or options the timer cannot take.
-std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver,
+PYHIPBENCH_API std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver,
                                   uintptr_t context, const TimerOptions& options = {});
 
 }  // namespace pyhipbench
