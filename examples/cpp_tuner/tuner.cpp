@@ -66,9 +66,9 @@ std::vector<std::string> argument_sets(const pyhipbench::RotatedBuffers& buffers
 // (When the core's adaptive measure() lands, it replaces this function: it takes the
 // timer and plan and returns the median with its CI and stop reason.)
 double median_us(pyhipbench::Timer& timer, pyhipbench::LaunchPlan& plan) {
-  timer.run(plan, kChunk, 0);  // warm-up: module load, first-launch costs
+  const pyhipbench::Timings warm_up = timer.run(plan, kChunk, 0);  // untimed: first-launch costs
   std::vector<double> samples;
-  size_t next_set = kChunk % plan.sets();
+  size_t next_set = kChunk * warm_up.launches_per_sample % plan.sets();
   while (samples.size() < kSamples) {
     pyhipbench::Timings chunk = timer.run(plan, kChunk, next_set);
     samples.insert(samples.end(), chunk.times_us.begin(), chunk.times_us.end());

@@ -423,6 +423,22 @@ typedef struct {
 static int live_modules;
 int fake_live_modules(void) { return live_modules; }
 
+/* How long a launch of `block_x` threads per block takes, ms: launch_ms, or
+ * the time FAKE_LAUNCH_US_BY_BLOCK gives that block size ("64:9,256:3": µs
+ * per block size), so a tuner's candidates differ. */
+static double launch_duration_ms(uint32_t block_x) {
+  const char* table = getenv("FAKE_LAUNCH_US_BY_BLOCK");
+  for (const char* p = table; p && *p;) {
+    char* end;
+    const unsigned long block = strtoul(p, &end, 10);
+    if (*end != ':') break;
+    const double us = strtod(end + 1, &end);
+    if (block == block_x) return us / 1000;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return launch_ms;
+}
+
 static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
                          const uint32_t block[3], uint64_t shared, uintptr_t stream,
                          void** params, fake_event* start, fake_event* stop) {
@@ -445,7 +461,7 @@ static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
   r->start_event = (uintptr_t)start;
   r->stop_event = (uintptr_t)stop;
   if (start) { start->time_ms = clock_ms; start->recorded = 1; }
-  clock_ms += launch_ms;
+  clock_ms += launch_duration_ms(block[0]);
   launch_ms += launch_ms_step;
   if (stop) { stop->time_ms = clock_ms; stop->recorded = 1; }
   return 0;

@@ -4,6 +4,11 @@
 // array of pointers into that buffer: the `void** kernelParams` that both
 // cuLaunchKernel and hipExtModuleLaunchKernel take. Building the pointer arrays
 // here, once, is what lets the timed loop allocate nothing.
+//
+// A plan copies the argument bytes it is given (device addresses among them);
+// the buffers those addresses name are the caller's, and must stay allocated
+// while the plan runs. Give a plan to one Timer::run at a time, and set its
+// clean step before that, never while it runs.
 #pragma once
 
 #include <array>
