@@ -121,6 +121,21 @@ const char* whole_measurement(const std::string& backend, void* fake, std::share
       }
     }
     if (fake_memory_in_use(backend, fake) <= in_use) return "RotatedBuffers allocated nothing";
+    if (backend == "cuda") {  // a failed copy or allocation frees what was made (the fake fails CUDA calls)
+      auto fail = reinterpret_cast<void (*)(const char*, int, int, int)>(dlsym(fake, "fake_fail"));
+      const size_t before = fake_memory_in_use(backend, fake);
+      fail("cuMemcpyDtoD_v2", 1, 2, 0);
+      if (!throws<DriverError>([&] { RotatedBuffers(driver, context, {{a.address(), 1000}, {b.address(), 13}}, 4); },
+                               "cuMemcpyDtoD_v2 failed: CUDA_ERROR_INVALID_VALUE (1)")) {
+        return "RotatedBuffers: a failed copy";
+      }
+      fail("cuMemAlloc_v2", 2, 1, 0);
+      if (!throws<DriverError>([&] { RotatedBuffers(driver, context, {{a.address(), 1000}}, 3); },
+                               "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory (allocating 1024 bytes)")) {
+        return "RotatedBuffers: a failed allocation";
+      }
+      if (fake_memory_in_use(backend, fake) != before) return "RotatedBuffers leaked after a failure";
+    }
   }
   if (fake_memory_in_use(backend, fake) != in_use) return "RotatedBuffers or DeviceBuffer leaked device memory";
   return nullptr;
