@@ -103,7 +103,8 @@ uintptr_t CudaDriver::device_context(int ordinal) {
   check("cuDeviceGetCount", cuDeviceGetCount(&count));
   if (ordinal < 0 || ordinal >= count) {
     throw std::invalid_argument("CUDA device " + std::to_string(ordinal) + ": expected an ordinal in 0 .. " +
-                                std::to_string(count - 1) + " (" + std::to_string(count) + " devices)");
+                                std::to_string(count - 1) + " (the driver reports " + std::to_string(count) +
+                                (count == 1 ? " device)" : " devices)"));
   }
   Device device = 0;
   check("cuDeviceGet", cuDeviceGet(&device, ordinal));

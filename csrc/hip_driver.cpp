@@ -105,7 +105,8 @@ uintptr_t HipDriver::device_context(int ordinal) {
   check("hipGetDeviceCount", hipGetDeviceCount(&count));
   if (ordinal < 0 || ordinal >= count) {
     throw std::invalid_argument("HIP device " + std::to_string(ordinal) + ": expected an ordinal in 0 .. " +
-                                std::to_string(count - 1) + " (" + std::to_string(count) + " devices)");
+                                std::to_string(count - 1) + " (the driver reports " + std::to_string(count) +
+                                (count == 1 ? " device)" : " devices)"));
   }
   return static_cast<uintptr_t>(ordinal);
 }

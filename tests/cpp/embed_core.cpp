@@ -59,7 +59,8 @@ size_t fake_memory_in_use(const std::string& backend, void* fake) {
 // the core, one plan over the R sets, every timer; the copies freed after.
 const char* whole_measurement(const std::string& backend, void* fake, std::shared_ptr<Driver> driver) {
   const size_t in_use = fake_memory_in_use(backend, fake);
-  if (!throws<std::invalid_argument>([&] { driver->device_context(3); }, "device 3: expected an ordinal in 0 .. 0")) {
+  if (!throws<std::invalid_argument>([&] { driver->device_context(3); },
+                                     "device 3: expected an ordinal in 0 .. 0 (the driver reports 1 device)")) {
     return "device_context(3) on one device";
   }
   const uintptr_t context = driver->device_context(0);
