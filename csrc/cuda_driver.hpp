@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "dynamic_library.hpp"
@@ -28,10 +30,20 @@ class CudaDriver final : public Driver {
 
   static constexpr const char* kBackend = "cuda";
 
+  using DevicePointer = unsigned long long;  // CUdeviceptr
+  using Device = int;                        // CUdevice
+
   explicit CudaDriver(const std::string& library_path);
+  // Releases the primary contexts device_context() retained.
+  ~CudaDriver() override;
 
   const std::string& backend() const override { return backend_; }
   const std::string& library_path() const override { return library_.path(); }
+
+  uintptr_t device_context(int ordinal) override;
+  std::unique_ptr<pyhipbench::Module> load_module(uintptr_t context, const std::string& image) override;
+  void copy(uintptr_t context, uintptr_t destination, uintptr_t source, size_t bytes) override;
+  void copy_from_host(uintptr_t context, uintptr_t destination, const void* source, size_t bytes) override;
 
   // Throws the DriverError describing `status` unless it is CUDA_SUCCESS.
   void check(const char* call, Result status) const {
@@ -115,6 +127,16 @@ class CudaDriver final : public Driver {
   Result (*cuModuleLoadData)(Module*, const void* image);
   Result (*cuModuleGetFunction)(Function*, Module, const char* name);
   Result (*cuModuleUnload)(Module);
+  Result (*cuInit)(unsigned flags);
+  Result (*cuDeviceGetCount)(int*);
+  Result (*cuDeviceGet)(Device*, int ordinal);
+  Result (*cuDevicePrimaryCtxRetain)(Context*, Device);
+  Result (*cuDevicePrimaryCtxRelease_v2)(Device);
+  Result (*cuCtxSynchronize)();
+  Result (*cuMemAlloc_v2)(DevicePointer*, size_t bytes);
+  Result (*cuMemFree_v2)(DevicePointer);
+  Result (*cuMemcpyDtoD_v2)(DevicePointer destination, DevicePointer source, size_t bytes);
+  Result (*cuMemcpyHtoD_v2)(DevicePointer destination, const void* source, size_t bytes);
 
   // Names of the calls the timers make through the generic event interface.
   static constexpr const char* kEventCreate = "cuEventCreate";
@@ -172,9 +194,15 @@ class CudaDriver final : public Driver {
     return {cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel"};
   }
 
+ protected:
+  uintptr_t allocate(uintptr_t context, size_t bytes) override;
+  void deallocate(uintptr_t context, uintptr_t address) noexcept override;
+
  private:
   DynamicLibrary library_;
   std::string backend_ = kBackend;
+  std::mutex retained_mutex_;
+  std::map<Device, Context> retained_;  // primary contexts device_context() retained
 };
 
 }  // namespace pyhipbench

@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <stdexcept>
+#include <utility>
 
 namespace pyhipbench {
 
@@ -29,6 +30,15 @@ HipDriver::HipDriver(const std::string& library_path)
   library_.resolve(hipHostMalloc, "hipHostMalloc");
   library_.resolve(hipHostGetDevicePointer, "hipHostGetDevicePointer");
   library_.resolve(hipHostFree, "hipHostFree");
+  library_.resolve(hipGetDeviceCount, "hipGetDeviceCount");
+  library_.resolve(hipDeviceSynchronize, "hipDeviceSynchronize");
+  library_.resolve(hipMalloc, "hipMalloc");
+  library_.resolve(hipFree, "hipFree");
+  library_.resolve(hipMemcpyDtoD, "hipMemcpyDtoD");
+  library_.resolve(hipMemcpyHtoD, "hipMemcpyHtoD");
+  library_.resolve(hipModuleLoadData, "hipModuleLoadData");
+  library_.resolve(hipModuleGetFunction, "hipModuleGetFunction");
+  library_.resolve(hipModuleUnload, "hipModuleUnload");
 }
 
 DriverError HipDriver::error(const char* call, Result status) const {
@@ -56,6 +66,89 @@ void HipDriver::check_plan(const LaunchPlan& plan) const {
                                   "xyz"[axis] + " exceeds hipExtModuleLaunchKernel's 32-bit global size");
     }
   }
+}
+
+namespace {
+
+// A HIP module, unloaded on its device on destruction.
+class HipModule final : public Module {
+ public:
+  HipModule(std::shared_ptr<const HipDriver> driver, HipDriver::Context device, HipDriver::Module handle)
+      : driver_(std::move(driver)), device_(device), handle_(handle) {}
+  ~HipModule() override {
+    try {
+      HipDriver::CurrentContext current(*driver_, device_);
+      driver_->hipModuleUnload(handle_);
+    } catch (const DriverError&) {  // the device is unusable (a sticky fault), the module gone with it
+    }
+  }
+  uintptr_t function(const std::string& name) const override {
+    HipDriver::CurrentContext current(*driver_, device_);
+    HipDriver::Function function = nullptr;
+    if (HipDriver::Result r = driver_->hipModuleGetFunction(&function, handle_, name.c_str())) {
+      const DriverError cause = driver_->error("hipModuleGetFunction", r);
+      throw DriverError(cause, std::string(cause.what()) + " (kernel '" + name + "')");
+    }
+    return reinterpret_cast<uintptr_t>(function);
+  }
+
+ private:
+  std::shared_ptr<const HipDriver> driver_;
+  HipDriver::Context device_;
+  HipDriver::Module handle_;
+};
+
+}  // namespace
+
+uintptr_t HipDriver::device_context(int ordinal) {
+  int count = 0;
+  check("hipGetDeviceCount", hipGetDeviceCount(&count));
+  if (ordinal < 0 || ordinal >= count) {
+    throw std::invalid_argument("HIP device " + std::to_string(ordinal) + ": expected an ordinal in 0 .. " +
+                                std::to_string(count - 1) + " (the driver reports " + std::to_string(count) +
+                                (count == 1 ? " device)" : " devices)"));
+  }
+  return static_cast<uintptr_t>(ordinal);
+}
+
+std::unique_ptr<pyhipbench::Module> HipDriver::load_module(uintptr_t context, const std::string& image) {
+  if (image.empty()) throw std::invalid_argument("an empty code object: expected an HSACO");
+  const Context device = HipDriver::context(context);
+  CurrentContext current(*this, device);
+  Module module = nullptr;
+  check("hipModuleLoadData", hipModuleLoadData(&module, image.data()));
+  return std::make_unique<HipModule>(std::static_pointer_cast<const HipDriver>(shared_from_this()), device,
+                                     module);
+}
+
+uintptr_t HipDriver::allocate(uintptr_t context, size_t bytes) {
+  CurrentContext current(*this, HipDriver::context(context));
+  void* address = nullptr;
+  if (Result r = hipMalloc(&address, bytes)) {
+    const DriverError cause = error("hipMalloc", r);
+    throw DriverError(cause, std::string(cause.what()) + " (allocating " + std::to_string(bytes) + " bytes)");
+  }
+  return reinterpret_cast<uintptr_t>(address);
+}
+
+void HipDriver::deallocate(uintptr_t context, uintptr_t address) noexcept {
+  try {
+    CurrentContext current(*this, HipDriver::context(context));
+    hipFree(reinterpret_cast<void*>(address));
+  } catch (const DriverError&) {  // the device is unusable (a sticky fault), the memory gone with it
+  }
+}
+
+void HipDriver::copy(uintptr_t context, uintptr_t destination, uintptr_t source, size_t bytes) {
+  CurrentContext current(*this, HipDriver::context(context));
+  check("hipMemcpyDtoD",
+        hipMemcpyDtoD(reinterpret_cast<void*>(destination), reinterpret_cast<void*>(source), bytes));
+  check("hipDeviceSynchronize", hipDeviceSynchronize());  // device-to-device copies may return before they finish
+}
+
+void HipDriver::copy_from_host(uintptr_t context, uintptr_t destination, const void* source, size_t bytes) {
+  CurrentContext current(*this, HipDriver::context(context));
+  check("hipMemcpyHtoD", hipMemcpyHtoD(reinterpret_cast<void*>(destination), source, bytes));
 }
 
 }  // namespace pyhipbench

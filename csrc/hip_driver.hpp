@@ -35,6 +35,11 @@ class HipDriver final : public Driver {
   const std::string& backend() const override { return backend_; }
   const std::string& library_path() const override { return library_.path(); }
 
+  uintptr_t device_context(int ordinal) override;
+  std::unique_ptr<pyhipbench::Module> load_module(uintptr_t context, const std::string& image) override;
+  void copy(uintptr_t context, uintptr_t destination, uintptr_t source, size_t bytes) override;
+  void copy_from_host(uintptr_t context, uintptr_t destination, const void* source, size_t bytes) override;
+
   // Throws the DriverError describing `status` unless it is hipSuccess.
   void check(const char* call, Result status) const {
     if (status != 0) throw error(call, status);
@@ -108,6 +113,15 @@ class HipDriver final : public Driver {
   Result (*hipHostMalloc)(void** host, size_t bytes, unsigned flags);
   Result (*hipHostGetDevicePointer)(void** device, void* host, unsigned flags);
   Result (*hipHostFree)(void* host);
+  Result (*hipGetDeviceCount)(int*);
+  Result (*hipDeviceSynchronize)();
+  Result (*hipMalloc)(void** device, size_t bytes);
+  Result (*hipFree)(void* device);
+  Result (*hipMemcpyDtoD)(void* destination, void* source, size_t bytes);
+  Result (*hipMemcpyHtoD)(void* destination, const void* source, size_t bytes);
+  Result (*hipModuleLoadData)(Module*, const void* image);
+  Result (*hipModuleGetFunction)(Function*, Module, const char* name);
+  Result (*hipModuleUnload)(Module);
 
   // Names of the calls the timers make through the generic event interface.
   static constexpr const char* kEventCreate = "hipEventCreate";
@@ -160,6 +174,10 @@ class HipDriver final : public Driver {
                                      nullptr, 0),
             "hipExtModuleLaunchKernel"};
   }
+
+ protected:
+  uintptr_t allocate(uintptr_t context, size_t bytes) override;
+  void deallocate(uintptr_t context, uintptr_t address) noexcept override;
 
  private:
   DynamicLibrary library_;

@@ -11,6 +11,7 @@ from importlib.metadata import version as _distribution_version
 from .args import Pointer, Scalar, float16, float32, float64, int8, int16, int32, int64, shared
 from .args import uint8, uint16, uint32, uint64
 from .bench import bench
+from .cpp import cmake_dir, include_dir
 from .device import Device, available_backends
 from .errors import (BenchError, CodegenError, DriverError, Error, IRError, KernelFault, LibraryError,
                      MeasurementError, NoDeviceError, OutputMismatch, ToolchainError, VerificationError)
@@ -23,7 +24,7 @@ from .rotation import Rotation, RotationCapped, plan_rotation
 __version__ = _distribution_version("pyhipbench")  # pyproject.toml holds the one version
 
 __all__ = [
-    "bench", "Device", "available_backends", "DeviceArray", "Module", "Kernel", "LaunchConfig",
+    "bench", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module", "Kernel", "LaunchConfig",
     "Result", "Rotation", "RotationCapped", "plan_rotation", "shared", "Pointer", "Scalar",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, archs, codeobject, ir
+from . import __version__, archs, codeobject, cpp, ir
 from .arg_spec import DTYPES, FILLS, ArgSpec, materialize, parse_arg
 from .args import int64
 from .bench import MAX_LAUNCHES, bench
@@ -428,9 +428,28 @@ PROLOGUE_HELP = (
     "most kernels), the other user SGPRs, the workgroup IDs, and v0-v2 (work-item IDs)")
 
 
+class _PrintInstallPath(argparse.Action):
+    """Prints a folder of the installed C++ core and exits, as --version prints the version."""
+
+    def __init__(self, option_strings, dest, locate, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+        self.locate = locate
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        try:
+            print(self.locate())
+        except Error as e:
+            parser.exit(1, f"pyhipbench: {e}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pyhipbench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--cmake-dir", action=_PrintInstallPath, locate=cpp.cmake_dir,
+                        help="print the folder of the C++ core's CMake package (pyhipbench_DIR) and exit")
+    parser.add_argument("--include-dir", action=_PrintInstallPath, locate=cpp.include_dir,
+                        help="print the folder of the C++ core's headers and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
     info = commands.add_parser("info", help="the GPU, its caches and memory, and the rotation for a size")

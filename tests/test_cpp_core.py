@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 CORE_SOURCES = ["launch_plan.cpp", "dynamic_library.cpp", "errors.cpp", "driver.cpp", "cuda_driver.cpp",
-                "hip_driver.cpp", "timer.cpp", "statistics.cpp", "stopping.cpp", "rotation.cpp",
+                "hip_driver.cpp", "timer.cpp", "statistics.cpp", "stopping.cpp", "rotation.cpp", "rotated_buffers.cpp",
                 "cupti.cpp", "timers/cupti_timer.cpp"]
 
 

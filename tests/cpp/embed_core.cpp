@@ -2,10 +2,20 @@
 // against csrc/include with AddressSanitizer and UBSan, and run on the fake
 // driver named by argv[1] ("cuda" or "hip") and argv[2] (its path). On CUDA
 // the cupti timer runs too, on the fake libcupti that $PYHIPBENCH_CUPTI_LIBRARY names.
+// A whole measurement as an embedder makes it: the device's context, its own
+// buffers, the core's rotated copies of them, a plan over every set, each timer.
+// The fakes' device memory is host memory, so the copies are read back directly.
+#include <dlfcn.h>
+
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "pyhipbench/driver.hpp"
+#include "pyhipbench/rotated_buffers.hpp"
 #include "pyhipbench/rotation.hpp"
 #include "pyhipbench/stopping.hpp"
 #include "pyhipbench/timer.hpp"
@@ -23,11 +33,125 @@ bool fails(const char* what) {
   return true;
 }
 
+// Whether `call` throws E whose what() contains `fragment`.
+template <class E, class Call>
+bool throws(Call call, const char* fragment) {
+  try {
+    call();
+  } catch (const E& e) {
+    if (std::strstr(e.what(), fragment) != nullptr) return true;
+    std::printf("wrong message: %s\n", e.what());
+  }
+  return false;
+}
+
+// Device memory the fake holds now: CUDA, live allocations; HIP, bytes in use.
+size_t fake_memory_in_use(const std::string& backend, void* fake) {
+  if (backend == "cuda") {
+    auto live = reinterpret_cast<int (*)()>(dlsym(fake, "fake_live_device_allocations"));
+    return static_cast<size_t>(live());
+  }
+  auto info = reinterpret_cast<int (*)(size_t*, size_t*)>(dlsym(fake, "hipMemGetInfo"));
+  size_t free_bytes = 0, total_bytes = 0;
+  info(&free_bytes, &total_bytes);
+  return total_bytes - free_bytes;
+}
+
+// An embedder's measurement: its own buffers, R - 1 rotated copies made by
+// the core, one plan over the R sets, every timer; the copies freed after.
+const char* whole_measurement(const std::string& backend, void* fake, std::shared_ptr<Driver> driver) {
+  const size_t in_use = fake_memory_in_use(backend, fake);
+  if (!throws<std::invalid_argument>([&] { driver->device_context(3); },
+                                     "device 3: expected an ordinal in 0 .. 0 (the driver reports 1 device)")) {
+    return "device_context(3) on one device";
+  }
+  const uintptr_t context = driver->device_context(0);
+  if (driver->device_context(0) != context) return "device_context: a second call gave another context";
+  if (backend == "cuda") {  // the fake HIP runtime loads real AMDGPU code objects only
+    const std::string ptx = ".version 7.0\n.target sm_52\n.address_size 64\n.visible .entry copy(\n)\n{\nret;\n}\n";
+    std::unique_ptr<Module> module = driver->load_module(context, ptx);
+    if (module->function("copy") == 0) return "load_module: no handle for copy";
+    if (!throws<DriverError>([&] { module->function("absent"); }, "(kernel 'absent')")) return "function(absent)";
+  }
+  if (!throws<std::invalid_argument>([&] { DeviceBuffer(driver, context, 0); }, "0 bytes")) return "a 0-byte buffer";
+  {
+    // Odd sizes: each copy must keep its own bytes, inside its own allocation.
+    DeviceBuffer a(driver, context, 1000);
+    DeviceBuffer b(driver, context, 13);
+    std::vector<unsigned char> a_bytes(1000), b_bytes(13);
+    for (size_t i = 0; i < a_bytes.size(); ++i) a_bytes[i] = static_cast<unsigned char>(i * 7);
+    for (size_t i = 0; i < b_bytes.size(); ++i) b_bytes[i] = static_cast<unsigned char>(200 - i);
+    driver->copy_from_host(context, a.address(), a_bytes.data(), a_bytes.size());
+    driver->copy_from_host(context, b.address(), b_bytes.data(), b_bytes.size());
+    if (!throws<std::invalid_argument>([&] { RotatedBuffers(driver, context, {{a.address(), 1000}}, 0); }, "sets=0")) {
+      return "RotatedBuffers with 0 sets";
+    }
+    if (!throws<std::invalid_argument>([&] { RotatedBuffers(driver, context, {{a.address(), 1000}, {0, 8}}, 2); },
+                                       "buffer 1 (address 0, 8 bytes)")) {
+      return "RotatedBuffers with a null buffer";
+    }
+    RotatedBuffers rotated(driver, context, {{a.address(), a_bytes.size()}, {b.address(), b_bytes.size()}}, 5);
+    if (rotated.sets() != 5 || rotated.address(0, 0) != a.address() || rotated.address(0, 1) != b.address()) {
+      return "RotatedBuffers: set 0 is not the originals";
+    }
+    if (!throws<std::out_of_range>([&] { rotated.address(5, 0); }, "set 5, buffer 0")) return "address(5, 0)";
+    std::vector<std::string> arg_sets;
+    for (size_t s = 0; s < rotated.sets(); ++s) {
+      const uintptr_t copy_a = rotated.address(s, 0), copy_b = rotated.address(s, 1);
+      if (s > 0 && (copy_a % 256 != 0 || copy_b % 256 != 0 || copy_a == a.address())) return "copies misplaced";
+      if (std::memcmp(reinterpret_cast<const void*>(copy_a), a_bytes.data(), a_bytes.size()) != 0 ||
+          std::memcmp(reinterpret_cast<const void*>(copy_b), b_bytes.data(), b_bytes.size()) != 0) {
+        return "a rotated copy does not hold the original's bytes";
+      }
+      const uint64_t values[2] = {copy_a, copy_b};
+      arg_sets.emplace_back(reinterpret_cast<const char*>(values), sizeof values);
+    }
+    LaunchConfig config;
+    config.grid = {4, 1, 1};
+    config.block = {64, 1, 1};
+    LaunchPlan plan(0x1234, "k", config, arg_sets, {0, 8});
+    TimerOptions batched_options;
+    if (backend == "hip") batched_options.spin_function = 0x5917;
+    for (const char* name : {"events", "graph", "batched", "cupti"}) {
+      if (backend == "hip" && std::string(name) == "cupti") continue;
+      const TimerOptions options = std::string(name) == "batched" ? batched_options : TimerOptions{};
+      std::unique_ptr<Timer> timer = make_timer(name, driver, context, options);
+      size_t next_set = 0;
+      for (size_t chunk = 0; chunk < 3; ++chunk) {  // chunks continuing the rotation, as adaptive stopping runs
+        Timings t = timer->run(plan, 7, next_set);
+        if (t.times_us.size() != 7 || t.times_us[0] <= 0) return "a timer over rotated buffers: wrong samples";
+        next_set = (next_set + 7 * t.launches_per_sample) % plan.sets();
+      }
+    }
+    if (fake_memory_in_use(backend, fake) <= in_use) return "RotatedBuffers allocated nothing";
+    if (backend == "cuda") {  // a failed copy or allocation frees what was made (the fake fails CUDA calls)
+      auto fail = reinterpret_cast<void (*)(const char*, int, int, int)>(dlsym(fake, "fake_fail"));
+      const size_t before = fake_memory_in_use(backend, fake);
+      fail("cuMemcpyDtoD_v2", 1, 2, 0);
+      if (!throws<DriverError>([&] { RotatedBuffers(driver, context, {{a.address(), 1000}, {b.address(), 13}}, 4); },
+                               "cuMemcpyDtoD_v2 failed: CUDA_ERROR_INVALID_VALUE (1)")) {
+        return "RotatedBuffers: a failed copy";
+      }
+      fail("cuMemAlloc_v2", 2, 1, 0);
+      if (!throws<DriverError>([&] { RotatedBuffers(driver, context, {{a.address(), 1000}}, 3); },
+                               "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory (allocating 1024 bytes)")) {
+        return "RotatedBuffers: a failed allocation";
+      }
+      if (fake_memory_in_use(backend, fake) != before) return "RotatedBuffers leaked after a failure";
+    }
+  }
+  if (fake_memory_in_use(backend, fake) != in_use) return "RotatedBuffers or DeviceBuffer leaked device memory";
+  return nullptr;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) return 2;
   std::shared_ptr<Driver> driver = load_driver(argv[1], argv[2]);
+  void* fake = dlopen(argv[2], RTLD_NOW | RTLD_NOLOAD);  // the library the core loaded
+  if (fake == nullptr) return fails("the fake driver is not loaded");
+  if (const char* failure = whole_measurement(argv[1], fake, driver)) return fails(failure);
   std::unique_ptr<Timer> events = make_timer("events", driver, fake_context(argv[1]));
   TimerOptions five_per_sample;
   five_per_sample.launches_per_sample = 5;
@@ -104,6 +228,13 @@ int main(int argc, char** argv) {
   graph.reset();
   batched.reset();
   if (events->run(empty, 2, 0).times_us.size() != 2) return fails("events after the driver handle went");
+  // The last timer holds the last reference: the driver goes with it, releasing its primary context.
+  events.reset();
+  if (std::string(argv[1]) == "cuda" &&
+      reinterpret_cast<int (*)()>(dlsym(fake, "fake_retained_contexts"))() != 0) {
+    return fails("the CUDA primary context was not released with the driver");
+  }
+  dlclose(fake);
   std::printf("ok\n");
   return 0;
 }

@@ -416,12 +416,33 @@ static int host_free(const char* call, void* host) {
   return 1;
 }
 
-/* ---- modules (CUDA): only the batched timer's embedded spin kernel loads ---- */
+/* ---- modules (CUDA): PTX text; a function per `.entry NAME(` it declares ----
+ * A module keeps a copy of its PTX; each function handle is the address of a
+ * slot in the module holding the name. The batched timer's embedded spin
+ * kernel (pyhipbench_spin) is run as a spin kernel when launched. */
+#define MAX_MODULE_FUNCTIONS 16
 typedef struct {
-  char function; /* its address is the module's one function handle */
+  char* ptx;
+  char functions[MAX_MODULE_FUNCTIONS][64]; /* names looked up, in order */
 } fake_module;
 static int live_modules;
 int fake_live_modules(void) { return live_modules; }
+
+/* How long a launch of `block_x` threads per block takes, ms: launch_ms, or
+ * the time FAKE_LAUNCH_US_BY_BLOCK gives that block size ("64:9,256:3": µs
+ * per block size), so a tuner's candidates differ. */
+static double launch_duration_ms(uint32_t block_x) {
+  const char* table = getenv("FAKE_LAUNCH_US_BY_BLOCK");
+  for (const char* p = table; p && *p;) {
+    char* end;
+    const unsigned long block = strtoul(p, &end, 10);
+    if (*end != ':') break;
+    const double us = strtod(end + 1, &end);
+    if (block == block_x) return us / 1000;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return launch_ms;
+}
 
 static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
                          const uint32_t block[3], uint64_t shared, uintptr_t stream,
@@ -446,7 +467,7 @@ static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
   r->stop_event = (uintptr_t)stop;
   if (start) { start->time_ms = clock_ms; start->recorded = 1; }
   if (kernel_body) kernel_body(f, params);
-  clock_ms += launch_ms;
+  clock_ms += launch_duration_ms(block[0]);
   launch_ms += launch_ms_step;
   if (stop) { stop->time_ms = clock_ms; stop->recorded = 1; }
   return 0;
@@ -588,29 +609,177 @@ int cuMemFreeHost(void* host) { return host_free("cuMemFreeHost", host); }
 int cuModuleLoadData(fake_module** module, const char* image) {
   int err = injected("cuModuleLoadData");
   if (err) return err;
-  if (!image || !strstr(image, ".entry pyhipbench_spin(")) return 200;
+  if (!image || !strstr(image, ".entry ")) return 200; /* CUDA_ERROR_INVALID_IMAGE */
   *module = calloc(1, sizeof **module);
+  (*module)->ptx = strdup(image);
   ++live_modules;
   record("cuModuleLoadData")->value = (uintptr_t)*module;
+  return 0;
+}
+/* Whether the PTX declares `.entry name(` (or `.entry name (`). */
+static int declares_entry(const char* ptx, const char* name) {
+  const size_t length = strlen(name);
+  for (const char* p = strstr(ptx, ".entry "); p; p = strstr(p + 1, ".entry ")) {
+    const char* q = p + strlen(".entry ");
+    if (strncmp(q, name, length) == 0 && (q[length] == '(' || q[length] == ' ')) return 1;
+  }
   return 0;
 }
 int cuModuleGetFunction(void** function, fake_module* module, const char* name) {
   int err = injected("cuModuleGetFunction");
   if (err) return err;
-  if (strcmp(name, "pyhipbench_spin") != 0) return 500;
-  *function = &module->function;
-  spin_function = (uintptr_t)*function;
+  if (!module || !name || strlen(name) >= sizeof module->functions[0] || !declares_entry(module->ptx, name)) {
+    return 500; /* CUDA_ERROR_NOT_FOUND */
+  }
+  int slot = 0;
+  while (slot < MAX_MODULE_FUNCTIONS && module->functions[slot][0] && strcmp(module->functions[slot], name) != 0) {
+    ++slot;
+  }
+  if (slot == MAX_MODULE_FUNCTIONS) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  strcpy(module->functions[slot], name);
+  *function = module->functions[slot];
+  if (strcmp(name, "pyhipbench_spin") == 0) spin_function = (uintptr_t)*function;
   record("cuModuleGetFunction")->value = (uintptr_t)*function;
   return 0;
 }
 int cuModuleUnload(fake_module* module) {
   if (!module) return 400;
-  if (spin_function == (uintptr_t)&module->function) spin_function = 0;
+  const uintptr_t first = (uintptr_t)module->functions, end = first + sizeof module->functions;
+  if (spin_function >= first && spin_function < end) spin_function = 0;
   record("cuModuleUnload")->value = (uintptr_t)module;
+  free(module->ptx);
   free(module);
   --live_modules;
   return 0;
 }
+
+/* ---- devices, primary contexts and memory (CUDA) ----
+ * FAKE_CUDA_DEVICE_COUNT devices (default 1); device d's primary context is
+ * the handle 0xC00000 + d (the made-up context the tests push). Device memory
+ * is host memory; copies must lie inside one live allocation, so tests catch
+ * copies past the end of a buffer. */
+#define MAX_DEVICE_ALLOCATIONS 4096
+typedef struct {
+  char* base;
+  size_t bytes;
+} device_allocation;
+static device_allocation device_allocations[MAX_DEVICE_ALLOCATIONS];
+static int live_device_allocations, retained_contexts;
+int fake_live_device_allocations(void) { return live_device_allocations; }
+int fake_retained_contexts(void) { return retained_contexts; }
+
+static int cuda_device_count(void) {
+  const char* text = getenv("FAKE_CUDA_DEVICE_COUNT");
+  return text && *text ? atoi(text) : 1;
+}
+int cuInit(unsigned flags) { return flags ? 1 : injected("cuInit"); }
+/* NVRTC looks for the driver loaded in the process (by the soname libcuda.so.1, which this
+ * fake has) and asks it for its private export tables; without this it calls a null pointer.
+ * CUDA_ERROR_NOT_SUPPORTED: NVRTC then compiles without the driver, as on a machine with none. */
+int cuGetExportTable(const void** table, const void* id) {
+  (void)id;
+  *table = 0;
+  return 801;
+}
+int cuDeviceGetCount(int* count) {
+  int err = injected("cuDeviceGetCount");
+  if (err) return err;
+  *count = cuda_device_count();
+  return 0;
+}
+int cuDeviceGet(int* device, int ordinal) {
+  int err = injected("cuDeviceGet");
+  if (err) return err;
+  if (ordinal < 0 || ordinal >= cuda_device_count()) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+  *device = ordinal;
+  return 0;
+}
+int cuDevicePrimaryCtxRetain(void** context, int device) {
+  int err = injected("cuDevicePrimaryCtxRetain");
+  if (err) return err;
+  if (device < 0 || device >= cuda_device_count()) return 101;
+  *context = (void*)(uintptr_t)(0xC00000 + device);
+  ++retained_contexts;
+  record("cuDevicePrimaryCtxRetain")->value = (uintptr_t)*context;
+  return 0;
+}
+int cuDevicePrimaryCtxRelease_v2(int device) {
+  if (device < 0 || device >= cuda_device_count() || retained_contexts == 0) return 101;
+  --retained_contexts;
+  record("cuDevicePrimaryCtxRelease_v2")->value = (uintptr_t)device;
+  return 0;
+}
+/* Memory calls need a current context, as the real driver's do. */
+static int needs_context(const char* call) {
+  int err = injected(call);
+  if (err) return err;
+  return context_depth == 0 ? 201 : 0; /* CUDA_ERROR_INVALID_CONTEXT */
+}
+int cuCtxSynchronize(void) { return needs_context("cuCtxSynchronize"); }
+int cuMemAlloc_v2(uint64_t* address, size_t bytes) {
+  int err = needs_context("cuMemAlloc_v2");
+  if (err) return err;
+  if (bytes == 0) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  for (int i = 0; i < MAX_DEVICE_ALLOCATIONS; ++i) {
+    device_allocation* a = &device_allocations[i];
+    if (a->base) continue;
+    a->base = aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (!a->base) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    a->bytes = bytes;
+    ++live_device_allocations;
+    *address = (uintptr_t)a->base;
+    record("cuMemAlloc_v2")->value = bytes;
+    return 0;
+  }
+  return 2;
+}
+int cuMemFree_v2(uint64_t address) {
+  int err = needs_context("cuMemFree_v2");
+  if (err) return err;
+  for (int i = 0; i < MAX_DEVICE_ALLOCATIONS; ++i) {
+    device_allocation* a = &device_allocations[i];
+    if (a->base && (uintptr_t)a->base == address) {
+      record("cuMemFree_v2")->value = a->bytes;
+      free(a->base);
+      a->base = NULL;
+      --live_device_allocations;
+      return 0;
+    }
+  }
+  return 1;
+}
+/* Whether [address, address + bytes) lies inside one live allocation. */
+static int device_range(uint64_t address, size_t bytes) {
+  for (int i = 0; i < MAX_DEVICE_ALLOCATIONS; ++i) {
+    const device_allocation* a = &device_allocations[i];
+    const uintptr_t base = (uintptr_t)a->base;
+    if (a->base && address >= base && address - base <= a->bytes && bytes <= a->bytes - (address - base)) return 1;
+  }
+  return 0;
+}
+int cuMemcpyDtoD_v2(uint64_t destination, uint64_t source, size_t bytes) {
+  int err = needs_context("cuMemcpyDtoD_v2");
+  if (err) return err;
+  if (!device_range(destination, bytes) || !device_range(source, bytes)) return 1;
+  memmove((void*)(uintptr_t)destination, (const void*)(uintptr_t)source, bytes);
+  record("cuMemcpyDtoD_v2")->value = bytes;
+  return 0;
+}
+int cuMemcpyHtoD_v2(uint64_t destination, const void* source, size_t bytes) {
+  int err = needs_context("cuMemcpyHtoD_v2");
+  if (err) return err;
+  if (!device_range(destination, bytes) || (!source && bytes)) return 1;
+  memcpy((void*)(uintptr_t)destination, source, bytes);
+  record("cuMemcpyHtoD_v2")->value = bytes;
+  return 0;
+}
+/* What the device copies of [address, address + bytes) hold, for the tests. */
+int fake_read_device(void* host, uint64_t address, size_t bytes) {
+  if (!device_range(address, bytes)) return 1;
+  memcpy(host, (const void*)(uintptr_t)address, bytes);
+  return 0;
+}
+
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
   const uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};

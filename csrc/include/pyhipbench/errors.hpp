@@ -5,10 +5,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "pyhipbench/export.hpp"
+
 namespace pyhipbench {
 
 // A driver call returned an error.
-class DriverError : public std::runtime_error {
+class PYHIPBENCH_API DriverError : public std::runtime_error {
  public:
   // what(): "<call> failed: <name> (<code>): <message>".
   DriverError(std::string call, int code, std::string name, std::string message);
@@ -27,7 +29,7 @@ class DriverError : public std::runtime_error {
 };
 
 // A kernel failed while running (for example an illegal address).
-class KernelFault : public DriverError {
+class PYHIPBENCH_API KernelFault : public DriverError {
  public:
   KernelFault(const DriverError& cause, const std::string& kernel, bool context_usable);
   bool context_usable() const { return context_usable_; }
@@ -37,14 +39,14 @@ class KernelFault : public DriverError {
 };
 
 // The driver library could not be loaded or lacks a symbol.
-class LibraryError : public std::runtime_error {
+class PYHIPBENCH_API LibraryError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 // The launches ran but the timer could not read a time for each of them (for
 // example CUPTI dropped kernel records): the run has no trustworthy samples.
-class MeasurementError : public std::runtime_error {
+class PYHIPBENCH_API MeasurementError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

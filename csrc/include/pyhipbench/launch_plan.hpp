@@ -4,6 +4,11 @@
 // array of pointers into that buffer: the `void** kernelParams` that both
 // cuLaunchKernel and hipExtModuleLaunchKernel take. Building the pointer arrays
 // here, once, is what lets the timed loop allocate nothing.
+//
+// A plan copies the argument bytes it is given (device addresses among them);
+// the buffers those addresses name are the caller's, and must stay allocated
+// while the plan runs. Give a plan to one Timer::run at a time, and set its
+// clean step before that, never while it runs.
 #pragma once
 
 #include <array>
@@ -12,6 +17,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "pyhipbench/export.hpp"
 
 namespace pyhipbench {
 
@@ -22,7 +29,7 @@ struct LaunchConfig {
   uintptr_t stream = 0;                    // driver stream handle; 0 = default stream
 };
 
-class LaunchPlan {
+class PYHIPBENCH_API LaunchPlan {
  public:
   // `function`: a CUfunction / hipFunction_t as an integer.
   // `arg_sets[s]`: the packed argument bytes of set s; every set has the same

@@ -14,6 +14,8 @@
 // written back), which is why every result names its cache state.
 #pragma once
 
+#include "pyhipbench/export.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -25,9 +27,9 @@ namespace pyhipbench {
 // kHeadroomFraction of `total_bytes`, at least kMinHeadroomBytes.
 constexpr uint64_t kMinHeadroomBytes = uint64_t{256} << 20;
 constexpr double kHeadroomFraction = 0.05;
-uint64_t headroom_bytes(uint64_t total_bytes);
+PYHIPBENCH_API uint64_t headroom_bytes(uint64_t total_bytes);
 
-struct Rotation {
+struct PYHIPBENCH_API Rotation {
   size_t sets = 1;            // R: argument sets used in turn (1 = warm)
   size_t wanted = 1;          // R before the free-memory cap (== sets unless capped)
   std::string reason;         // why R is what it is, in words
@@ -41,7 +43,7 @@ struct Rotation {
 // since a set no launch reaches costs memory and copying and changes nothing.
 // Throws std::invalid_argument if `rotate` is 0, asks to rotate with nothing
 // to rotate, or the sets cannot fit in free memory less the headroom.
-Rotation plan_rotation(uint64_t set_bytes, uint64_t llc_bytes, uint64_t free_bytes, uint64_t total_bytes,
+PYHIPBENCH_API Rotation plan_rotation(uint64_t set_bytes, uint64_t llc_bytes, uint64_t free_bytes, uint64_t total_bytes,
                        std::optional<size_t> rotate = std::nullopt, std::optional<size_t> launches = std::nullopt);
 
 }  // namespace pyhipbench

@@ -10,13 +10,15 @@
 // normality is assumed, and it is cheap enough to re-evaluate after every chunk.
 #pragma once
 
+#include "pyhipbench/export.hpp"
+
 #include <cstddef>
 #include <utility>
 #include <vector>
 
 namespace pyhipbench {
 
-struct Summary {             // all in µs except the counts, `confidence` and rel_ci()
+struct PYHIPBENCH_API Summary {             // all in µs except the counts, `confidence` and rel_ci()
   size_t count = 0;
   double median = 0;
   double ci_low = 0;         // the median's confidence interval, µs
@@ -38,16 +40,16 @@ struct Summary {             // all in µs except the counts, `confidence` and r
 // interpolated between the two nearest ranks: numpy.percentile's default
 // ("linear"), computed the same way so the two agree to the bit.
 // Throws std::invalid_argument for no samples or `percent` outside [0, 100].
-double percentile(const std::vector<double>& sorted, double percent);
+PYHIPBENCH_API double percentile(const std::vector<double>& sorted, double percent);
 
 // The median's distribution-free `confidence` interval from ascending `sorted`
 // samples, µs. With too few samples for the confidence asked, the interval is
 // the whole sample range (the widest honest answer). Throws
 // std::invalid_argument for no samples or `confidence` outside (0, 1).
-std::pair<double, double> median_ci(const std::vector<double>& sorted, double confidence = 0.95);
+PYHIPBENCH_API std::pair<double, double> median_ci(const std::vector<double>& sorted, double confidence = 0.95);
 
 // All statistics of `times_us` (any order), µs. Throws std::invalid_argument
 // for no samples, a sample that is not finite, or `confidence` outside (0, 1).
-Summary summarize(std::vector<double> times_us, double confidence = 0.95);
+PYHIPBENCH_API Summary summarize(std::vector<double> times_us, double confidence = 0.95);
 
 }  // namespace pyhipbench

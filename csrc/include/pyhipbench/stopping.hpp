@@ -19,6 +19,8 @@
 // it through the binding.
 #pragma once
 
+#include "pyhipbench/export.hpp"
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -30,7 +32,7 @@
 
 namespace pyhipbench {
 
-struct StopRule {
+struct PYHIPBENCH_API StopRule {
   double precision = 0.01;          // relative half-width of the median's 95 % CI; 0 = no target
   size_t min_samples = 10;
   size_t max_samples = 10000;
@@ -54,7 +56,7 @@ struct StopRule {
   bool settled(double previous_median_us, double median_us) const;
 };
 
-struct Measurement {
+struct PYHIPBENCH_API Measurement {
   std::vector<double> times_us;      // the timed samples, µs per kernel
   std::string stop_reason;           // "precision", "max-samples" or "max-time"
   size_t warmup_samples = 0;         // untimed samples run first
@@ -68,7 +70,7 @@ struct Measurement {
 // the medians settle. Throws std::invalid_argument for a bad rule, and what
 // the timer throws (DriverError, KernelFault, MeasurementError); the timer's
 // session is closed on every path.
-Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule,
+PYHIPBENCH_API Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule,
                     std::optional<size_t> warmup = std::nullopt);
 
 }  // namespace pyhipbench

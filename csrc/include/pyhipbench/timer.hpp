@@ -10,6 +10,34 @@
 //   batched  N back-to-back launches between one event pair, queued behind a
 //            spin kernel that holds the GPU until the host has queued them all;
 //            a sample is the batch's time / N
+//
+// The contract, for C++ embedders (Python makes the same calls):
+//
+//   Context   run() makes the timer's context current itself (CUDA: pushes
+//             the CUcontext given to make_timer, pops it on return; HIP: sets
+//             the device, restores the caller's), so the calling thread needs
+//             no current context and keeps the one it had. Driver::device_context
+//             gives the context for a device ordinal.
+//   Threads   one run() at a time per timer (a second caller waits for the
+//             first); different timers may run from different threads at once,
+//             but then share the GPU and time each other's work. cupti: one
+//             trace per process at a time (a second waits).
+//   Lifetime  a timer holds its driver, so the driver outlives it. The plan
+//             must live through run(), and the device buffers its argument
+//             sets point to (the embedder's own and RotatedBuffers' copies)
+//             while any plan using them runs. The graph timer keeps the graphs
+//             of the last plan it ran (keyed by LaunchPlan::id) until another
+//             plan runs or the timer is destroyed.
+//   Faults    a kernel that faults in run() throws KernelFault (a DriverError)
+//             naming the kernel and whether the context is still usable
+//             (context_usable()). After a sticky fault every later call in
+//             that context throws DriverError; destructors then free nothing
+//             and throw nothing (the driver released it all). On ROCm a GPU
+//             memory fault usually aborts the process before HIP returns:
+//             time untrusted candidates in a worker process. Any other failed
+//             driver call throws DriverError (call(), code(), name(),
+//             message()); launches that ran but could not each be timed throw
+//             MeasurementError. run() never returns fewer samples than asked.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +49,7 @@
 
 #include "pyhipbench/driver.hpp"
 #include "pyhipbench/errors.hpp"
+#include "pyhipbench/export.hpp"
 #include "pyhipbench/launch_plan.hpp"
 
 namespace pyhipbench {
@@ -31,7 +60,7 @@ struct Timings {
   double host_us = 0;               // host wall time spent issuing the launches, µs, all samples
 };
 
-class Timer {                       // one way of timing launches of a LaunchPlan
+class PYHIPBENCH_API Timer {  // one way of timing launches of a LaunchPlan
  public:
   virtual ~Timer() = default;
   virtual const std::string& name() const = 0;   // "events", "cupti", "batched", "graph"
@@ -88,7 +117,7 @@ struct TimerOptions {
 // while running (for example the device's primary context); HIP, the device
 // ordinal. Throws std::invalid_argument for an unknown name (listing those
 // that exist) or options the timer cannot take.
-std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver,
+PYHIPBENCH_API std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver,
                                   uintptr_t context, const TimerOptions& options = {});
 
 }  // namespace pyhipbench
