@@ -165,7 +165,9 @@ class _Nvrtc(_RuntimeCompiler):
 
     def log(self, program: Any) -> str:
         size = self.check("GetProgramLogSize", self.nvrtc.nvrtcGetProgramLogSize(program))
-        log = b" " * size
+        # NVRTC writes into the buffer it is given: a bytearray, never bytes. `b" " * 1` is the
+        # interpreter's shared one-byte b" ", which the empty log's NUL would overwrite process-wide.
+        log = bytearray(size)
         self.check("GetProgramLog", self.nvrtc.nvrtcGetProgramLog(program, log))
         return _text(log).strip()
 
@@ -176,12 +178,12 @@ class _Nvrtc(_RuntimeCompiler):
     def code(self, program: Any) -> tuple[bytes, str, list[str]]:
         """(the cubin, "cubin", its kernels, read from the PTX NVRTC also wrote)."""
         size = self.check("GetPTXSize", self.nvrtc.nvrtcGetPTXSize(program))
-        ptx = b" " * size
+        ptx = bytearray(size)  # written by NVRTC: see log()
         self.check("GetPTX", self.nvrtc.nvrtcGetPTX(program, ptx))
         size = self.check("GetCUBINSize", self.nvrtc.nvrtcGetCUBINSize(program))
-        cubin = b" " * size
+        cubin = bytearray(size)
         self.check("GetCUBIN", self.nvrtc.nvrtcGetCUBIN(program, cubin))
-        return cubin, "cubin", list(codeobject.ptx_kernels(_text(ptx)))
+        return bytes(cubin), "cubin", list(codeobject.ptx_kernels(_text(ptx)))
 
     def destroy(self, program: Any) -> None:
         self.check("DestroyProgram", self.nvrtc.nvrtcDestroyProgram(program))

@@ -80,6 +80,17 @@ def test_warnings_are_kept_in_the_log():
     assert "source.cu(1): warning" in code.log and "tile size not tuned" in code.log and code.kernels == ("k",)
 
 
+def test_compiling_leaves_the_interpreters_shared_bytes_intact():
+    """An empty log is one NUL byte. Handed `b" " * 1`, the interpreter's shared one-byte b" ", NVRTC
+    overwrote it with b"\\0" for the whole process: every later 1-byte slice of 0x20 read as 0, so an HSACO
+    argument at kernarg offset 32 (0x20) was parsed at offset 0 and its launch overwrote the first argument."""
+    require_nvrtc()
+    code = compile_source("sm_90", 'extern "C" __global__ void k() {}')
+    assert code.log == "" and code.kernels == ("k",)
+    assert [bytes([value])[0] for value in range(256)] == list(range(256))
+    assert b"\x00\x20"[1:][0] == 0x20
+
+
 def test_a_device_compiles_for_its_arch_specific_target():
     require_nvrtc()
     hopper = SimpleNamespace(properties=SimpleNamespace(arch="sm_90"))
