@@ -35,6 +35,7 @@ class HostBackend:
         self.modules: dict[int, dict[str, list[KernelParam]]] = {}
         self.streams: set[int] = set()
         self.free_error: Exception | None = None  # raised by free(), as a driver after a fault
+        self.device_count = 1
 
     def make_current(self) -> None:
         pass
