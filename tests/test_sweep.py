@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import pyhipbench as hb
 from codegen_helpers import require_toolchain
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
 from sweep_helpers import ARGS, FAST, IR, space, sweep_environment
@@ -152,6 +153,7 @@ def test_store_records_each_candidate_once_and_refuses_to_overwrite(tmp_path):
 
 
 def test_progress_shows_failures_and_best_on_a_terminal_only():
+    pytest.importorskip("tqdm", reason="the progress bar needs tqdm")
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
@@ -176,14 +178,16 @@ def test_faults_cost_one_candidate_each(fake_gpus, tmp_path):
     candidates = candidates_from_json(space(44))
     candidates.append(copy_candidate(args=ARGS[:2]))  # bad input: the kernel takes three arguments
     candidates.append(Candidate(CodeObjectSource.from_file(COPY_PTX), "copy", 1, 64, ARGS))  # PTX on AMD
+    candidates.append(Candidate(IRSource(b"define void @copy("), "copy", 1, 64, ARGS))  # IR that does not parse
     db = tmp_path / "r.db"
-    summary = sweep(candidates, db, timeout_floor_s=1.5, progress=False)
-    assert (summary.total, summary.measured, summary.failed, summary.gpus) == (49, 44, 5, 2)
+    summary = hb.sweep(candidates, db=db, timeout_floor_s=1.5, progress=False)  # the package is callable
+    assert (summary.total, summary.measured, summary.failed, summary.gpus) == (50, 44, 6, 2)
     rows = {r[0]: r[1:] for r in sqlite3.connect(db).execute(
         "SELECT kernel || ':' || json_extract(candidate, '$.args[1]') || ':' || json_extract(candidate, "
         "'$.source.kind'), status, reason, error, attempts, device, median_us FROM results "
-        "WHERE status = 'failed'")}
-    assert len(rows) == 5
+        "WHERE status = 'failed' AND json_extract(candidate, '$.source.sha256') = ?",
+        (IRSource(IR.encode()).identity()["sha256"],))}
+    assert len(rows) == 4
     assert rows["fault:array:float32:4096:zeros:llvm-ir"][:2] == ("failed", "fault")
     assert "KernelFault: kernel 'fault' faulted" in rows["fault:array:float32:4096:zeros:llvm-ir"][2]
     assert rows["fault:array:float32:4096:zeros:llvm-ir"][3] == 2                       # retried once
@@ -193,8 +197,14 @@ def test_faults_cost_one_candidate_each(fake_gpus, tmp_path):
         "died", "the worker process was killed by SIGABRT", 2)
     invalid = rows["copy:array:float32:4096:zeros:llvm-ir"]
     assert invalid[1] == "invalid" and invalid[3] == 1 and "kernel 'copy' takes 3 argument" in invalid[2]
-    ptx = rows["copy:array:float32:4096:zeros:code-object"]
-    assert ptx[1] == "invalid" and ptx[3] == 1 and "a ptx code object cannot load on the hip backend" in ptx[2]
+    others = sqlite3.connect(db).execute(
+        "SELECT json_extract(candidate, '$.source.kind'), reason, attempts, error FROM results WHERE status = "
+        "'failed' AND json_extract(candidate, '$.source.sha256') != ? ORDER BY 1",
+        (IRSource(IR.encode()).identity()["sha256"],)).fetchall()
+    (ptx_kind, *ptx), (ir_kind, *broken) = others
+    assert ptx_kind == "code-object" and ptx[:2] == ["invalid", 1]
+    assert "a ptx code object cannot load on the hip backend" in ptx[2]
+    assert ir_kind == "llvm-ir" and broken[:2] == ["invalid", 0] and broken[2].startswith("IRError: ")  # never ran
     measured = sqlite3.connect(db).execute(
         "SELECT json_extract(candidate, '$.tags.g'), device, median_us, timer, cache_state, attempts "
         "FROM results WHERE status = 'ok'").fetchall()
@@ -313,3 +323,16 @@ def test_space_in_yaml(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "yaml", None)
     with pytest.raises(BenchError, match=r"space.yaml: reading YAML needs pyyaml \(pip install pyyaml\)"):
         load_space(path)
+
+
+def test_scaling_benchmark_space():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import sweep_scaling
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    space = sweep_scaling.candidates(max_time_s=0.1, watchdog_floor_s=5)
+    assert len(space) >= 500 and len({c.id for c in space}) == len(space)
+    assert [c.tags for c in space if "fault" in c.tags] == [{"fault": 0}, {"fault": 1}, {"fault": 2}]
+    assert [(c.kernel, c.timeout_s) for c in space if c.kernel == "spin"] == [("spin", 5)]
+    assert {c.kernel for c in space} == {"copy", "fma", "spin"}

@@ -12,6 +12,8 @@ results durable in SQLite, resumable after a kill.
 """
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -70,3 +72,15 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
                    compile_workers=compile_workers)
     finally:
         store.close()
+
+
+class _CallablePackage(types.ModuleType):
+    """`pyhipbench.sweep(...)` calls `sweep`, while `pyhipbench.sweep.Candidate` and the package's
+    modules (`pyhipbench.sweep.store`) stay reachable: a function of the same name in pyhipbench's
+    namespace would hide the package from `import pyhipbench.sweep.store`."""
+
+    def __call__(self, candidates: Iterable[Candidate], db: str | Path, **options) -> SweepSummary:
+        return sweep(candidates, db, **options)
+
+
+sys.modules[__name__].__class__ = _CallablePackage
