@@ -21,8 +21,8 @@ from sweep_helpers import ARGS, FAST, IR, space, sweep_environment
 
 from pyhipbench import BenchError, NoDeviceError
 from pyhipbench.arg_spec import parse_arg
-from pyhipbench.sweep import (BenchOptions, Candidate, CodeObjectSource, IRSource, Store, candidates_from_json,
-                              load_results, load_space, sweep, watchdog_s)
+from pyhipbench.sweep import (BenchOptions, Candidate, CodeObjectSource, CompileTarget, IRSource, Store,
+                              candidates_from_json, load_results, load_space, sweep, watchdog_s)
 from pyhipbench.sweep.progress import Progress
 from pyhipbench.sweep.store import Row, now
 
@@ -336,3 +336,63 @@ def test_scaling_benchmark_space():
     assert [c.tags for c in space if "fault" in c.tags] == [{"fault": 0}, {"fault": 1}, {"fault": 2}]
     assert [(c.kernel, c.timeout_s) for c in space if c.kernel == "spin"] == [("spin", 5)]
     assert {c.kernel for c in space} == {"copy", "fma", "spin"}
+
+
+class ScriptedExecutor:
+    """Two fake GPUs whose workers answer from a script: kernel name -> the outcome of each attempt."""
+
+    def __init__(self, script: dict[str, list[tuple[str | None, str | None]]]) -> None:
+        self.script, self.events_due, self.starts, self.ran_on = script, [], [], []
+        self.runs: dict[str, int] = {}
+
+    def initial_slots(self):
+        return [0, 1]
+
+    def more_slots(self, facts):
+        return []
+
+    def start(self, slot):
+        from pyhipbench.sweep.worker import DeviceFacts
+        self.starts.append(slot)
+        self.events_due.append((slot, "ready", DeviceFacts("hip", slot, "Scripted", CompileTarget("gfx942"), 2)))
+
+    def submit(self, slot, task):
+        from pyhipbench.sweep.worker import Outcome
+        attempt = self.runs.get(task.kernel, 0)
+        self.runs[task.kernel] = attempt + 1
+        self.ran_on.append((task.kernel, slot, self.starts.count(slot)))
+        reason, error = self.script[task.kernel][attempt]
+        result = {"stats_us": {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0}} if reason is None else None
+        self.events_due.append((slot, "outcome", Outcome(task.candidate_id, result, reason, error,
+                                                         replace_worker=reason is not None)))
+
+    def kill(self, slot):
+        pass
+
+    def events(self, timeout):
+        due, self.events_due = self.events_due, []
+        return due
+
+    def close(self):
+        pass
+
+
+def test_a_failure_is_retried_once_on_a_fresh_worker(tmp_path):
+    from pyhipbench.sweep.scheduler import run
+    script = {"flaky": [("fault", "KernelFault: once"), (None, None)],
+              "broken": [("fault", "KernelFault: first"), ("error", "DriverError: second")],
+              "wrong": [("invalid", "BenchError: bad arguments")]}
+    executor = ScriptedExecutor(script)
+    copy = CodeObjectSource.from_file(COPY_PTX)  # needs no compiler; the scripted workers load nothing
+    candidates = [Candidate(copy, kernel, 1, 64, ARGS) for kernel in script]
+    store = Store(tmp_path / "r.db")
+    summary = run(candidates, store, executor)
+    rows = {r[0]: r[1:] for r in store.db.execute("SELECT kernel, status, reason, attempts, error FROM results")}
+    assert rows == {"flaky": ("ok", None, 2, None),
+                    "broken": ("failed", "error", 2, "DriverError: second (attempt 1: fault: KernelFault: first)"),
+                    "wrong": ("failed", "invalid", 1, "BenchError: bad arguments")}
+    assert (summary.measured, summary.failed) == (1, 2)
+    # Each retry ran on a worker started after the failure, which had run nothing before it.
+    retries = [(kernel, slot, generation) for kernel, slot, generation in executor.ran_on
+               if kernel in ("flaky", "broken")][2:]
+    assert all(generation == 2 for _kernel, _slot, generation in retries) and len(retries) == 2

@@ -16,7 +16,7 @@ import pytest
 
 from codegen_helpers import require_toolchain
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
-from sweep_helpers import space, sweep_environment
+from sweep_helpers import sweep_environment
 
 require_hip_python()
 ray = pytest.importorskip("ray", reason="the Ray tests need ray (pip install 'ray[default]')")

@@ -119,6 +119,7 @@ class _Run:
         self.compile_tries: dict[str, int] = {}
         self.pool: ProcessPoolExecutor | None = None
         self.attempts: dict[str, int] = {}
+        self.first_failures: dict[str, tuple[str, str]] = {}  # id -> (reason, error) of a failure being retried
         self.target: CompileTarget | None = None
         self.slots: dict[int, _Slot] = {}
         for c in candidates:
@@ -145,9 +146,13 @@ class _Run:
     def _failed(self, candidate: Candidate, started_at: str, reason: str, error: str, device: str | None) -> None:
         """A fault, error, timeout or death: once more on a fresh worker, else recorded as failed."""
         if reason != INVALID and self.attempts[candidate.id] < MAX_ATTEMPTS:
+            self.first_failures[candidate.id] = (reason, error)
             self.retries.append(candidate)
-        else:
-            self._record(candidate, started_at, reason=reason, error=error, device=device)
+            return
+        first = self.first_failures.pop(candidate.id, None)
+        if first is not None and first != (reason, error):
+            error = f"{error} (attempt 1: {first[0]}: {first[1]})"
+        self._record(candidate, started_at, reason=reason, error=error, device=device)
 
     # -- compiling ------------------------------------------------------------
     def _code_for_target(self, digest: str) -> None:
