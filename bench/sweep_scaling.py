@@ -6,7 +6,8 @@ Candidates (GPU, NVIDIA): the copy kernel (pyhipbench/kernels/copy.ptx) over
 256 Ki, 1, 4 and 16 Mi floats and the compute-bound fma kernel (bench/kernels/fma.ptx)
 at 4 chain lengths, each over many grids; three out-of-bounds copies (n far
 beyond the arrays: an illegal address) and one spin kernel (bench/spin.ptx)
-asked to spin for an hour, which the watchdog kills. Each run writes its own
+asked to spin for an hour, which the watchdog kills after --hang-timeout s
+(twice: it is retried once). Each run writes its own
 database (1gpu.db, 2gpu.db) under --out; a summary (summary.json) says for
 each: wall s, GPU busy s (sum of the candidates' measurement wall times),
 utilisation (busy / (wall x GPUs)), measured and failed counts, every
@@ -31,7 +32,7 @@ COPY_GRIDS = GRIDS[6:]  # a copy over a few blocks takes tens of ms a launch: sl
 BLOCKS = [64, 128, 256, 512, 1024]
 
 
-def candidates(max_time_s: float, watchdog_floor_s: float) -> list[Candidate]:
+def candidates(max_time_s: float, hang_timeout_s: float) -> list[Candidate]:
     copy, fma, spin = (CodeObjectSource.from_file(p) for p in (COPY, FMA, SPIN))
     options = BenchOptions(max_time_s=max_time_s)
     out = []
@@ -40,15 +41,14 @@ def candidates(max_time_s: float, watchdog_floor_s: float) -> list[Candidate]:
         out += [Candidate(copy, "copy", grid, block, args, bench=options, tags={"n": n})
                 for grid in COPY_GRIDS for block in BLOCKS]
     fma_out = "array:float32:{}".format(max(GRIDS) * max(BLOCKS))
-    for iterations in (16, 256, 4096, 65536):
+    for iterations in (16, 256, 4096, 16384):  # 16384 x 34.6 M threads: about 20 ms a launch on an H200
         out += [Candidate(fma, "fma", grid, block, (fma_out, f"uint32:{iterations}"), bench=options,
                           tags={"iterations": iterations}) for grid in GRIDS for block in BLOCKS]
     # Faults: a grid-stride copy told its 1024-float arrays hold 2**36 floats reads far outside them.
     out += [Candidate(copy, "copy", 1056, 256, ("array:float32:1024", "array:float32:1024", "int64:68719476736"),
                       bench=options, tags={"fault": i}) for i in range(3)]
     # A hang: one thread spinning for an hour; the watchdog kills it (twice: it is retried once).
-    out.append(Candidate(spin, "spin", 1, 1, ("uint64:3600000000000",), bench=options,
-                         timeout_s=watchdog_floor_s))
+    out.append(Candidate(spin, "spin", 1, 1, ("uint64:3600000000000",), bench=options, timeout_s=hang_timeout_s))
     return out
 
 
@@ -73,11 +73,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True, help="directory for the databases and summary.json")
     parser.add_argument("--gpus", default="0,1", help="the GPUs of the multi-GPU run (default 0,1)")
     parser.add_argument("--max-time", type=float, default=0.1, help="each candidate's max_time_s (default 0.1)")
-    parser.add_argument("--watchdog-floor", type=float, default=5.0, help="the watchdog's floor, s (default 5)")
+    parser.add_argument("--watchdog-floor", type=float, default=20.0, help="the watchdog's floor, s (default 20)")
+    parser.add_argument("--hang-timeout", type=float, default=5.0,
+                        help="the spinning candidate's own watchdog limit, s (default 5)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     gpus = [int(g) for g in args.gpus.split(",")]
-    space = candidates(args.max_time, args.watchdog_floor)
+    space = candidates(args.max_time, args.hang_timeout)
     print(f"{len(space)} candidates", flush=True)
     one = run(space, args.out / "1gpu.db", gpus[:1], args.watchdog_floor)
     many = run(space, args.out / f"{len(gpus)}gpu.db", gpus, args.watchdog_floor)

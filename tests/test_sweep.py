@@ -331,7 +331,7 @@ def test_scaling_benchmark_space():
         import sweep_scaling
     finally:
         sys.path.remove(str(REPO / "bench"))
-    space = sweep_scaling.candidates(max_time_s=0.1, watchdog_floor_s=5)
+    space = sweep_scaling.candidates(max_time_s=0.1, hang_timeout_s=5)
     assert len(space) >= 500 and len({c.id for c in space}) == len(space)
     assert [c.tags for c in space if "fault" in c.tags] == [{"fault": 0}, {"fault": 1}, {"fault": 2}]
     assert [(c.kernel, c.timeout_s) for c in space if c.kernel == "spin"] == [("spin", 5)]
