@@ -351,6 +351,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_FAILURES_LISTED = 20  # a sweep's summary lists this many failures; the database holds them all
+
+
 def _gpu_list(text: str) -> list[int]:
     """'0,1' -> [0, 1]: device indices, each listed once."""
     parts = [p.strip() for p in text.split(",")]
@@ -376,9 +379,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           f"({100 * summary.utilisation:.0f} %)")
     store = Store(args.out, resume=True)
     try:
-        for candidate_id, kernel, reason, error in store.failures():
+        failures = store.failures()
+        for candidate_id, kernel, reason, error in failures[:MAX_FAILURES_LISTED]:
             retried = "" if reason == INVALID else " (after a retry)"
             print(f"failed {candidate_id[:12]} {kernel}: {reason}{retried}: {error}")
+        if len(failures) > MAX_FAILURES_LISTED:
+            print(f"... and {len(failures) - MAX_FAILURES_LISTED} more failed (the database's results table has "
+                  "each, with status 'failed')")
         for r in store.best(args.best):
             print(f"best {r['candidate_id'][:12]} {r['kernel']} grid {'x'.join(map(str, r['grid']))} block "
                   f"{'x'.join(map(str, r['block']))} {r['tags'] or ''}: median {r['stats_us']['median']:.3f} µs")
