@@ -3,6 +3,7 @@
 #   bash bench/on_device.sh test    build, all tests (GPU ones verbose), info, demo, launch overhead
 #   bash bench/on_device.sh study   build, the fidelity study (every timer x cache state beside ncu,
 #                                   torch.profiler and do_bench) and the rotation-cap measurement
+#   bash bench/on_device.sh sweep   build, bench/sweep_scaling.py on GPU 0 then GPUs 0,1 (2-GPU machine)
 set -u
 PHASE=${1:-test}
 OUT=${OUT:-/tmp/pyhipbench-out}
@@ -23,6 +24,8 @@ if [ "$PHASE" = test ]; then
 elif [ "$PHASE" = cpu-tests ]; then
   python3 -m pytest -q -rfE -p no:cacheprovider --rootdir "$REPO" "$REPO/tests" ${PYTEST_ARGS:-} 2>&1 \
     | tee "$OUT/pytest.log" | grep -E "^(FAILED|ERROR)|passed|failed|Fatal|line [0-9]+ in test_" | head -40
+elif [ "$PHASE" = sweep ]; then
+  timeout 560 python3 "$REPO/bench/sweep_scaling.py" --out "$OUT/sweep" ${SWEEP_ARGS:-} 2>&1 | tee "$OUT/sweep.txt"
 else
   timeout 480 python3 "$REPO/bench/fidelity.py" --out "$OUT" ${FIDELITY_ARGS:-} 2>&1 | tee "$OUT/fidelity.txt"
   timeout 90 python3 "$REPO/bench/rotation_cap.py" --sizes 4K,1M --iterations 200 --out "$OUT/cap.json" 2>&1 | tail -30

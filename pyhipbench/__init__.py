@@ -20,11 +20,12 @@ from .memory import DeviceArray
 from .module import Kernel, Module
 from .result import Result
 from .rotation import Rotation, RotationCapped, plan_rotation
+from . import sweep  # a callable package: hb.sweep(candidates, db=...), hb.sweep.Candidate
 
 __version__ = _distribution_version("pyhipbench")  # pyproject.toml holds the one version
 
 __all__ = [
-    "bench", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module", "Kernel", "LaunchConfig",
+    "bench", "sweep", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module", "Kernel", "LaunchConfig",
     "Result", "Rotation", "RotationCapped", "plan_rotation", "shared", "Pointer", "Scalar",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",

@@ -1,4 +1,4 @@
-"""The `pyhipbench` command: info, demo, compile, run, compare.
+"""The `pyhipbench` command: info, demo, compile, run, sweep, compare.
 
 `main()` is the one place errors become messages: a pyhipbench.Error (exit 1;
 BenchError, bad input found before anything ran: exit 2) or an OSError
@@ -29,6 +29,10 @@ from .errors import BenchError, Error, IRError, NoDeviceError
 from .report import compare, load, render
 from .rotation import plan_rotation
 from .source import SOURCE_LANGUAGES, compile_source
+from .sweep import Store, export_best, load_space, sweep
+from .sweep.scheduler import TIMEOUT_FLOOR_S
+from .sweep.store import is_results_db
+from .sweep.worker import INVALID
 from .timers import TIMERS, default_timer
 
 MiB = archs.MiB
@@ -416,6 +420,61 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_FAILURES_LISTED = 20  # a sweep's summary lists this many failures; the database holds them all
+
+
+def _gpu_list(text: str) -> list[int]:
+    """'0,1' -> [0, 1]: device indices, each listed once."""
+    parts = [p.strip() for p in text.split(",")]
+    if not all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts) or len(set(parts)) != len(parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated device indices, each once, such "
+                                         "as 0,1")
+    return [int(p) for p in parts]
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    _check_output("--out", args.out, args.space)
+    if args.out.exists() and args.out.stat().st_size and not is_results_db(args.out):
+        raise BenchError(f"--out {args.out}: exists and is not an SQLite database; expected a sweep's results "
+                         "database or a new file")
+    for path in args.export:
+        _check_output("--export", path)
+        render(path, [])  # an unknown format is refused before any work
+    candidates = load_space(args.space)
+    summary = sweep(candidates, args.out, resume=args.resume, gpus=args.gpus, backend=args.backend,
+                    cluster=args.ray, timeout_floor_s=args.timeout_floor)
+    print(f"{summary.measured} measured, {summary.failed} failed, {summary.skipped} already in {args.out}; "
+          f"{summary.wall_s:.1f} s wall on {summary.gpus} GPU(s), GPU busy {summary.busy_s:.1f} s "
+          f"({100 * summary.utilisation:.0f} %)")
+    store = Store(args.out, resume=True)
+    try:
+        failures = store.failures()
+        for candidate_id, kernel, reason, error in failures[:MAX_FAILURES_LISTED]:
+            retried = "" if reason == INVALID else " (after a retry)"
+            print(f"failed {candidate_id[:12]} {kernel}: {reason}{retried}: {error}")
+        if len(failures) > MAX_FAILURES_LISTED:
+            print(f"... and {len(failures) - MAX_FAILURES_LISTED} more failed (the database's results table has "
+                  "each, with status 'failed')")
+        for r in store.best(args.best):
+            print(f"best {r['candidate_id'][:12]} {r['kernel']} grid {'x'.join(map(str, r['grid']))} block "
+                  f"{'x'.join(map(str, r['block']))} {r['tags'] or ''}: median {r['stats_us']['median']:.3f} µs")
+        status = 0
+        for path in args.export:
+            text = export_best(store, path, args.best)
+            try:
+                path.write_text(text)
+            except OSError as e:
+                print(text)
+                print(f"pyhipbench sweep: could not write {path}: {e.strerror or e}; printed on stdout instead",
+                      file=sys.stderr)
+                status = 1
+                continue
+            print(f"wrote {path}")
+    finally:
+        store.close()
+    return status
+
+
 ARG_HELP = ("a kernel argument, in order: TYPE:VALUE for a scalar (int64:1048576, uint32:0xff, float32:2.5), "
             "array:DTYPE:COUNT[:FILL] for a device array copied for every rotated set, "
             "shared:DTYPE:COUNT[:FILL] for one all sets use as is; TYPE and DTYPE one of "
@@ -522,10 +581,33 @@ def build_parser() -> argparse.ArgumentParser:
                           "(.json, .csv, .md); repeatable; checked before running")
     run.set_defaults(handler=cmd_run)
 
+    sweep_ = commands.add_parser(
+        "sweep", help="measure a search space of candidates on every GPU (or a Ray cluster) into a database",
+        description="Measure every candidate of SPACE (JSON, or YAML with pyyaml) on every GPU, a worker process "
+                    "per GPU (or a Ray actor per GPU with --ray); faults, hangs and crashes cost one candidate. "
+                    "Each result is committed to the SQLite database --out as it arrives.")
+    sweep_.add_argument("space", type=Path, help="the search space: a JSON (or YAML) file of candidates")
+    sweep_.add_argument("--out", type=Path, required=True, help="the results database (SQLite) to write")
+    sweep_.add_argument("--resume", action="store_true",
+                       help="continue a database that holds results, skipping the candidates recorded there")
+    sweep_.add_argument("--gpus", type=_gpu_list,
+                       help="device indices to use, e.g. 0,1 (default: all); with --ray, how many GPUs: the "
+                            "count of indices given")
+    sweep_.add_argument("--ray", metavar="ADDRESS",
+                       help="run on a Ray cluster: an actor per GPU (ray://host:10001, or auto); needs ray")
+    sweep_.add_argument("--backend", choices=("hip", "cuda"))
+    sweep_.add_argument("--timeout-floor", type=_seconds, default=TIMEOUT_FLOOR_S,
+                       help=f"the watchdog's least limit per candidate, s (default {TIMEOUT_FLOOR_S:.0f})")
+    sweep_.add_argument("--best", type=_iterations, default=10, help="how many of the fastest to list and export")
+    sweep_.add_argument("--export", type=Path, action="append", default=[],
+                       help="write the fastest candidates as JSON, CSV or a markdown table by the suffix "
+                            "(.json, .csv, .md); repeatable")
+    sweep_.set_defaults(handler=cmd_sweep)
+
     comparison = commands.add_parser("compare", help="B against A, kernel by kernel: faster, slower or the "
                                                      "same (95%% CIs of the medians overlap)")
-    comparison.add_argument("a", type=Path, help="a JSON report (run --out A.json)")
-    comparison.add_argument("b", type=Path, help="another JSON report")
+    comparison.add_argument("a", type=Path, help="a JSON report (run --out A.json) or a sweep's database")
+    comparison.add_argument("b", type=Path, help="another JSON report or sweep database")
     comparison.set_defaults(handler=cmd_compare)
     return parser
 

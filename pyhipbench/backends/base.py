@@ -49,6 +49,7 @@ class Backend(Protocol):
     name: str                 # "cuda" or "hip"
     formats: tuple[str, ...]  # code object formats its driver loads (see codeobject.FORMATS)
     context: int              # what the C++ timers run in: CUDA, a CUcontext handle; HIP, the device ordinal
+    device_count: int         # devices this backend sees (a sweep starts one worker per device)
 
     def make_current(self) -> None:
         """Makes this device the calling thread's current one (context / device)."""

@@ -45,6 +45,7 @@ class CudaBackend:
         self._device = self._check("cuDeviceGet", cu.cuDeviceGet(index))
         self._context = self._check("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self._device))
         self._index = index
+        self.device_count = count
         self.make_current()
 
     def __del__(self) -> None:

@@ -159,6 +159,7 @@ class HipBackend:
         if not 0 <= index < count:
             raise NoDeviceError(
                 f"HIP device index {index} is out of range: expected 0..{count - 1} ({count} device(s))")
+        self.device_count = count
         self.make_current()
         self._properties = self._read_properties()
 

@@ -27,6 +27,7 @@ __all__ = [
     "Verification",
     "VerificationError",
     "compile_for_device",
+    "compile_for_target",
     "compile_ir",
     "device_target",
     "processor_of",
@@ -234,11 +235,20 @@ def compile_for_device(source: str | bytes | os.PathLike | ir.Module, device, **
     On NVIDIA, PTX newer than the installed driver loads is compiled again at
     the newest version it does load, unless ``ptx_version`` was given.
     """
+    driver_version = device.backend.driver_version() if _triple_family(device.arch) == nvptx.TRIPLE else None
+    return compile_for_target(source, device.arch, driver_version, **options)
+
+
+def compile_for_target(source: str | bytes | os.PathLike | ir.Module, arch: str, driver_version: int | None,
+                       **options) -> CodeObject:
+    """``compile_ir`` for a device known by its processor ``arch`` and, on NVIDIA, its CUDA
+    ``driver_version`` (as ``cuDriverGetVersion`` gives it): what ``compile_for_device`` does,
+    without the device, so it runs in a process that has none (a sweep's compiler pool)."""
     module = source if isinstance(source, ir.Module) else ir.parse(source)
-    target = device_target(module, device.arch)
+    target = device_target(module, arch)
     code = compile_ir(module, target, **options)
-    if code.format == "ptx" and options.get("ptx_version") is None:
-        limit = nvptx.max_ptx_version(device.backend.driver_version())
+    if code.format == "ptx" and options.get("ptx_version") is None and driver_version is not None:
+        limit = nvptx.max_ptx_version(driver_version)
         if nvptx.ptx_version_of(code.data) > limit:
             code = compile_ir(module, target, **{**options, "ptx_version": limit})
     return code

@@ -6,9 +6,11 @@
  * gives each launch a fixed duration, and fails a chosen call on demand.
  * Tests read the record through ctypes (fake_* below).
  */
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_launch_observer.h"
 
@@ -444,10 +446,37 @@ static double launch_duration_ms(uint32_t block_x) {
   return launch_ms;
 }
 
+/* ---- misbehaving kernels, chosen by name (HIP: fake_hip_runtime.c knows each function's name) ----
+ * Environment, read at each launch, each a comma-separated list of kernel names:
+ *   FAKE_KERNEL_FAULT  the launch returns 700 (an illegal address) and every later call too, as a real fault
+ *   FAKE_KERNEL_HANG   the launch never returns (a kernel that never ends, to a host that waits on it)
+ *   FAKE_KERNEL_ABORT  the launch aborts the process (ROCm's default on a GPU memory fault) */
+const char* fake_function_name(uintptr_t function) __attribute__((weak));
+
+static int named_in(const char* variable, const char* name) {
+  const char* list = getenv(variable);
+  const size_t length = strlen(name);
+  for (const char* at = list; at && *at; at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL) {
+    if (strncmp(at, name, length) == 0 && (at[length] == ',' || at[length] == 0)) return 1;
+  }
+  return 0;
+}
+
+static int misbehave(uintptr_t f) {
+  const char* name = fake_function_name ? fake_function_name(f) : NULL;
+  if (!name) return 0;
+  if (named_in("FAKE_KERNEL_ABORT", name)) abort();
+  if (named_in("FAKE_KERNEL_HANG", name)) for (;;) pause();
+  if (named_in("FAKE_KERNEL_FAULT", name)) return sticky_code = 700;
+  return 0;
+}
+
 static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
                          const uint32_t block[3], uint64_t shared, uintptr_t stream,
                          void** params, fake_event* start, fake_event* stop) {
   int err = injected(call);
+  if (err) return err;
+  err = misbehave(f);
   if (err) return err;
   if (spin_function && f == spin_function) return launch_spin(params, stream);
   queue_behind_spin();

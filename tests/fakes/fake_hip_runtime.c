@@ -13,6 +13,7 @@
  * Environment, read at each call so one process can change it:
  *   FAKE_HIP_DEVICE_COUNT     devices reported (default 1; 0 = no device)
  *   FAKE_HIP_INIT_ERROR       the hipError_t hipInit returns (default 0, success)
+ *   FAKE_KERNEL_FAULT, FAKE_KERNEL_HANG, FAKE_KERNEL_ABORT: kernels that misbehave (fake_driver.c)
  *   FAKE_HIP_RUNTIME_VERSION  what hipRuntimeGetVersion returns, as HIP encodes
  *                             it: major*10000000 + minor*100000 + patch
  *                             (default FAKE_HIP_DEFAULT_VERSION: tests/fakes/build.py
@@ -493,4 +494,12 @@ int hipFuncSetAttribute(const void* function, int attribute, int value) {
   if (value < 0 || value > limit) return hipErrorInvalidValue;
   f->max_dynamic_shared = value;
   return hipSuccess;
+}
+
+/* The kernel name of a function handle this runtime gave out, or NULL (fake_driver.c's misbehaving kernels). */
+const char* fake_function_name(uintptr_t function) {
+  for (module* m = modules; m; m = m->next)
+    for (fake_function* f = m->functions; f; f = f->next)
+      if ((uintptr_t)f == function) return f->name;
+  return NULL;
 }

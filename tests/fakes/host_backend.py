@@ -38,6 +38,7 @@ class HostBackend:
         # What function_limits reports for every kernel, and each set_max_dynamic_shared call (function, bytes).
         self.function_limit = FunctionLimits(max_threads_per_block=1024, static_shared_bytes=0)
         self.dynamic_shared_calls: list[tuple[int, int]] = []
+        self.device_count = 1
 
     def make_current(self) -> None:
         pass

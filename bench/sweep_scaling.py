@@ -1,0 +1,93 @@
+"""A sweep of >= 500 candidates on 1 GPU, then on 2: wall time, the ratio, GPU utilisation, failures.
+
+    python bench/sweep_scaling.py --out /tmp/sweep-scaling [--gpus 0,1] [--max-time 0.1]
+
+Candidates (GPU, NVIDIA): the copy kernel (pyhipbench/kernels/copy.ptx) over
+256 Ki, 1, 4 and 16 Mi floats and the compute-bound fma kernel (bench/kernels/fma.ptx)
+at 4 chain lengths, each over many grids; three out-of-bounds copies (n far
+beyond the arrays: an illegal address) and one spin kernel (bench/spin.ptx)
+asked to spin for an hour, which the watchdog kills after --hang-timeout s
+(twice: it is retried once). Each run writes its own
+database (1gpu.db, 2gpu.db) under --out; a summary (summary.json) says for
+each: wall s, GPU busy s (sum of the candidates' measurement wall times),
+utilisation (busy / (wall x GPUs)), measured and failed counts, every
+failure with its reason; then the ratio 2-GPU wall / 1-GPU wall (target <= 0.6).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+from pyhipbench.sweep import BenchOptions, Candidate, CodeObjectSource, sweep
+
+HERE = Path(__file__).resolve().parent
+COPY = HERE.parent / "pyhipbench" / "kernels" / "copy.ptx"
+FMA = HERE / "kernels" / "fma.ptx"
+SPIN = HERE / "spin.ptx"
+GRIDS = [1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, 2112, 4224, 8448, 16896, 33792]
+COPY_GRIDS = GRIDS[6:]  # a copy over a few blocks takes tens of ms a launch: slower than this sweep wants
+BLOCKS = [64, 128, 256, 512, 1024]
+
+
+def candidates(max_time_s: float, hang_timeout_s: float) -> list[Candidate]:
+    copy, fma, spin = (CodeObjectSource.from_file(p) for p in (COPY, FMA, SPIN))
+    options = BenchOptions(max_time_s=max_time_s)
+    out = []
+    for n in (1 << 18, 1 << 20, 1 << 22, 1 << 24):  # grouped by argument specs: a worker makes each set once
+        args = (f"array:float32:{n}", f"array:float32:{n}", f"int64:{n}")
+        out += [Candidate(copy, "copy", grid, block, args, bench=options, tags={"n": n})
+                for grid in COPY_GRIDS for block in BLOCKS]
+    fma_out = "array:float32:{}".format(max(GRIDS) * max(BLOCKS))
+    for iterations in (16, 256, 4096, 16384):  # 16384 x 34.6 M threads: about 20 ms a launch on an H200
+        out += [Candidate(fma, "fma", grid, block, (fma_out, f"uint32:{iterations}"), bench=options,
+                          tags={"iterations": iterations}) for grid in GRIDS for block in BLOCKS]
+    # Faults: a grid-stride copy told its 1024-float arrays hold 2**36 floats reads far outside them.
+    out += [Candidate(copy, "copy", 1056, 256, ("array:float32:1024", "array:float32:1024", "int64:68719476736"),
+                      bench=options, tags={"fault": i}) for i in range(3)]
+    # A hang: one thread spinning for an hour; the watchdog kills it (twice: it is retried once).
+    out.append(Candidate(spin, "spin", 1, 1, ("uint64:3600000000000",), bench=options, timeout_s=hang_timeout_s))
+    return out
+
+
+def run(space: list[Candidate], db: Path, gpus: list[int], floor_s: float) -> dict:
+    db.unlink(missing_ok=True)
+    summary = sweep(space, db, gpus=gpus, timeout_floor_s=floor_s)
+    with sqlite3.connect(db) as raw:
+        failures = raw.execute("SELECT kernel, json_extract(candidate, '$.tags'), reason, attempts, error "
+                               "FROM results WHERE status = 'failed'").fetchall()
+    report = {"gpus": gpus, "candidates": summary.total, "measured": summary.measured, "failed": summary.failed,
+              "wall_s": summary.wall_s, "busy_s": summary.busy_s, "utilisation": summary.utilisation,
+              "failures": [dict(zip(("kernel", "tags", "reason", "attempts", "error"), f)) for f in failures]}
+    print(f"{len(gpus)} GPU(s): {summary.measured} measured, {summary.failed} failed, {summary.wall_s:.1f} s wall, "
+          f"GPU busy {summary.busy_s:.1f} s, utilisation {100 * summary.utilisation:.0f} %", flush=True)
+    for f in report["failures"]:
+        print(f"  failed {f['kernel']} {f['tags']}: {f['reason']} ({f['attempts']} attempts): {f['error'][:160]}")
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="directory for the databases and summary.json")
+    parser.add_argument("--gpus", default="0,1", help="the GPUs of the multi-GPU run (default 0,1)")
+    parser.add_argument("--max-time", type=float, default=0.1, help="each candidate's max_time_s (default 0.1)")
+    parser.add_argument("--watchdog-floor", type=float, default=20.0, help="the watchdog's floor, s (default 20)")
+    parser.add_argument("--hang-timeout", type=float, default=5.0,
+                        help="the spinning candidate's own watchdog limit, s (default 5)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    gpus = [int(g) for g in args.gpus.split(",")]
+    space = candidates(args.max_time, args.hang_timeout)
+    print(f"{len(space)} candidates", flush=True)
+    one = run(space, args.out / "1gpu.db", gpus[:1], args.watchdog_floor)
+    many = run(space, args.out / f"{len(gpus)}gpu.db", gpus, args.watchdog_floor)
+    ratio = many["wall_s"] / one["wall_s"]
+    print(f"wall {len(gpus)} GPUs / 1 GPU = {ratio:.2f} (target <= 0.6)")
+    (args.out / "summary.json").write_text(json.dumps({"one": one, "many": many, "ratio": ratio}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Sweeps: many candidates across every GPU of a machine, or of a Ray cluster, each fault isolated,
+results durable in SQLite, resumable after a kill.
+
+    candidate.py    Candidate, BenchOptions, load_space (JSON / YAML search spaces)
+    sources.py      source kinds: code objects, LLVM IR; a registry for more
+    worker.py       one GPU's worker: Task in, Outcome out
+    scheduler.py    candidates to idle workers, the compiler pool, the watchdog, retries
+    local.py        a spawned process per local GPU
+    ray_cluster.py  a Ray actor per GPU of a Ray cluster
+    store.py        the SQLite results database
+    progress.py     the progress bar
+"""
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import BenchError
+from ..values import integer, real, show
+from .candidate import BenchOptions, Candidate, candidates_from_json, load_space
+from .local import LocalPool
+from .progress import Progress
+from .scheduler import TIMEOUT_FLOOR_S, SweepSummary, run, watchdog_s
+from .sources import SOURCE_KINDS, CodeObjectSource, CompileTarget, IRSource, Source, register_source_kind
+from .store import Store, export_best, load_results
+
+__all__ = ["sweep", "Candidate", "BenchOptions", "load_space", "candidates_from_json", "Source", "CodeObjectSource",
+           "IRSource", "CompileTarget", "SOURCE_KINDS", "register_source_kind", "Store", "SweepSummary",
+           "export_best", "load_results", "watchdog_s"]
+
+
+def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = False, gpus: list[int] | None = None,
+          backend: str | None = None, cluster: str | None = None, progress: bool | None = None,
+          timeout_floor_s: float = TIMEOUT_FLOOR_S, compile_workers: int = 2) -> SweepSummary:
+    """Measures every candidate on every GPU and records each in the SQLite database `db`.
+
+    `resume`: continue a database that already holds results, skipping the
+    candidates recorded there (without it such a database is refused).
+    `gpus`: device indices (local) or, with a cluster, how many GPUs to use
+    (its length); None: all. `backend`: "hip" or "cuda" (None: the first that works).
+    `cluster`: a Ray address ("ray://host:10001", "auto"); None runs here.
+    `progress`: draw a progress bar (None: when stderr is a terminal).
+    `timeout_floor_s`: the watchdog's least limit per candidate, seconds (see watchdog_s).
+    `compile_workers`: processes compiling IR ahead of the GPUs.
+    """
+    candidates = list(candidates)
+    for i, c in enumerate(candidates):
+        if not isinstance(c, Candidate):
+            raise BenchError(f"candidates[{i}]={show(c)}: expected a pyhipbench.sweep.Candidate")
+    if not candidates:
+        raise BenchError("sweep() needs at least one candidate")
+    if gpus is not None:
+        if not isinstance(gpus, (list, tuple)) or not gpus:
+            raise BenchError(f"gpus={show(gpus)}: expected a non-empty list of device indices, or None for all")
+        gpus = [integer(f"gpus[{i}]", g, 0) for i, g in enumerate(gpus)]
+        if len(set(gpus)) != len(gpus):
+            raise BenchError(f"gpus={gpus}: a device is listed twice")
+    timeout_floor_s = real("timeout_floor_s", timeout_floor_s, above=0)
+    compile_workers = integer("compile_workers", compile_workers, 1, 256)
+    store = Store(Path(db), resume=resume)
+    try:
+        if cluster is not None:
+            from .ray_cluster import RayCluster
+            executor = RayCluster(cluster, backend, None if gpus is None else len(gpus))
+        else:
+            executor = LocalPool(backend, gpus)
+        done = len(store.done_ids() & {c.id for c in candidates})
+        bar = Progress(len({c.id for c in candidates}), done, show=progress)
+        return run(candidates, store, executor, progress=bar, timeout_floor_s=timeout_floor_s,
+                   compile_workers=compile_workers)
+    finally:
+        store.close()
+
+
+class _CallablePackage(types.ModuleType):
+    """`pyhipbench.sweep(...)` calls `sweep`, while `pyhipbench.sweep.Candidate` and the package's
+    modules (`pyhipbench.sweep.store`) stay reachable: a function of the same name in pyhipbench's
+    namespace would hide the package from `import pyhipbench.sweep.store`."""
+
+    def __call__(self, candidates: Iterable[Candidate], db: str | Path, **options) -> SweepSummary:
+        return sweep(candidates, db, **options)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

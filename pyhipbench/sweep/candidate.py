@@ -1,0 +1,226 @@
+"""A sweep candidate: one kernel launch to measure, as plain picklable data.
+
+A candidate is a source (sources.py), a kernel name, grid, block, dynamic
+shared memory, argument specs (arg_spec.py's `--arg` language as data), the
+`bench()` options and free-form `tags` (a tuner's own parameters, kept with
+the result). Its `id` hashes all of that, the source by its content, so the
+same candidate gets the same id in every run: what `--resume` skips by.
+
+A search space file (`load_space`) is JSON, or YAML when pyyaml is
+installed (.yaml / .yml):
+
+    {"defaults": {"source": {"kind": "code-object", "path": "copy.ptx"}, "kernel": "copy",
+                  "block": [256], "bench": {"cache": "warm", "max_time_s": 0.2}},
+     "candidates": [{"grid": [1024], "args": ["array:float32:262144", "array:float32:262144",
+                                               "int64:262144"], "tags": {"tile": 1}}, ...]}
+
+or just the list of candidates. Each candidate is its defaults updated with
+its own fields ("bench" merged key by key); paths are relative to the file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..arg_spec import ArgSpec, ArraySpec, ScalarSpec, parse_arg
+from ..cache import CACHE_STATES
+from ..errors import BenchError
+from ..timers import TIMERS
+from ..values import integer, real, show
+from .sources import Source, source_from_json
+
+__all__ = ["BenchOptions", "Candidate", "load_space", "candidates_from_json"]
+
+MAX_DIM = (1 << 32) - 1  # the drivers take each grid and block dimension as 32 bits
+MAX_SAMPLES = 1_000_000   # bench.MAX_LAUNCHES
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """`bench()`'s options for one candidate (see bench() for each); checked on construction."""
+    timer: str = "auto"
+    cache: str = "auto"
+    precision: float = 0.01
+    max_time_s: float = 1.0
+    iterations: int | None = None
+    warmup: int | None = None
+    rotate: int | str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.timer not in TIMERS + ("auto",):
+            raise BenchError(f"timer={show(self.timer)}: expected one of {', '.join(TIMERS + ('auto',))}")
+        if self.cache not in CACHE_STATES + ("auto",):
+            raise BenchError(f"cache={show(self.cache)}: expected one of {', '.join(CACHE_STATES + ('auto',))}")
+        object.__setattr__(self, "precision", real("precision", self.precision, above=0, below=1))
+        object.__setattr__(self, "max_time_s", real("max_time_s", self.max_time_s, above=0))
+        if self.iterations is not None:
+            object.__setattr__(self, "iterations", integer("iterations", self.iterations, 1, MAX_SAMPLES))
+        if self.warmup is not None:
+            object.__setattr__(self, "warmup", integer("warmup", self.warmup, 0, MAX_SAMPLES))
+        if self.rotate != "auto":
+            object.__setattr__(self, "rotate", integer("rotate", self.rotate, 1, MAX_SAMPLES,
+                                                       unit="argument sets, or 'auto'"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: object) -> "BenchOptions":
+        if not isinstance(data, dict):
+            raise BenchError(f"bench={show(data)}: expected an object of bench() options")
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise BenchError(f"bench option(s) {', '.join(map(repr, unknown))} unknown; expected "
+                             f"{', '.join(sorted(names))}")
+        return cls(**data)
+
+
+def _dims(name: str, value: object) -> tuple[int, ...]:
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not 1 <= len(values) <= 3:
+        raise BenchError(f"{name}={show(value)}: expected 1 to 3 integers")
+    dims = tuple(integer(f"{name}[{i}]", v, 1, MAX_DIM) for i, v in enumerate(values))
+    return dims + (1,) * (3 - len(dims))
+
+
+def _arg(i: int, value: object) -> ArgSpec:
+    if isinstance(value, (ScalarSpec, ArraySpec)):
+        return value
+    if isinstance(value, str):
+        return parse_arg(value)
+    raise BenchError(f"args[{i}]={show(value)}: expected an ArgSpec or its --arg text (e.g. int64:1024)")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One kernel launch to measure; checked on construction (BenchError naming the bad field).
+
+    `grid` and `block`: 1 to 3 positive integers (kept padded to three).
+    `args`: ArgSpec values or their `--arg` text. `timeout_s`: the watchdog's
+    limit for this candidate instead of the one derived from `bench`.
+    `tags`: JSON-serialisable data of the caller's, part of the id.
+    """
+    source: Source
+    kernel: str
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    args: tuple[ArgSpec, ...] = ()
+    shared_bytes: int = 0
+    bench: BenchOptions = field(default_factory=BenchOptions)
+    timeout_s: float | None = None
+    tags: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, Source):
+            raise BenchError(f"source={show(self.source)}: expected a pyhipbench.sweep source "
+                             "(CodeObjectSource, IRSource, ...)")
+        if not isinstance(self.kernel, str) or not self.kernel:
+            raise BenchError(f"kernel={show(self.kernel)}: expected a kernel name")
+        object.__setattr__(self, "grid", _dims("grid", self.grid))
+        object.__setattr__(self, "block", _dims("block", self.block))
+        if not isinstance(self.args, (list, tuple)):
+            raise BenchError(f"args={show(self.args)}: expected a list of argument specs")
+        object.__setattr__(self, "args", tuple(_arg(i, a) for i, a in enumerate(self.args)))
+        object.__setattr__(self, "shared_bytes", integer("shared_bytes", self.shared_bytes, 0, MAX_DIM,
+                                                         unit="bytes"))
+        if not isinstance(self.bench, BenchOptions):
+            object.__setattr__(self, "bench", BenchOptions.from_json(self.bench))
+        if self.timeout_s is not None:
+            object.__setattr__(self, "timeout_s", real("timeout_s", self.timeout_s, above=0))
+        if not isinstance(self.tags, dict):
+            raise BenchError(f"tags={show(self.tags)}: expected an object (dict)")
+        try:
+            json.dumps(self.tags, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise BenchError(f"tags={show(self.tags)}: not JSON-serialisable ({e})") from None
+
+    def _fields(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),
+                "args": [str(a) for a in self.args], "shared_bytes": self.shared_bytes,
+                "bench": self.bench.to_json(), "timeout_s": self.timeout_s, "tags": self.tags}
+
+    @property
+    def id(self) -> str:
+        """sha256 (hex, 32 digits) of the source's content and every other field: stable across runs."""
+        identity = {"source": self.source.identity(), **self._fields()}
+        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+
+    def to_json(self) -> dict[str, Any]:
+        """The candidate as the results database keeps it (the source by path and digest, not content)."""
+        return {"id": self.id, "source": self.source.to_json(), **self._fields()}
+
+
+CANDIDATE_FIELDS = ("source", "kernel", "grid", "block", "args", "shared_bytes", "bench", "timeout_s", "tags")
+
+
+def _candidate(i: int, data: object, defaults: dict[str, Any], sources: dict[str, Source], base: Path
+               ) -> Candidate:
+    try:
+        if not isinstance(data, dict):
+            raise BenchError(f"{show(data)} is not an object")
+        merged = {**defaults, **data}
+        if isinstance(defaults.get("bench"), dict) and isinstance(data.get("bench"), dict):
+            merged["bench"] = {**defaults["bench"], **data["bench"]}
+        unknown = sorted(set(merged) - set(CANDIDATE_FIELDS))
+        if unknown:
+            raise BenchError(f"unknown field(s) {', '.join(map(repr, unknown))}; expected "
+                             f"{', '.join(CANDIDATE_FIELDS)}")
+        missing = [f for f in ("source", "kernel", "grid", "block") if f not in merged]
+        if missing:
+            raise BenchError(f"missing {', '.join(missing)}")
+        # A source file is read once for all the candidates that name it.
+        key = json.dumps(merged["source"], sort_keys=True, default=str)
+        if key not in sources:
+            sources[key] = source_from_json(merged["source"], base)
+        return Candidate(**{**merged, "source": sources[key],
+                            "bench": BenchOptions.from_json(merged.get("bench", {}))})
+    except BenchError as e:
+        raise BenchError(f"candidate {i}: {e}") from None
+
+
+def candidates_from_json(space: object, base: Path = Path(".")) -> list[Candidate]:
+    """Candidates from a parsed space: a list of candidates, or {"defaults": {...}, "candidates": [...]}."""
+    if isinstance(space, list):
+        space = {"candidates": space}
+    if not isinstance(space, dict) or not isinstance(space.get("candidates"), list):
+        raise BenchError("expected a list of candidates, or an object with \"candidates\" (a list) and "
+                         "optionally \"defaults\"")
+    unknown = sorted(set(space) - {"defaults", "candidates"})
+    if unknown:
+        raise BenchError(f"unknown top-level field(s) {', '.join(map(repr, unknown))}; expected defaults, "
+                         "candidates")
+    defaults = space.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise BenchError(f"defaults={show(defaults)}: expected an object")
+    if not space["candidates"]:
+        raise BenchError("the space has no candidates")
+    sources: dict[str, Source] = {}
+    return [_candidate(i, entry, defaults, sources, base) for i, entry in enumerate(space["candidates"])]
+
+
+def load_space(path: Path) -> list[Candidate]:
+    """The candidates of a search space file: JSON, or YAML (.yaml/.yml; needs pyyaml)."""
+    text = path.read_text()  # OSError naming the file: the CLI reports it
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise BenchError(f"{path}: reading YAML needs pyyaml (pip install pyyaml); or write the space "
+                             "as JSON") from None
+        try:
+            space = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise BenchError(f"{path}: not YAML ({e})") from None
+    else:
+        try:
+            space = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise BenchError(f"{path}: not JSON ({e.msg} at line {e.lineno}); expected a sweep space") from None
+    try:
+        return candidates_from_json(space, path.parent)
+    except BenchError as e:
+        raise BenchError(f"{path}: {e}") from None

@@ -1,0 +1,174 @@
+"""A sweep's results in SQLite (the standard library's sqlite3), one row per candidate.
+
+WAL mode, each result its own committed transaction: `kill -9` of the sweep
+at any moment loses only the candidates still running. `synchronous=NORMAL`:
+a commit is in the WAL file before `record` returns, so it survives the
+process; only a crash of the machine itself can lose the last few (FULL would
+fsync each, 6 ms a candidate here, which a fast sweep's one writer cannot afford).
+`candidate_id` is UNIQUE: recording a candidate twice is an error, and a
+resumed sweep skips the ids already here (`done_ids`).
+
+Rows hold the candidate (JSON), status ("ok" or "failed"), the reason and
+error of a failure, the device, timer, cache state, median and its 95 % CI
+(µs), stop reason, attempts (how many times a worker ran it: 0 for code that
+did not compile), timestamps (UTC, ISO 8601), the GPU busy time
+(s) and the whole result (Result.to_dict() without the samples, JSON), which
+`load_results` gives back in the form report.py renders and compares.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import BenchError
+from ..report import render
+
+__all__ = ["Store", "SCHEMA_VERSION", "SQLITE_MAGIC", "is_results_db", "load_results", "export_best"]
+
+SCHEMA_VERSION = 1
+SQLITE_MAGIC = b"SQLite format 3\x00"
+OK, FAILED = "ok", "failed"
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS results (
+    candidate_id TEXT NOT NULL UNIQUE,
+    candidate    TEXT NOT NULL,
+    kernel       TEXT NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('{OK}', '{FAILED}')),
+    reason       TEXT,
+    error        TEXT,
+    device       TEXT,
+    timer        TEXT,
+    cache_state  TEXT,
+    median_us    REAL,
+    ci_low_us    REAL,
+    ci_high_us   REAL,
+    stop_reason  TEXT,
+    attempts     INTEGER NOT NULL,
+    started_at   TEXT NOT NULL,
+    finished_at  TEXT NOT NULL,
+    busy_s       REAL,
+    result       TEXT
+);
+CREATE INDEX IF NOT EXISTS results_by_median ON results (status, median_us);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def now() -> str:
+    """The time, UTC, ISO 8601 with microseconds."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+def is_results_db(path: Path) -> bool:
+    """Whether `path` is an SQLite file (by its first 16 bytes)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class Row:
+    """One recorded candidate, as the scheduler hands it to the store."""
+    candidate_id: str
+    candidate: dict[str, Any]
+    status: str
+    attempts: int
+    started_at: str
+    device: str | None = None
+    result: dict[str, Any] | None = None
+    reason: str | None = None
+    error: str | None = None
+    busy_s: float | None = None
+
+
+class Store:
+    """The results database at `path`. `resume=False` refuses one that already holds results."""
+
+    def __init__(self, path: Path, *, resume: bool = False) -> None:
+        self.path = Path(path)
+        if self.path.exists() and not is_results_db(self.path) and self.path.stat().st_size > 0:
+            raise BenchError(f"{self.path} exists and is not an SQLite database; expected a sweep's results "
+                             "database or a new file")
+        self.db = sqlite3.connect(self.path, isolation_level=None)  # autocommit; each insert commits
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(_SCHEMA)
+        version = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if version is None:
+            self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(version[0]) != SCHEMA_VERSION:
+            raise BenchError(f"{self.path}: results schema version {version[0]}; this pyhipbench reads "
+                             f"version {SCHEMA_VERSION}")
+        held = self.count()
+        if held and not resume:
+            self.db.close()
+            raise BenchError(f"{self.path} already holds {held} results; pass --resume (resume=True) to "
+                             "continue that sweep, or write to a new file")
+
+    def count(self, status: str | None = None) -> int:
+        if status is None:
+            return self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        return self.db.execute("SELECT COUNT(*) FROM results WHERE status = ?", (status,)).fetchone()[0]
+
+    def done_ids(self) -> set[str]:
+        """Ids of the candidates recorded, ok or failed: a resumed sweep runs the others."""
+        return {row[0] for row in self.db.execute("SELECT candidate_id FROM results")}
+
+    def record(self, row: Row) -> None:
+        """Commits one candidate; BenchError if it is already recorded (the UNIQUE id)."""
+        r = row.result or {}
+        stats = r.get("stats_us", {})
+        try:
+            self.db.execute(
+                "INSERT INTO results (candidate_id, candidate, kernel, status, reason, error, device, timer, "
+                "cache_state, median_us, ci_low_us, ci_high_us, stop_reason, attempts, started_at, finished_at, "
+                "busy_s, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (row.candidate_id, json.dumps(row.candidate, sort_keys=True), row.candidate["kernel"], row.status,
+                 row.reason, row.error, row.device, r.get("timer"), r.get("cache_state"), stats.get("median"),
+                 stats.get("ci_low"), stats.get("ci_high"), r.get("stop_reason"), row.attempts, row.started_at,
+                 now(), row.busy_s, json.dumps(r) if row.result is not None else None))
+        except sqlite3.IntegrityError:
+            raise BenchError(f"candidate {row.candidate_id} is already recorded in {self.path}") from None
+
+    def best(self, count: int | None = None) -> list[dict[str, Any]]:
+        """The measured candidates, fastest median first (`count` of them, or all): result dicts
+        with the candidate's id and tags added."""
+        query = "SELECT candidate_id, candidate, result FROM results WHERE status = ? ORDER BY median_us, candidate_id"
+        rows = self.db.execute(query + (" LIMIT ?" if count is not None else ""),
+                               (OK,) if count is None else (OK, count)).fetchall()
+        return [{**json.loads(result), "candidate_id": cid, "tags": json.loads(candidate)["tags"]}
+                for cid, candidate, result in rows]
+
+    def failures(self) -> list[tuple[str, str, str, str]]:
+        """(candidate id, kernel, reason, error) of each failed candidate."""
+        return self.db.execute("SELECT candidate_id, kernel, reason, error FROM results WHERE status = ? "
+                               "ORDER BY finished_at", (FAILED,)).fetchall()
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def load_results(path: Path) -> list[dict[str, Any]]:
+    """The measured results of a sweep database, fastest first, as report.py reads them."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = db.execute("SELECT result FROM results WHERE status = ? ORDER BY median_us", (OK,)).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise BenchError(f"{path}: not a sweep results database ({e})") from None
+    return [json.loads(r[0]) for r in rows]
+
+
+def export_best(store: Store, path: Path, count: int | None = None) -> str:
+    """The `count` fastest candidates (all when None) as JSON, CSV or markdown by `path`'s suffix
+    (report.render's formats); writes nothing, returns the text."""
+    return render(path, store.best(count))

@@ -1,0 +1,177 @@
+"""The worker: one GPU, measuring the candidates it is given, one at a time.
+
+`Worker` holds a Device, the modules it has loaded (by source digest) and the
+arguments it has made (by their specs, so candidates with the same argument
+specs reuse them), and turns a `Task` into an `Outcome`. The same class runs
+in a spawned process per GPU (`serve`, the local pool) and in a Ray actor
+(ray_cluster.py). It never lets a pyhipbench error escape: bad input is an
+outcome; a fault is an outcome that asks for the worker to be replaced, since
+the device context may be lost. Hangs and process deaths are the
+scheduler's to see (its watchdog, the process sentinel).
+"""
+from __future__ import annotations
+
+import ctypes
+import signal
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..arg_spec import ArgSpec, materialize
+from ..args import Shared
+from ..bench import bench
+from ..device import Device
+from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
+from ..memory import DeviceArray
+from .sources import CompileTarget
+
+__all__ = ["Task", "Outcome", "DeviceFacts", "Worker", "serve", "INVALID", "FAULT", "ERROR", "TIMEOUT", "DIED"]
+
+# Why a candidate failed (the store's `reason`).
+INVALID = "invalid"  # bad input: the kernel, launch or arguments (or IR) cannot run; retrying cannot help
+FAULT = "fault"      # the kernel faulted (KernelFault); the worker is replaced
+ERROR = "error"      # another driver or measurement error; the worker is replaced
+TIMEOUT = "timeout"  # the watchdog's limit passed; the worker was killed
+DIED = "died"        # the worker process (or actor) died: an abort, a segfault, an LLVM abort
+
+# Errors that say the candidate itself is wrong: recorded at once, never retried, worker kept.
+_INVALID_ERRORS = (BenchError, IRError, CodegenError, ToolchainError)
+ARGUMENT_SETS_KEPT = 4  # argument lists (by spec) a worker keeps for later candidates; older ones are freed
+
+
+@dataclass(frozen=True)
+class Task:
+    """A candidate as a worker runs it: the code object travels only to a worker that lacks it."""
+    candidate_id: str
+    kernel: str
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    args: tuple[ArgSpec, ...]
+    shared_bytes: int
+    bench: dict[str, Any]
+    code_digest: str
+    code: bytes | None  # None: the worker has loaded it before
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a worker made of a task: `result` (Result.to_dict() without the samples) or `reason` and `error`."""
+    candidate_id: str
+    result: dict[str, Any] | None = None
+    reason: str | None = None
+    error: str | None = None
+    replace_worker: bool = False  # the device context may be unusable: start a fresh worker
+    busy_s: float = 0.0           # the measurement's wall time on the GPU, seconds
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """A worker's device, as the scheduler needs it."""
+    backend: str
+    index: int
+    name: str
+    target: CompileTarget
+    device_count: int  # devices the backend sees: how many workers the sweep starts by default
+    place: str = ""    # where it is beyond this machine's device index (a Ray node and GPU id)
+
+    @property
+    def label(self) -> str:
+        return f"{self.place}{self.backend}:{self.index} {self.name}"
+
+
+@dataclass
+class Worker:
+    """One GPU's measurements. `Worker.open(backend, index)` opens the device."""
+    device: Device
+    modules: dict[str, Any] = field(default_factory=dict)
+    arguments: OrderedDict = field(default_factory=OrderedDict)
+
+    @classmethod
+    def open(cls, backend: str | None, index: int) -> "Worker":
+        return cls(Device(backend, index))
+
+    def facts(self) -> DeviceFacts:
+        backend = self.device.backend
+        driver_version = backend.driver_version() if backend.name == "cuda" else None
+        return DeviceFacts(backend.name, self.device.properties.index, self.device.name,
+                           CompileTarget(self.device.arch, driver_version), backend.device_count)
+
+    def _kernel(self, task: Task):
+        if task.code_digest not in self.modules:
+            if task.code is None:
+                raise BenchError(f"the code object {task.code_digest[:12]} was never sent to this worker")
+            self.modules[task.code_digest] = self.device.load_module(task.code)
+        return self.modules[task.code_digest].kernel(task.kernel)
+
+    def _arguments(self, specs: tuple[ArgSpec, ...]) -> list:
+        if specs in self.arguments:
+            self.arguments.move_to_end(specs)
+            return self.arguments[specs]
+        while len(self.arguments) >= ARGUMENT_SETS_KEPT:
+            for argument in self.arguments.popitem(last=False)[1]:
+                array = argument.array if isinstance(argument, Shared) else argument
+                if isinstance(array, DeviceArray):
+                    array.free()
+        self.arguments[specs] = [materialize(spec, self.device) for spec in specs]
+        return self.arguments[specs]
+
+    def run(self, task: Task) -> Outcome:
+        """Measures `task`'s candidate; every pyhipbench error (and any other exception) becomes an outcome."""
+        started = time.perf_counter()
+        try:
+            kernel = self._kernel(task)
+            result = bench(kernel, task.grid, task.block, self._arguments(task.args),
+                           shared_bytes=task.shared_bytes, **task.bench)
+        except _INVALID_ERRORS as e:
+            return Outcome(task.candidate_id, reason=INVALID, error=f"{type(e).__name__}: {e}",
+                           busy_s=time.perf_counter() - started)
+        except KernelFault as e:
+            usable = "the context is still usable" if e.context_usable else "the context is lost"
+            return Outcome(task.candidate_id, reason=FAULT, error=f"KernelFault: {e} ({usable})",
+                           replace_worker=True, busy_s=time.perf_counter() - started)
+        except Error as e:
+            return Outcome(task.candidate_id, reason=ERROR, error=f"{type(e).__name__}: {e}", replace_worker=True,
+                           busy_s=time.perf_counter() - started)
+        except Exception as e:  # a bug, or a library's own exception: say where, and start afresh
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            return Outcome(task.candidate_id, reason=ERROR,
+                           error=f"{type(e).__name__}: {e} (at {where.filename}:{where.lineno})",
+                           replace_worker=True, busy_s=time.perf_counter() - started)
+        record = result.to_dict()
+        del record["times_us"]  # the statistics stay; thousands of samples per candidate would bloat the store
+        return Outcome(task.candidate_id, result=record, busy_s=result.wall_s)
+
+
+def die_with_parent() -> None:
+    """Linux: the kernel sends this process SIGKILL when its parent dies (kill -9 of the sweep)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def serve(connection, backend: str | None, index: int) -> None:
+    """A worker process's main (multiprocessing, spawn): open device `index`, send ("ready", DeviceFacts)
+    or ("error", message), then answer each Task with an Outcome until the connection closes or an
+    outcome asks for a fresh worker."""
+    die_with_parent()
+    try:
+        worker = Worker.open(backend, index)
+        connection.send(("ready", worker.facts()))
+    except Error as e:
+        connection.send(("error", f"{type(e).__name__}: {e}"))
+        return
+    while True:
+        try:
+            task = connection.recv()
+        except (EOFError, OSError):
+            return
+        outcome = worker.run(task)
+        connection.send(("outcome", outcome))
+        if outcome.replace_worker:
+            sys.stdout.flush()
+            return

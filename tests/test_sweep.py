@@ -1,0 +1,398 @@
+"""Sweeps against the fake HIP runtime: candidates, the store, faults isolated, kill -9 and resume, the CLI."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import pyhipbench as hb
+from codegen_helpers import require_toolchain
+from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
+from sweep_helpers import ARGS, FAST, IR, space, sweep_environment
+
+from pyhipbench import BenchError, NoDeviceError
+from pyhipbench.arg_spec import parse_arg
+from pyhipbench.sweep import (BenchOptions, Candidate, CodeObjectSource, CompileTarget, IRSource, Store,
+                              candidates_from_json, load_results, load_space, sweep, watchdog_s)
+from pyhipbench.sweep.progress import Progress
+from pyhipbench.sweep.store import Row, now
+
+require_hip_python()
+REPO = Path(__file__).resolve().parent.parent
+COPY_PTX = REPO / "pyhipbench" / "kernels" / "copy.ptx"
+
+
+@pytest.fixture
+def fake_gpus(fake_hip_library, monkeypatch):
+    """Two fake MI300X GPUs for the worker processes this test spawns."""
+    require_toolchain("gfx942")
+    for name, value in sweep_environment(fake_hip_library).items():
+        monkeypatch.setenv(name, value)
+    return fake_hip_library
+
+
+def copy_candidate(**fields) -> Candidate:
+    return Candidate(**{"source": IRSource(IR.encode()), "kernel": "copy", "grid": (4,), "block": (64,),
+                        "args": ARGS, "bench": BenchOptions(**FAST), **fields})
+
+
+# -- candidates ---------------------------------------------------------------------
+def test_candidate_is_plain_data_with_a_stable_content_id():
+    a = copy_candidate(tags={"tile": 4})
+    assert a.grid == (4, 1, 1) and a.args == tuple(parse_arg(t) for t in ARGS)
+    assert pickle.loads(pickle.dumps(a)) == a
+    assert copy_candidate(tags={"tile": 4}).id == a.id            # same content, same id, in any run
+    assert copy_candidate(tags={"tile": 8}).id != a.id
+    assert copy_candidate(grid=(5,)).id != a.id
+    assert Candidate(IRSource(IR.encode() + b"\n"), "copy", 4, 64, ARGS).id != Candidate(
+        IRSource(IR.encode()), "copy", 4, 64, ARGS).id               # the source's content, not its name
+    assert a.to_json()["source"] == {"kind": "llvm-ir", "sha256": IRSource(IR.encode()).identity()["sha256"],
+                                     "icache_flush": None, "path": None}
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"grid": (0,)}, "grid[0]=0: out of range"),
+    ({"block": (1, 2, 3, 4)}, "block=(1, 2, 3, 4): expected 1 to 3 integers"),
+    ({"kernel": ""}, "kernel='': expected a kernel name"),
+    ({"args": ["array:float33:4"]}, "dtype 'float33' is not one of"),
+    ({"args": [3]}, "args[0]=3: expected an ArgSpec"),
+    ({"shared_bytes": -1}, "shared_bytes=-1: out of range"),
+    ({"tags": {"f": object}}, "not JSON-serialisable"),
+    ({"timeout_s": 0}, "timeout_s=0: out of range"),
+    ({"source": "k.ll"}, "source='k.ll': expected a pyhipbench.sweep source"),
+])
+def test_bad_candidate_names_the_field(fields, message):
+    with pytest.raises(BenchError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        copy_candidate(**fields)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"timer": "clock"}, "timer='clock': expected one of events, cupti, batched, graph, auto"),
+    ({"cache": "cold"}, "cache='cold': expected one of"),
+    ({"precision": 1.5}, "precision=1.5: out of range"),
+    ({"iterations": 0}, "iterations=0: out of range"),
+    ({"rotate": "many"}, "rotate='many': expected an integer"),
+])
+def test_bad_bench_options_name_the_option(options, message):
+    with pytest.raises(BenchError, match=message):
+        BenchOptions(**options)
+
+
+def test_space_file_defaults_paths_and_errors(tmp_path):
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "copy.ptx").write_bytes(COPY_PTX.read_bytes())
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps({
+        "defaults": {"source": {"kind": "code-object", "path": "k/copy.ptx"}, "kernel": "copy", "block": [256],
+                     "args": ARGS, "bench": {"cache": "warm", "max_time_s": 0.5}},
+        "candidates": [{"grid": [8]}, {"grid": [16], "bench": {"timer": "events"}}]}))
+    a, b = load_space(path)
+    assert isinstance(a.source, CodeObjectSource) and a.source is b.source  # the file is read once
+    assert a.source.path == str(tmp_path / "k" / "copy.ptx") and a.source.data == COPY_PTX.read_bytes()
+    assert b.bench == BenchOptions(cache="warm", max_time_s=0.5, timer="events")  # "bench" merged key by key
+    path.write_text('{"candidates": [{"kernel": "copy"}]}')
+    with pytest.raises(BenchError, match=r"space.json: candidate 0: missing source, grid, block"):
+        load_space(path)
+    path.write_text('[{"source": {"kind": "triton"}, "kernel": "k", "grid": 1, "block": 1}]')
+    with pytest.raises(BenchError, match=r"candidate 0: source kind 'triton' is not one of code-object, llvm-ir"):
+        load_space(path)
+    path.write_text('[{"source": {"kind": "code-object", "path": "k/none.ptx"}, "kernel": "k", "grid": 1, '
+                    '"block": 1}]')
+    with pytest.raises(BenchError, match=r"candidate 0: code object '.*none.ptx' is not a file"):
+        load_space(path)
+    path.write_text('{"candidates": [], "extra": 1}')
+    with pytest.raises(BenchError, match=r"unknown top-level field\(s\) 'extra'"):
+        load_space(path)
+    path.write_text("[{")
+    with pytest.raises(BenchError, match=r"space.json: not JSON \(.* at line 1\)"):
+        load_space(path)
+    with pytest.raises(BenchError, match=r"candidate 0: unknown field\(s\) 'gird'"):
+        candidates_from_json([{"source": {"kind": "llvm-ir", "text": IR}, "kernel": "copy", "gird": 1,
+                               "grid": 1, "block": 1}])
+
+
+def test_watchdog_limit_from_the_expected_time():
+    assert watchdog_s(copy_candidate(bench=BenchOptions(max_time_s=0.05)), floor_s=10) == 10   # the floor
+    assert watchdog_s(copy_candidate(bench=BenchOptions(max_time_s=3)), floor_s=10) == 30      # 5 x (2 x 3 s)
+    assert watchdog_s(copy_candidate(timeout_s=2.5), floor_s=10) == 2.5                         # its own
+
+
+# -- the store ------------------------------------------------------------------------
+def _row(candidate_id: str = "c1", status: str = "failed") -> Row:
+    return Row(candidate_id, {"kernel": "copy"}, status, 1, now(), reason="invalid", error="BenchError: x")
+
+
+def test_store_records_each_candidate_once_and_refuses_to_overwrite(tmp_path):
+    db = tmp_path / "r.db"
+    store = Store(db)
+    store.record(_row())
+    with pytest.raises(BenchError, match=r"candidate c1 is already recorded in .*r.db"):
+        store.record(_row())
+    assert store.done_ids() == {"c1"}
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+    with pytest.raises(BenchError, match=r"r.db already holds 1 results; pass --resume"):
+        Store(db)
+    assert Store(db, resume=True).done_ids() == {"c1"}
+    other = tmp_path / "notes.txt"
+    other.write_text("hello")
+    with pytest.raises(BenchError, match=r"notes.txt exists and is not an SQLite database"):
+        Store(other)
+    with sqlite3.connect(db) as raw, pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        raw.execute("INSERT INTO results (candidate_id, candidate, kernel, status, attempts, started_at, "
+                    "finished_at) VALUES ('c1', '{}', 'k', 'ok', 1, 'now', 'now')")
+
+
+def test_progress_shows_failures_and_best_on_a_terminal_only():
+    pytest.importorskip("tqdm", reason="the progress bar needs tqdm")
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    bar = Progress(3, show=None, stream=screen)
+    bar.measured(5.0, "copy {'g': 1}")
+    bar.measured(4.0, "copy {'g': 2}")
+    bar.failure()
+    bar.close()
+    last = screen.getvalue().split("\r")[-1]
+    assert "3/3" in last and "failed=1" in last and "best=4.000 µs copy {'g': 2}" in last
+    quiet = io.StringIO()  # not a terminal: nothing drawn
+    bar = Progress(3, stream=quiet)
+    bar.measured(5.0, "copy")
+    bar.close()
+    assert quiet.getvalue() == "" and bar.bar is None
+
+
+# -- sweeps on the fake GPUs ------------------------------------------------------------
+def test_faults_cost_one_candidate_each(fake_gpus, tmp_path):
+    candidates = candidates_from_json(space(44))
+    candidates.append(copy_candidate(args=ARGS[:2]))  # bad input: the kernel takes three arguments
+    candidates.append(Candidate(CodeObjectSource.from_file(COPY_PTX), "copy", 1, 64, ARGS))  # PTX on AMD
+    candidates.append(Candidate(IRSource(b"define void @copy("), "copy", 1, 64, ARGS))  # IR that does not parse
+    db = tmp_path / "r.db"
+    summary = hb.sweep(candidates, db=db, timeout_floor_s=1.5, progress=False)  # the package is callable
+    assert (summary.total, summary.measured, summary.failed, summary.gpus) == (50, 44, 6, 2)
+    rows = {r[0]: r[1:] for r in sqlite3.connect(db).execute(
+        "SELECT kernel || ':' || json_extract(candidate, '$.args[1]') || ':' || json_extract(candidate, "
+        "'$.source.kind'), status, reason, error, attempts, device, median_us FROM results "
+        "WHERE status = 'failed' AND json_extract(candidate, '$.source.sha256') = ?",
+        (IRSource(IR.encode()).identity()["sha256"],))}
+    assert len(rows) == 4
+    assert rows["fault:array:float32:4096:zeros:llvm-ir"][:2] == ("failed", "fault")
+    assert "KernelFault: kernel 'fault' faulted" in rows["fault:array:float32:4096:zeros:llvm-ir"][2]
+    assert rows["fault:array:float32:4096:zeros:llvm-ir"][3] == 2                       # retried once
+    assert rows["hang:array:float32:4096:zeros:llvm-ir"][1:4] == (
+        "timeout", "no result after 1.5 s (the watchdog's limit); the worker was killed", 2)
+    assert rows["crash:array:float32:4096:zeros:llvm-ir"][1:4] == (
+        "died", "the worker process was killed by SIGABRT", 2)
+    invalid = rows["copy:array:float32:4096:zeros:llvm-ir"]
+    assert invalid[1] == "invalid" and invalid[3] == 1 and "kernel 'copy' takes 3 argument" in invalid[2]
+    others = sqlite3.connect(db).execute(
+        "SELECT json_extract(candidate, '$.source.kind'), reason, attempts, error FROM results WHERE status = "
+        "'failed' AND json_extract(candidate, '$.source.sha256') != ? ORDER BY 1",
+        (IRSource(IR.encode()).identity()["sha256"],)).fetchall()
+    (ptx_kind, *ptx), (ir_kind, *broken) = others
+    assert ptx_kind == "code-object" and ptx[:2] == ["invalid", 1]
+    assert "a ptx code object cannot load on the hip backend" in ptx[2]
+    assert ir_kind == "llvm-ir" and broken[:2] == ["invalid", 0] and broken[2].startswith("IRError: ")  # never ran
+    measured = sqlite3.connect(db).execute(
+        "SELECT json_extract(candidate, '$.tags.g'), device, median_us, timer, cache_state, attempts "
+        "FROM results WHERE status = 'ok'").fetchall()
+    assert sorted(m[0] for m in measured) == list(range(44))
+    assert {m[1] for m in measured} == {"hip:0 AMD Instinct MI300X (fake)", "hip:1 AMD Instinct MI300X (fake)"}
+    assert {(round(m[2], 3), m[3], m[4], m[5]) for m in measured} == {(4.0, "events", "warm", 1)}
+    assert summary.busy_s > 0 and summary.wall_s > 0
+
+
+def _cli(*args: str, env: dict[str, str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pyhipbench.cli", "sweep", *args], env={**os.environ, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def _recorded(db: Path) -> set[tuple[str, str, str | None]]:
+    with sqlite3.connect(db) as raw:
+        return set(raw.execute("SELECT candidate_id, status, reason FROM results").fetchall())
+
+
+def test_kill_9_halfway_and_resume_equals_an_uninterrupted_run(fake_gpus, tmp_path):
+    # Each good candidate takes 20000 fake launches, so the sweep lasts long enough to be killed halfway.
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps(space(40, bad=("fault",), bench={"cache": "warm", "iterations": 20000})))
+    env = sweep_environment(fake_gpus)
+    whole = _cli(str(path), "--out", str(tmp_path / "whole.db"), "--export", str(tmp_path / "best.md"),
+                 "--export", str(tmp_path / "best.csv"), "--best", "3", env=env)
+    out, err = whole.communicate(timeout=120)
+    assert whole.returncode == 0, err
+    assert out.startswith("40 measured, 1 failed, 0 already in") and "failed " in out and "fault (after a retry)" in out
+    expected = _recorded(tmp_path / "whole.db")
+    assert len(expected) == 41
+    assert (tmp_path / "best.md").read_text().count("\n| copy |") == 3
+    assert (tmp_path / "best.csv").read_text().splitlines()[0].startswith("kernel,grid,block")
+
+    db = tmp_path / "killed.db"
+    killed = _cli(str(path), "--out", str(db), env=env, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if db.exists():
+            try:
+                if len(_recorded(db)) >= 15:
+                    break
+            except sqlite3.OperationalError:  # the schema is being created
+                pass
+        time.sleep(0.02)
+    os.killpg(killed.pid, signal.SIGKILL)  # the whole sweep: driver and workers
+    killed.communicate(timeout=30)
+    halfway = _recorded(db)
+    assert 15 <= len(halfway) < 41 and halfway <= expected
+
+    again = _cli(str(path), "--out", str(db), env=env)
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 2 and "pass --resume" in err  # a database with results is not overwritten
+    resumed = _cli(str(path), "--out", str(db), "--resume", env=env)
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert f"already in {db}" in out.splitlines()[0]
+    assert _recorded(db) == expected
+
+    compared = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "compare", str(tmp_path / "whole.db"),
+                               str(db)], capture_output=True, text=True, env={**os.environ, **env})
+    assert compared.returncode == 0, compared.stderr
+    rows = compared.stdout.splitlines()[1:]
+    assert len(rows) == 40 and all(r.endswith("same") for r in rows)
+    assert len(load_results(db)) == 40
+
+
+def test_cli_sweep_bad_input_exits_2_naming_it(tmp_path):
+    path = tmp_path / "space.json"
+    path.write_text('[{"source": {"kind": "llvm-ir", "text": "x"}, "kernel": "k", "grid": 0, "block": 1}]')
+    result = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "sweep", str(path), "--out",
+                             str(tmp_path / "r.db")], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"pyhipbench sweep: {path}: candidate 0: grid[0]=0: out of range, expected " \
+                                    "an integer in [1, 4294967295]"
+    result = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "sweep", str(path), "--out", str(path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "is the input file" in result.stderr
+    result = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "sweep", str(path), "--out",
+                             str(tmp_path / "r.db"), "--gpus", "0,0"], capture_output=True, text=True)
+    assert result.returncode == 2 and "'0,0': expected comma-separated device indices, each once" in result.stderr
+
+
+def test_sweep_api_refuses_bad_arguments(tmp_path):
+    with pytest.raises(BenchError, match=r"candidates\[0\]='copy': expected a pyhipbench.sweep.Candidate"):
+        sweep(["copy"], tmp_path / "r.db")
+    with pytest.raises(BenchError, match=r"gpus=\[0, 0\]: a device is listed twice"):
+        sweep([copy_candidate()], tmp_path / "r.db", gpus=[0, 0])
+    with pytest.raises(BenchError, match=r"sweep\(\) needs at least one candidate"):
+        sweep([], tmp_path / "r.db")
+
+
+def test_no_gpu_is_one_clear_error(fake_hip_library, monkeypatch, tmp_path):
+    for name, value in sweep_environment(fake_hip_library, devices=0).items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(NoDeviceError, match=r"a worker could not open its GPU \(slot 0\): NoDeviceError: HIP found "
+                                            r"no GPU"):
+        sweep([copy_candidate()], tmp_path / "r.db", backend="hip", progress=False)
+
+
+def test_ray_missing_says_how_to_install(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails
+    with pytest.raises(NoDeviceError, match=r"needs ray, which is not installed \(pip install 'ray\[default\]'\)"):
+        sweep([copy_candidate()], tmp_path / "r.db", cluster="auto")
+
+
+def test_space_in_yaml(tmp_path, monkeypatch):
+    yaml = pytest.importorskip("yaml", reason="YAML spaces need pyyaml")
+    path = tmp_path / "space.yaml"
+    path.write_text(yaml.safe_dump(space(2, bad=())))
+    assert [(c.kernel, c.grid, c.tags) for c in load_space(path)] == [("copy", (1, 1, 1), {"g": 0}),
+                                                                      ("copy", (2, 1, 1), {"g": 1})]
+    path.write_text("candidates: [")
+    with pytest.raises(BenchError, match=r"space.yaml: not YAML"):
+        load_space(path)
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    with pytest.raises(BenchError, match=r"space.yaml: reading YAML needs pyyaml \(pip install pyyaml\)"):
+        load_space(path)
+
+
+def test_scaling_benchmark_space():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import sweep_scaling
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    space = sweep_scaling.candidates(max_time_s=0.1, hang_timeout_s=5)
+    assert len(space) >= 500 and len({c.id for c in space}) == len(space)
+    assert [c.tags for c in space if "fault" in c.tags] == [{"fault": 0}, {"fault": 1}, {"fault": 2}]
+    assert [(c.kernel, c.timeout_s) for c in space if c.kernel == "spin"] == [("spin", 5)]
+    assert {c.kernel for c in space} == {"copy", "fma", "spin"}
+
+
+class ScriptedExecutor:
+    """Two fake GPUs whose workers answer from a script: kernel name -> the outcome of each attempt."""
+
+    def __init__(self, script: dict[str, list[tuple[str | None, str | None]]]) -> None:
+        self.script, self.events_due, self.starts, self.ran_on = script, [], [], []
+        self.runs: dict[str, int] = {}
+
+    def initial_slots(self):
+        return [0, 1]
+
+    def more_slots(self, facts):
+        return []
+
+    def start(self, slot):
+        from pyhipbench.sweep.worker import DeviceFacts
+        self.starts.append(slot)
+        self.events_due.append((slot, "ready", DeviceFacts("hip", slot, "Scripted", CompileTarget("gfx942"), 2)))
+
+    def submit(self, slot, task):
+        from pyhipbench.sweep.worker import Outcome
+        attempt = self.runs.get(task.kernel, 0)
+        self.runs[task.kernel] = attempt + 1
+        self.ran_on.append((task.kernel, slot, self.starts.count(slot)))
+        reason, error = self.script[task.kernel][attempt]
+        result = {"stats_us": {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0}} if reason is None else None
+        self.events_due.append((slot, "outcome", Outcome(task.candidate_id, result, reason, error,
+                                                         replace_worker=reason is not None)))
+
+    def kill(self, slot):
+        pass
+
+    def events(self, timeout):
+        due, self.events_due = self.events_due, []
+        return due
+
+    def close(self):
+        pass
+
+
+def test_a_failure_is_retried_once_on_a_fresh_worker(tmp_path):
+    from pyhipbench.sweep.scheduler import run
+    script = {"flaky": [("fault", "KernelFault: once"), (None, None)],
+              "broken": [("fault", "KernelFault: first"), ("error", "DriverError: second")],
+              "wrong": [("invalid", "BenchError: bad arguments")]}
+    executor = ScriptedExecutor(script)
+    copy = CodeObjectSource.from_file(COPY_PTX)  # needs no compiler; the scripted workers load nothing
+    candidates = [Candidate(copy, kernel, 1, 64, ARGS) for kernel in script]
+    store = Store(tmp_path / "r.db")
+    summary = run(candidates, store, executor)
+    rows = {r[0]: r[1:] for r in store.db.execute("SELECT kernel, status, reason, attempts, error FROM results")}
+    assert rows == {"flaky": ("ok", None, 2, None),
+                    "broken": ("failed", "error", 2, "DriverError: second (attempt 1: fault: KernelFault: first)"),
+                    "wrong": ("failed", "invalid", 1, "BenchError: bad arguments")}
+    assert (summary.measured, summary.failed) == (1, 2)
+    # Each retry ran on a worker started after the failure, which had run nothing before it.
+    retries = [(kernel, slot, generation) for kernel, slot, generation in executor.ran_on
+               if kernel in ("flaky", "broken")][2:]
+    assert all(generation == 2 for _kernel, _slot, generation in retries) and len(retries) == 2
