@@ -42,6 +42,9 @@ CudaDriver::CudaDriver(const std::string& library_path)
   library_.resolve(cuMemFree_v2, "cuMemFree_v2");
   library_.resolve(cuMemcpyDtoD_v2, "cuMemcpyDtoD_v2");
   library_.resolve(cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2");
+  library_.resolve(cuMemGetInfo_v2, "cuMemGetInfo_v2");
+  library_.resolve(cuCtxGetDevice, "cuCtxGetDevice");
+  library_.resolve(cuDeviceGetAttribute, "cuDeviceGetAttribute");
 }
 
 CudaDriver::~CudaDriver() {
@@ -155,6 +158,23 @@ void CudaDriver::copy(uintptr_t context, uintptr_t destination, uintptr_t source
 void CudaDriver::copy_from_host(uintptr_t context, uintptr_t destination, const void* source, size_t bytes) {
   CurrentContext current(*this, CudaDriver::context(context));
   check("cuMemcpyHtoD_v2", cuMemcpyHtoD_v2(destination, source, bytes));
+}
+
+MemoryInfo CudaDriver::memory_info(uintptr_t context) {
+  CurrentContext current(*this, CudaDriver::context(context));
+  size_t free_bytes = 0, total_bytes = 0;
+  check("cuMemGetInfo_v2", cuMemGetInfo_v2(&free_bytes, &total_bytes));
+  return {free_bytes, total_bytes};
+}
+
+uint64_t CudaDriver::l2_cache_bytes(uintptr_t context) {
+  constexpr int kL2CacheSize = 38;  // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+  CurrentContext current(*this, CudaDriver::context(context));
+  Device device = 0;
+  check("cuCtxGetDevice", cuCtxGetDevice(&device));
+  int bytes = 0;
+  check("cuDeviceGetAttribute", cuDeviceGetAttribute(&bytes, kL2CacheSize, device));
+  return static_cast<uint64_t>(bytes);
 }
 
 }  // namespace pyhipbench

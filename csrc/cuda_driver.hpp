@@ -44,6 +44,8 @@ class CudaDriver final : public Driver {
   std::unique_ptr<pyhipbench::Module> load_module(uintptr_t context, const std::string& image) override;
   void copy(uintptr_t context, uintptr_t destination, uintptr_t source, size_t bytes) override;
   void copy_from_host(uintptr_t context, uintptr_t destination, const void* source, size_t bytes) override;
+  MemoryInfo memory_info(uintptr_t context) override;
+  uint64_t l2_cache_bytes(uintptr_t context) override;
 
   // Throws the DriverError describing `status` unless it is CUDA_SUCCESS.
   void check(const char* call, Result status) const {
@@ -137,6 +139,9 @@ class CudaDriver final : public Driver {
   Result (*cuMemFree_v2)(DevicePointer);
   Result (*cuMemcpyDtoD_v2)(DevicePointer destination, DevicePointer source, size_t bytes);
   Result (*cuMemcpyHtoD_v2)(DevicePointer destination, const void* source, size_t bytes);
+  Result (*cuMemGetInfo_v2)(size_t* free_bytes, size_t* total_bytes);
+  Result (*cuCtxGetDevice)(Device*);
+  Result (*cuDeviceGetAttribute)(int* value, int attribute, Device);
 
   // Names of the calls the timers make through the generic event interface.
   static constexpr const char* kEventCreate = "cuEventCreate";

@@ -36,6 +36,8 @@ HipDriver::HipDriver(const std::string& library_path)
   library_.resolve(hipFree, "hipFree");
   library_.resolve(hipMemcpyDtoD, "hipMemcpyDtoD");
   library_.resolve(hipMemcpyHtoD, "hipMemcpyHtoD");
+  library_.resolve(hipMemGetInfo, "hipMemGetInfo");
+  library_.resolve(hipDeviceGetAttribute, "hipDeviceGetAttribute");
   library_.resolve(hipModuleLoadData, "hipModuleLoadData");
   library_.resolve(hipModuleGetFunction, "hipModuleGetFunction");
   library_.resolve(hipModuleUnload, "hipModuleUnload");
@@ -149,6 +151,20 @@ void HipDriver::copy(uintptr_t context, uintptr_t destination, uintptr_t source,
 void HipDriver::copy_from_host(uintptr_t context, uintptr_t destination, const void* source, size_t bytes) {
   CurrentContext current(*this, HipDriver::context(context));
   check("hipMemcpyHtoD", hipMemcpyHtoD(reinterpret_cast<void*>(destination), source, bytes));
+}
+
+MemoryInfo HipDriver::memory_info(uintptr_t context) {
+  CurrentContext current(*this, HipDriver::context(context));
+  size_t free_bytes = 0, total_bytes = 0;
+  check("hipMemGetInfo", hipMemGetInfo(&free_bytes, &total_bytes));
+  return {free_bytes, total_bytes};
+}
+
+uint64_t HipDriver::l2_cache_bytes(uintptr_t context) {
+  constexpr int kL2CacheSize = 19;  // hipDeviceAttributeL2CacheSize
+  int bytes = 0;
+  check("hipDeviceGetAttribute", hipDeviceGetAttribute(&bytes, kL2CacheSize, HipDriver::context(context)));
+  return static_cast<uint64_t>(bytes);
 }
 
 }  // namespace pyhipbench

@@ -39,6 +39,8 @@ class HipDriver final : public Driver {
   std::unique_ptr<pyhipbench::Module> load_module(uintptr_t context, const std::string& image) override;
   void copy(uintptr_t context, uintptr_t destination, uintptr_t source, size_t bytes) override;
   void copy_from_host(uintptr_t context, uintptr_t destination, const void* source, size_t bytes) override;
+  MemoryInfo memory_info(uintptr_t context) override;
+  uint64_t l2_cache_bytes(uintptr_t context) override;
 
   // Throws the DriverError describing `status` unless it is hipSuccess.
   void check(const char* call, Result status) const {
@@ -119,6 +121,8 @@ class HipDriver final : public Driver {
   Result (*hipFree)(void* device);
   Result (*hipMemcpyDtoD)(void* destination, void* source, size_t bytes);
   Result (*hipMemcpyHtoD)(void* destination, const void* source, size_t bytes);
+  Result (*hipMemGetInfo)(size_t* free_bytes, size_t* total_bytes);
+  Result (*hipDeviceGetAttribute)(int* value, int attribute, int device);
   Result (*hipModuleLoadData)(Module*, const void* image);
   Result (*hipModuleGetFunction)(Function*, Module, const char* name);
   Result (*hipModuleUnload)(Module);

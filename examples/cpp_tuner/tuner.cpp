@@ -1,17 +1,25 @@
 // A C++ autotuner on pyhipbench's core: picks the block size of a copy kernel.
 //
-//   cpp_tuner BACKEND CODE_OBJECT [ELEMENTS [SETS]]
+//   cpp_tuner BACKEND CODE_OBJECT [ELEMENTS [SETS|auto [LLC_BYTES]]]
 //
 // BACKEND is cuda or hip; CODE_OBJECT holds `copy(src, dst, n)` (float32,
 // grid-stride loop), e.g. pyhipbench/kernels/copy.ptx; ELEMENTS is the array
-// length (default 1 << 22); SETS the rotated argument sets (default 4: the
-// dirty-cold cache state; 1 = warm). The driver library is loaded at run time
-// ($PYHIPBENCH_CUDA_LIBRARY / $PYHIPBENCH_HIP_LIBRARY name another one).
+// length (default 1 << 22). SETS is R, the rotated argument sets: auto (the
+// default) chooses it by the core's rotation rule, the same R as Python's
+// bench() (one set is both arrays; against the last-level cache and the free
+// device memory; no more sets than the run's launches); 1 = warm. LLC_BYTES is
+// the last-level cache that rule sizes against, bytes: by default the L2 the
+// driver reports, which is the last level on NVIDIA; on MI300 pass the 256 MB
+// Infinity Cache (268435456), since HIP reports one XCD's 4 MB L2. The driver
+// library is loaded at run time ($PYHIPBENCH_CUDA_LIBRARY /
+// $PYHIPBENCH_HIP_LIBRARY name another one).
 //
-// Each candidate block size is timed by every per-kernel timer the backend
-// has (cupti and events on CUDA, events on HIP) with the same rotated
-// buffers; the table shows each one's median and bandwidth, and the winner
-// is the fastest by the first timer that ran.
+// Each candidate block size is measured by every per-kernel timer the backend
+// has (cupti and events on CUDA, events on HIP) on the same rotated buffers,
+// by the core's adaptive measure(): warm-up until settled, then samples until
+// the median's 95 % CI is within ±1 % (or the sample or time cap). The table
+// shows each one's median, its CI, the samples taken, why it stopped and the
+// bandwidth; the winner is the fastest median by the first timer that ran.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +29,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,12 +38,12 @@
 #include "pyhipbench/errors.hpp"
 #include "pyhipbench/launch_plan.hpp"
 #include "pyhipbench/rotated_buffers.hpp"
+#include "pyhipbench/rotation.hpp"
+#include "pyhipbench/statistics.hpp"
+#include "pyhipbench/stopping.hpp"
 #include "pyhipbench/timer.hpp"
 
 namespace {
-
-constexpr size_t kSamples = 64;  // per candidate and timer, taken in chunks of kChunk
-constexpr size_t kChunk = 16;
 
 std::string read_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -42,13 +51,19 @@ std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
 }
 
-size_t parse_count(const char* text, const char* what) {
+size_t parse_count(const char* text, const char* what, const char* expected = "a positive integer") {
   char* end = nullptr;
   const unsigned long long value = std::strtoull(text, &end, 0);
   if (end == text || *end != '\0' || value == 0 || text[0] == '-') {
-    throw std::invalid_argument(std::string(what) + " '" + text + "': expected a positive integer");
+    throw std::invalid_argument(std::string(what) + " '" + text + "': expected " + expected);
   }
   return static_cast<size_t>(value);
+}
+
+// SETS: "auto" (nullopt: the rotation rule chooses) or a set count.
+std::optional<size_t> parse_sets(const char* text) {
+  if (std::strcmp(text, "auto") == 0) return std::nullopt;
+  return parse_count(text, "SETS", "'auto' or a positive integer");
 }
 
 // The kernel's arguments (src, dst, n) of every rotated set, packed as
@@ -62,42 +77,29 @@ std::vector<std::string> argument_sets(const pyhipbench::RotatedBuffers& buffers
   return sets;
 }
 
-// The median of `plan`'s samples on `timer`, µs per kernel, chunks continuing the rotation.
-// (When the core's adaptive measure() lands, it replaces this function: it takes the
-// timer and plan and returns the median with its CI and stop reason.)
-double median_us(pyhipbench::Timer& timer, pyhipbench::LaunchPlan& plan) {
-  const pyhipbench::Timings warm_up = timer.run(plan, kChunk, 0);  // untimed: first-launch costs
-  std::vector<double> samples;
-  size_t next_set = kChunk * warm_up.launches_per_sample % plan.sets();
-  while (samples.size() < kSamples) {
-    pyhipbench::Timings chunk = timer.run(plan, kChunk, next_set);
-    samples.insert(samples.end(), chunk.times_us.begin(), chunk.times_us.end());
-    next_set = (next_set + kChunk * chunk.launches_per_sample) % plan.sets();
-  }
-  std::sort(samples.begin(), samples.end());
-  const size_t n = samples.size();
-  return n % 2 == 1 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
-}
-
 struct Row {
   uint32_t block;
   uint32_t grid;
   std::string timer;
-  double median_us;
+  pyhipbench::Summary summary;  // of the timed samples, µs
+  std::string stop_reason;
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3 || argc > 5) {
-    std::fprintf(stderr, "usage: %s cuda|hip CODE_OBJECT [ELEMENTS [SETS]]\n", argv[0]);
+  if (argc < 3 || argc > 6) {
+    std::fprintf(stderr, "usage: %s cuda|hip CODE_OBJECT [ELEMENTS [SETS|auto [LLC_BYTES]]]\n", argv[0]);
     return 2;
   }
   try {
     const std::string backend = argv[1];
     const size_t elements = argc > 3 ? parse_count(argv[3], "ELEMENTS") : size_t{1} << 22;
-    const size_t sets = argc > 4 ? parse_count(argv[4], "SETS") : 4;
+    const std::optional<size_t> sets = argc > 4 ? parse_sets(argv[4]) : std::nullopt;
+    const std::optional<size_t> llc_argument =
+        argc > 5 ? std::optional<size_t>(parse_count(argv[5], "LLC_BYTES")) : std::nullopt;
     const size_t bytes = elements * sizeof(float);
+    const pyhipbench::StopRule rule;  // the core's defaults, as Python's bench()
 
     std::shared_ptr<pyhipbench::Driver> driver = pyhipbench::load_driver(backend);
     const uintptr_t context = driver->device_context(0);
@@ -110,9 +112,20 @@ int main(int argc, char** argv) {
     std::vector<float> host(elements);
     for (size_t i = 0; i < elements; ++i) host[i] = static_cast<float>(i % 1000);
     driver->copy_from_host(context, src.address(), host.data(), bytes);
-    // (When the core's rotation rule lands, `sets` comes from it: set size 2 * bytes,
-    // the last-level cache and free memory, the same R as Python's.)
-    pyhipbench::RotatedBuffers rotated(driver, context, {{src.address(), bytes}, {dst.address(), bytes}}, sets);
+
+    // R by the core's rule, from the same inputs as Python's bench(): one set
+    // is both arrays; the launch cap is the rule's most warm-up and timed samples.
+    const uint64_t llc_bytes = llc_argument ? *llc_argument : driver->l2_cache_bytes(context);
+    const pyhipbench::MemoryInfo memory = driver->memory_info(context);
+    const pyhipbench::Rotation rotation =
+        pyhipbench::plan_rotation(2 * bytes, llc_bytes, memory.free_bytes, memory.total_bytes, sets,
+                                  rule.max_warmup_samples + rule.max_samples);
+    if (rotation.capped_by_memory()) {
+      std::fprintf(stderr, "cpp_tuner: warning: %zu of the %zu rotated sets fit in free memory: the cache is "
+                   "less cold than asked\n", rotation.sets, rotation.wanted);
+    }
+    pyhipbench::RotatedBuffers rotated(driver, context, {{src.address(), bytes}, {dst.address(), bytes}},
+                                       rotation.sets);
     const std::vector<std::string> arg_sets = argument_sets(rotated, elements);
 
     std::vector<std::unique_ptr<pyhipbench::Timer>> timers;
@@ -132,23 +145,31 @@ int main(int argc, char** argv) {
       config.grid = {static_cast<uint32_t>(std::min<uint64_t>(blocks, 65535)), 1, 1};
       config.block = {block, 1, 1};
       pyhipbench::LaunchPlan plan(copy, "copy", config, arg_sets, {0, 8, 16});
-      for (const auto& timer : timers) rows.push_back({block, config.grid[0], timer->name(), median_us(*timer, plan)});
+      for (const auto& timer : timers) {
+        const pyhipbench::Measurement m = pyhipbench::measure(*timer, plan, rule);
+        rows.push_back({block, config.grid[0], timer->name(), pyhipbench::summarize(m.times_us), m.stop_reason});
+      }
     }
 
-    std::printf("copy of %zu floats (%zu bytes), %zu rotated sets, %zu samples each\n", elements, bytes,
-                rotated.sets(), kSamples);
-    std::printf("%6s %6s %7s %11s %8s\n", "block", "grid", "timer", "median µs", "GB/s");
+    std::printf("copy of %zu floats (%zu bytes), last-level cache %llu bytes (%s)\n", elements, bytes,
+                static_cast<unsigned long long>(llc_bytes), llc_argument ? "given" : "the driver's L2");
+    std::printf("rotation: R = %zu (%s)\n", rotation.sets, rotation.reason.c_str());
+    std::printf("stopping: the median's 95 %% CI within ±%g %%, %zu to %zu samples, at most %g s each\n",
+                rule.precision * 100, rule.min_samples, rule.max_samples, rule.max_time_s);
+    std::printf("%6s %6s %7s %11s %21s %8s %-11s %8s\n", "block", "grid", "timer", "median µs", "95 % CI µs",
+                "samples", "stop", "GB/s");
     for (const Row& r : rows) {
-      std::printf("%6u %6u %7s %11.3f %8.1f\n", r.block, r.grid, r.timer.c_str(), r.median_us,
-                  2.0 * bytes / (r.median_us * 1e3));
+      std::printf("%6u %6u %7s %10.3f [%8.3f, %8.3f] %8zu %-11s %8.1f\n", r.block, r.grid, r.timer.c_str(),
+                  r.summary.median, r.summary.ci_low, r.summary.ci_high, r.summary.count, r.stop_reason.c_str(),
+                  2.0 * bytes / (r.summary.median * 1e3));
     }
     const std::string& judge = timers.front()->name();
     const Row* best = nullptr;
     for (const Row& r : rows) {
-      if (r.timer == judge && (best == nullptr || r.median_us < best->median_us)) best = &r;
+      if (r.timer == judge && (best == nullptr || r.summary.median < best->summary.median)) best = &r;
     }
     std::printf("winner: block %u (grid %u), %.3f µs by the %s timer\n", best->block, best->grid,
-                best->median_us, judge.c_str());
+                best->summary.median, judge.c_str());
     return 0;
   } catch (const pyhipbench::DriverError& e) {
     std::fprintf(stderr, "cpp_tuner: %s (call %s, code %d)\n", e.what(), e.call().c_str(), e.code());

@@ -144,6 +144,54 @@ const char* whole_measurement(const std::string& backend, void* fake, std::share
   return nullptr;
 }
 
+// The rotation rule's inputs as the driver reports them: the fake CUDA device
+// is an H200 (60 MiB L2, 141 GB), the fake HIP one an MI300X (one XCD's 4 MiB
+// L2, 192 GB); free memory counts the live allocations.
+const char* rotation_inputs(const std::string& backend, void* fake, std::shared_ptr<Driver> driver) {
+  const bool cuda = backend == "cuda";
+  const uintptr_t context = driver->device_context(0);
+  const uint64_t total = cuda ? 141000000000ull : 192000000000ull;
+  const MemoryInfo before = driver->memory_info(context);
+  if (before.total_bytes != total || before.free_bytes > total) return "memory_info: wrong total";
+  {
+    DeviceBuffer buffer(driver, context, 4096);
+    const MemoryInfo during = driver->memory_info(context);
+    if (during.total_bytes != total || during.free_bytes != before.free_bytes - 4096) {
+      return "memory_info: free memory does not count an allocation";
+    }
+  }
+  if (driver->memory_info(context).free_bytes != before.free_bytes) return "memory_info: free after the buffer went";
+  if (driver->l2_cache_bytes(context) != (cuda ? uint64_t{60} << 20 : uint64_t{4} << 20)) {
+    return "l2_cache_bytes: wrong size";
+  }
+  if (cuda) {
+    if (!throws<std::invalid_argument>([&] { driver->memory_info(0); }, "CUDA context 0 is not a context") ||
+        !throws<std::invalid_argument>([&] { driver->l2_cache_bytes(0); }, "CUDA context 0 is not a context")) {
+      return "memory_info / l2_cache_bytes on context 0";
+    }
+    auto fail = reinterpret_cast<void (*)(const char*, int, int, int)>(dlsym(fake, "fake_fail"));
+    fail("cuMemGetInfo_v2", 1, 0, 0);
+    if (!throws<DriverError>([&] { driver->memory_info(context); },
+                             "cuMemGetInfo_v2 failed: CUDA_ERROR_INVALID_VALUE (1)")) {
+      return "memory_info: a failed cuMemGetInfo_v2";
+    }
+    fail("cuDeviceGetAttribute", 101, 0, 0);
+    if (!throws<DriverError>([&] { driver->l2_cache_bytes(context); },
+                             "cuDeviceGetAttribute failed: CUDA_ERROR_INVALID_DEVICE (101)")) {
+      return "l2_cache_bytes: a failed cuDeviceGetAttribute";
+    }
+    if (reinterpret_cast<int (*)()>(dlsym(fake, "fake_context_depth"))() != 0) {
+      return "memory_info / l2_cache_bytes left a context pushed";
+    }
+  } else {
+    if (!throws<DriverError>([&] { driver->l2_cache_bytes(5); }, "hipDeviceGetAttribute failed") ||
+        !throws<DriverError>([&] { driver->memory_info(5); }, "hipSetDevice failed")) {
+      return "memory_info / l2_cache_bytes on device 5 of 1";
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,6 +200,7 @@ int main(int argc, char** argv) {
   void* fake = dlopen(argv[2], RTLD_NOW | RTLD_NOLOAD);  // the library the core loaded
   if (fake == nullptr) return fails("the fake driver is not loaded");
   if (const char* failure = whole_measurement(argv[1], fake, driver)) return fails(failure);
+  if (const char* failure = rotation_inputs(argv[1], fake, driver)) return fails(failure);
   std::unique_ptr<Timer> events = make_timer("events", driver, fake_context(argv[1]));
   TimerOptions five_per_sample;
   five_per_sample.launches_per_sample = 5;

@@ -683,10 +683,15 @@ int cuModuleUnload(fake_module* module) {
 }
 
 /* ---- devices, primary contexts and memory (CUDA) ----
- * FAKE_CUDA_DEVICE_COUNT devices (default 1); device d's primary context is
- * the handle 0xC00000 + d (the made-up context the tests push). Device memory
- * is host memory; copies must lie inside one live allocation, so tests catch
- * copies past the end of a buffer. */
+ * FAKE_CUDA_DEVICE_COUNT devices (default 1), each an H200 as pyhipbench's
+ * h200 profile has it: a 60 MiB L2 and FAKE_CUDA_TOTAL_BYTES of memory
+ * (default 141 GB), read at each cuMemGetInfo_v2, whose free memory is that
+ * less the live allocations. Device d's primary context is the handle
+ * 0xC00000 + d (the made-up context the tests push). Device memory is host
+ * memory; copies must lie inside one live allocation, so tests catch copies
+ * past the end of a buffer. */
+#define FAKE_CUDA_PRIMARY_CONTEXT 0xC00000u
+#define FAKE_CUDA_L2_BYTES (60 << 20)
 #define MAX_DEVICE_ALLOCATIONS 4096
 typedef struct {
   char* base;
@@ -694,6 +699,7 @@ typedef struct {
 } device_allocation;
 static device_allocation device_allocations[MAX_DEVICE_ALLOCATIONS];
 static int live_device_allocations, retained_contexts;
+static size_t device_allocated_bytes;
 int fake_live_device_allocations(void) { return live_device_allocations; }
 int fake_retained_contexts(void) { return retained_contexts; }
 
@@ -727,7 +733,7 @@ int cuDevicePrimaryCtxRetain(void** context, int device) {
   int err = injected("cuDevicePrimaryCtxRetain");
   if (err) return err;
   if (device < 0 || device >= cuda_device_count()) return 101;
-  *context = (void*)(uintptr_t)(0xC00000 + device);
+  *context = (void*)(uintptr_t)(FAKE_CUDA_PRIMARY_CONTEXT + device);
   ++retained_contexts;
   record("cuDevicePrimaryCtxRetain")->value = (uintptr_t)*context;
   return 0;
@@ -755,6 +761,7 @@ int cuMemAlloc_v2(uint64_t* address, size_t bytes) {
     a->base = aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (!a->base) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
     a->bytes = bytes;
+    device_allocated_bytes += bytes;
     ++live_device_allocations;
     *address = (uintptr_t)a->base;
     record("cuMemAlloc_v2")->value = bytes;
@@ -769,6 +776,7 @@ int cuMemFree_v2(uint64_t address) {
     device_allocation* a = &device_allocations[i];
     if (a->base && (uintptr_t)a->base == address) {
       record("cuMemFree_v2")->value = a->bytes;
+      device_allocated_bytes -= a->bytes;
       free(a->base);
       a->base = NULL;
       --live_device_allocations;
@@ -776,6 +784,34 @@ int cuMemFree_v2(uint64_t address) {
     }
   }
   return 1;
+}
+int cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
+  int err = needs_context("cuMemGetInfo_v2");
+  if (err) return err;
+  const char* text = getenv("FAKE_CUDA_TOTAL_BYTES");
+  *total_bytes = text && *text ? (size_t)strtoull(text, NULL, 0) : 141000000000ull;
+  *free_bytes = *total_bytes > device_allocated_bytes ? *total_bytes - device_allocated_bytes : 0;
+  return 0;
+}
+/* The device of the current context: a primary context's, else CUDA_ERROR_INVALID_CONTEXT. */
+int cuCtxGetDevice(int* device) {
+  int err = needs_context("cuCtxGetDevice");
+  if (err) return err;
+  const uintptr_t context = context_stack[context_depth - 1];
+  if (context < FAKE_CUDA_PRIMARY_CONTEXT || context >= FAKE_CUDA_PRIMARY_CONTEXT + (uintptr_t)cuda_device_count()) {
+    return 201;
+  }
+  *device = (int)(context - FAKE_CUDA_PRIMARY_CONTEXT);
+  return 0;
+}
+/* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE (38) only; any other is CUDA_ERROR_INVALID_VALUE. */
+int cuDeviceGetAttribute(int* value, int attribute, int device) {
+  int err = injected("cuDeviceGetAttribute");
+  if (err) return err;
+  if (device < 0 || device >= cuda_device_count()) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+  if (attribute != 38) return 1;
+  *value = FAKE_CUDA_L2_BYTES;
+  return 0;
 }
 /* Whether [address, address + bytes) lies inside one live allocation. */
 static int device_range(uint64_t address, size_t bytes) {

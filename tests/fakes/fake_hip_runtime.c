@@ -202,6 +202,7 @@ _Static_assert(offsetof(fake_device_prop, maxSharedMemoryPerMultiProcessor) == 1
 _Static_assert(offsetof(fake_device_prop, isLargeBar) == 1464, "isLargeBar");
 
 #define FAKE_TOTAL_BYTES 192000000000ull /* 192 GB, as pyhipbench's mi300x profile */
+#define FAKE_HIP_L2_BYTES (4 * 1024 * 1024) /* one XCD's L2, as HIP reports on MI300X */
 
 static int env_int(const char* name, int fallback) {
   const char* text = getenv(name);
@@ -233,6 +234,15 @@ int hipGetDeviceCount(int* count) {
 
 /* hipSetDevice and hipGetDevice are in fake_driver.c, which records them. */
 
+/* hipDeviceAttributeL2CacheSize (19) only, as hipGetDeviceProperties' l2CacheSize;
+ * any other attribute is hipErrorInvalidValue. */
+int hipDeviceGetAttribute(int* value, int attribute, int device) {
+  if (!value || attribute != 19) return hipErrorInvalidValue;
+  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
+  *value = FAKE_HIP_L2_BYTES;
+  return hipSuccess;
+}
+
 int hipGetDevicePropertiesR0600(fake_device_prop* prop, int device) {
   if (!prop) return hipErrorInvalidValue;
   if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
@@ -253,7 +263,7 @@ int hipGetDevicePropertiesR0600(fake_device_prop* prop, int device) {
   prop->major = 9;
   prop->minor = 4;
   prop->multiProcessorCount = 304;
-  prop->l2CacheSize = 4 * 1024 * 1024; /* one XCD's L2, as HIP reports on MI300X */
+  prop->l2CacheSize = FAKE_HIP_L2_BYTES;
   prop->maxSharedMemoryPerMultiProcessor = 64 * 1024;
   prop->isLargeBar = 1;
   return hipSuccess;

@@ -44,6 +44,13 @@ class PYHIPBENCH_API Module {
 
 class DeviceBuffer;
 
+// A device's memory as the driver reports it, bytes (rotation.hpp's
+// plan_rotation takes both).
+struct MemoryInfo {
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+};
+
 class PYHIPBENCH_API Driver : public std::enable_shared_from_this<Driver> {
  public:
   virtual ~Driver() = default;
@@ -68,6 +75,21 @@ class PYHIPBENCH_API Driver : public std::enable_shared_from_this<Driver> {
   virtual void copy(uintptr_t context, uintptr_t destination, uintptr_t source, size_t bytes) = 0;
   virtual void copy_from_host(uintptr_t context, uintptr_t destination, const void* source,
                               size_t bytes) = 0;
+
+  // Free and total memory of `context`'s device, bytes (CUDA: cuMemGetInfo_v2;
+  // HIP: hipMemGetInfo): the free-memory input of plan_rotation.
+  virtual MemoryInfo memory_info(uintptr_t context) = 0;
+
+  // The L2 cache of `context`'s device as the driver reports it, bytes: the
+  // last-level-cache input of plan_rotation on NVIDIA, whose L2 is the last
+  // level (CUDA: cuCtxGetDevice, then cuDeviceGetAttribute with
+  // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE). HIP: hipDeviceGetAttribute with
+  // hipDeviceAttributeL2CacheSize, which on MI300 (gfx942) is one XCD's 4 MB
+  // L2 while the last-level cache is the 256 MB Infinity Cache: rotation sized
+  // from it would leave the data warm there, so on such a device the embedder
+  // passes the last-level cache itself (Python's pyhipbench/archs.py tables it
+  // per architecture).
+  virtual uint64_t l2_cache_bytes(uintptr_t context) = 0;
 
  protected:
   // Device memory, made and freed only through DeviceBuffer.
