@@ -88,10 +88,21 @@ def bench_softmax(kernel: hb.Kernel, x, y, *, reference: np.ndarray | None, **be
             for cache in CACHE_STATES}
 
 
+def positive(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= 1")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=4096)
-    parser.add_argument("--cols", type=int, default=1024)
+    parser.add_argument("--rows", type=positive, default=4096)
+    parser.add_argument("--cols", type=positive, default=1024)
     options = parser.parse_args(argv)
     try:
         import torch

@@ -107,9 +107,20 @@ def report(tuning: ht.Tuning) -> list[str]:
     return lines
 
 
+def positive(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= 1")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=2048, help="M = N = K (default 2048)")
+    parser.add_argument("--size", type=positive, default=2048, help="M = N = K (default 2048)")
     parser.add_argument("--cache", default="clean-cold", choices=["clean-cold", "dirty-cold", "warm"])
     options = parser.parse_args(argv)
     try:

@@ -206,3 +206,16 @@ def test_scripts_without_torch_or_a_gpu_say_so(name, needs, stub, message):
     run = run_script(name, stub)
     assert (run.returncode, run.stdout) == (1, "")
     assert run.stderr == message.format(name=name) + "\n"
+
+
+@pytest.mark.parametrize("name, argv, message", [
+    ("triton_matmul_tune", ["--size", "0"], "argument --size: '0': expected an integer >= 1"),
+    ("cuda_source_with_torch", ["--rows", "-4"], "argument --rows: '-4': expected an integer >= 1"),
+    ("cuda_source_with_torch", ["--cols", "1k"], "argument --cols: '1k': expected an integer >= 1"),
+])
+def test_bad_sizes_are_refused_before_anything_runs(name, argv, message, capsys):
+    if name == "triton_matmul_tune":
+        pytest.importorskip("triton", reason="examples/triton_matmul_tune.py imports triton first")
+    with pytest.raises(SystemExit) as exit_info:
+        load(name).main(argv)
+    assert exit_info.value.code == 2 and capsys.readouterr().err.endswith(f"error: {message}\n")
