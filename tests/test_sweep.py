@@ -102,8 +102,9 @@ def test_space_file_defaults_paths_and_errors(tmp_path):
     path.write_text('{"candidates": [{"kernel": "copy"}]}')
     with pytest.raises(BenchError, match=r"space.json: candidate 0: missing source, grid, block"):
         load_space(path)
-    path.write_text('[{"source": {"kind": "triton"}, "kernel": "k", "grid": 1, "block": 1}]')
-    with pytest.raises(BenchError, match=r"candidate 0: source kind 'triton' is not one of code-object, llvm-ir"):
+    path.write_text('[{"source": {"kind": "spirv"}, "kernel": "k", "grid": 1, "block": 1}]')
+    with pytest.raises(BenchError, match=r"candidate 0: source kind 'spirv' is not one of code-object, llvm-ir, "
+                                         r"cuda-source, hip-source, triton"):
         load_space(path)
     path.write_text('[{"source": {"kind": "code-object", "path": "k/none.ptx"}, "kernel": "k", "grid": 1, '
                     '"block": 1}]')

@@ -2,7 +2,7 @@
 results durable in SQLite, resumable after a kill.
 
     candidate.py    Candidate, BenchOptions, load_space (JSON / YAML search spaces)
-    sources.py      source kinds: code objects, LLVM IR; a registry for more
+    sources.py      source kinds: code objects, LLVM IR, CUDA/HIP C++, Triton; a registry for more
     worker.py       one GPU's worker: Task in, Outcome out
     scheduler.py    candidates to idle workers, the compiler pool, the watchdog, retries
     local.py        a spawned process per local GPU
@@ -23,12 +23,13 @@ from .candidate import BenchOptions, Candidate, candidates_from_json, load_space
 from .local import LocalPool
 from .progress import Progress
 from .scheduler import TIMEOUT_FLOOR_S, SweepSummary, run, watchdog_s
-from .sources import SOURCE_KINDS, CodeObjectSource, CompileTarget, IRSource, Source, register_source_kind
+from .sources import (SOURCE_KINDS, Code, CodeObjectSource, CompileTarget, CudaSource, HipSource, IRSource, Source,
+                      TritonSource, register_source_kind)
 from .store import Store, export_best, load_results
 
 __all__ = ["sweep", "Candidate", "BenchOptions", "load_space", "candidates_from_json", "Source", "CodeObjectSource",
-           "IRSource", "CompileTarget", "SOURCE_KINDS", "register_source_kind", "Store", "SweepSummary",
-           "export_best", "load_results", "watchdog_s"]
+           "IRSource", "CudaSource", "HipSource", "TritonSource", "Code", "CompileTarget", "SOURCE_KINDS",
+           "register_source_kind", "Store", "SweepSummary", "export_best", "load_results", "watchdog_s"]
 
 
 def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = False, gpus: list[int] | None = None,
@@ -43,7 +44,7 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
     `cluster`: a Ray address ("ray://host:10001", "auto"); None runs here.
     `progress`: draw a progress bar (None: when stderr is a terminal).
     `timeout_floor_s`: the watchdog's least limit per candidate, seconds (see watchdog_s).
-    `compile_workers`: processes compiling IR ahead of the GPUs.
+    `compile_workers`: processes compiling IR and C++ source ahead of the GPUs.
     """
     candidates = list(candidates)
     for i, c in enumerate(candidates):

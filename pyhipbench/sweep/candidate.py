@@ -30,7 +30,7 @@ from ..cache import CACHE_STATES
 from ..errors import BenchError
 from ..timers import TIMERS
 from ..values import integer, real, show
-from .sources import Source, source_from_json
+from .sources import Source, TritonSource, source_from_json
 
 __all__ = ["BenchOptions", "Candidate", "load_space", "candidates_from_json"]
 
@@ -99,15 +99,17 @@ def _arg(i: int, value: object) -> ArgSpec:
 class Candidate:
     """One kernel launch to measure; checked on construction (BenchError naming the bad field).
 
-    `grid` and `block`: 1 to 3 positive integers (kept padded to three).
-    `args`: ArgSpec values or their `--arg` text. `timeout_s`: the watchdog's
-    limit for this candidate instead of the one derived from `bench`.
+    `grid` and `block`: 1 to 3 positive integers (kept padded to three). A Triton source's
+    candidate gives no block and no shared_bytes (Triton's compile says them) and its kernel is
+    the function's name. `args`: ArgSpec values or their `--arg` text (scalars reach a Triton
+    function as Python numbers, so Triton specialises on them as its launcher does).
+    `timeout_s`: the watchdog's limit for this candidate instead of the one derived from `bench`.
     `tags`: JSON-serialisable data of the caller's, part of the id.
     """
     source: Source
     kernel: str
     grid: tuple[int, ...]
-    block: tuple[int, ...]
+    block: tuple[int, ...] | None = None
     args: tuple[ArgSpec, ...] = ()
     shared_bytes: int = 0
     bench: BenchOptions = field(default_factory=BenchOptions)
@@ -121,7 +123,19 @@ class Candidate:
         if not isinstance(self.kernel, str) or not self.kernel:
             raise BenchError(f"kernel={show(self.kernel)}: expected a kernel name")
         object.__setattr__(self, "grid", _dims("grid", self.grid))
-        object.__setattr__(self, "block", _dims("block", self.block))
+        if isinstance(self.source, TritonSource):
+            if self.kernel != self.source.kernel_name:
+                raise BenchError(f"kernel={self.kernel!r}: a Triton source's kernel is its function, "
+                                 f"expected {self.source.kernel_name!r}")
+            if self.block is not None or self.shared_bytes != 0:
+                raise BenchError(f"block={show(self.block)}, shared_bytes={show(self.shared_bytes)}: a Triton "
+                                 "kernel's block (num_warps x warp size) and shared memory come from its compile; "
+                                 "leave them out")
+        elif self.block is None:
+            raise BenchError(f"block=None: expected 1 to 3 integers (threads per block) for a {self.source.kind} "
+                             "source")
+        else:
+            object.__setattr__(self, "block", _dims("block", self.block))
         if not isinstance(self.args, (list, tuple)):
             raise BenchError(f"args={show(self.args)}: expected a list of argument specs")
         object.__setattr__(self, "args", tuple(_arg(i, a) for i, a in enumerate(self.args)))
@@ -139,7 +153,8 @@ class Candidate:
             raise BenchError(f"tags={show(self.tags)}: not JSON-serialisable ({e})") from None
 
     def _fields(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),
+        block = None if self.block is None else list(self.block)
+        return {"kernel": self.kernel, "grid": list(self.grid), "block": block,
                 "args": [str(a) for a in self.args], "shared_bytes": self.shared_bytes,
                 "bench": self.bench.to_json(), "timeout_s": self.timeout_s, "tags": self.tags}
 
@@ -169,14 +184,23 @@ def _candidate(i: int, data: object, defaults: dict[str, Any], sources: dict[str
         if unknown:
             raise BenchError(f"unknown field(s) {', '.join(map(repr, unknown))}; expected "
                              f"{', '.join(CANDIDATE_FIELDS)}")
-        missing = [f for f in ("source", "kernel", "grid", "block") if f not in merged]
-        if missing:
+        if "source" not in merged:
+            missing = [f for f in ("source", "kernel", "grid", "block") if f not in merged]
             raise BenchError(f"missing {', '.join(missing)}")
         # A source file is read once for all the candidates that name it.
         key = json.dumps(merged["source"], sort_keys=True, default=str)
         if key not in sources:
             sources[key] = source_from_json(merged["source"], base)
-        return Candidate(**{**merged, "source": sources[key],
+        source = sources[key]
+        if isinstance(source, TritonSource):  # the kernel is the function; block and shared memory, Triton's
+            merged.setdefault("kernel", source.kernel_name)
+            required: tuple[str, ...] = ("kernel", "grid")
+        else:
+            required = ("kernel", "grid", "block")
+        missing = [f for f in required if f not in merged]
+        if missing:
+            raise BenchError(f"missing {', '.join(missing)}")
+        return Candidate(**{**merged, "source": source,
                             "bench": BenchOptions.from_json(merged.get("bench", {}))})
     except BenchError as e:
         raise BenchError(f"candidate {i}: {e}") from None

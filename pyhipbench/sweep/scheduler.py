@@ -6,10 +6,11 @@ per GPU) through five calls: `initial_slots`, `more_slots`, `start(slot)`,
 ("ready", DeviceFacts), ("error", message) when a worker cannot open its
 device, ("outcome", Outcome) and ("died", reason).
 
-- Code: candidates whose source needs compiling (LLVM IR) are compiled in a
-  CPU process pool as soon as the first worker says what the GPUs are, each
-  source once; code objects are ready at once. Workers take ready
-  candidates in order; a code object travels to a worker once.
+- Code: candidates whose source needs compiling (LLVM IR, CUDA/HIP C++) are
+  compiled in a CPU process pool as soon as the first worker says what the
+  GPUs are, each source once; code objects are ready at once; a source
+  compiled in the worker (Triton) travels with each of its tasks. Workers
+  take ready candidates in order; a code object travels to a worker once.
 - Watchdog: a candidate may run for `timeout_s` if it set one, else
   max(`timeout_floor_s`, WATCHDOG_FACTOR x 2 x bench's max_time_s) (the
   timed phase is capped at max_time_s and the warm-up stops sooner; module
@@ -36,7 +37,7 @@ from typing import Any, Protocol
 from ..errors import Error, NoDeviceError
 from .candidate import Candidate
 from .progress import Progress
-from .sources import CompileTarget, Source
+from .sources import Code, CompileTarget, Source
 from .store import FAILED, OK, Row, Store, now
 from .worker import DIED, INVALID, TIMEOUT, DeviceFacts, Outcome, Task, die_with_parent
 
@@ -88,9 +89,9 @@ class SweepSummary:
 
 
 def _compile(source: Source, target: CompileTarget) -> tuple[str, Any]:
-    """In the CPU pool: ("ok", code object bytes) or ("error", message) (exceptions may not unpickle)."""
+    """In the CPU pool: ("ok", Code) or ("error", message) (exceptions may not unpickle)."""
     try:
-        return "ok", source.code_object(target)
+        return "ok", source.compile(target)
     except Error as e:
         return "error", f"{type(e).__name__}: {e}"
 
@@ -114,7 +115,7 @@ class _Run:
         self.retries: deque[Candidate] = deque()
         self.uncompiled: dict[str, list[Candidate]] = {}   # digest -> candidates waiting for its code
         self.sources: dict[str, Source] = {}
-        self.code: dict[str, bytes] = {}
+        self.code: dict[str, Code] = {}
         self.compiles: dict[Future, str] = {}
         self.compile_tries: dict[str, int] = {}
         self.pool: ProcessPoolExecutor | None = None
@@ -156,12 +157,16 @@ class _Run:
 
     # -- compiling ------------------------------------------------------------
     def _code_for_target(self, digest: str) -> None:
-        """The code of a source, now that the target is known: in the CPU pool, or here if it needs no compiler."""
+        """The code of a source, now that the target is known: in the CPU pool, here if it needs no
+        compiler, or none for a source the worker compiles."""
+        if self.sources[digest].compiled_in_worker:
+            self.ready.extend(self.uncompiled.pop(digest))
+            return
         if self.sources[digest].needs_compiler:
             self._submit_compile(digest)
             return
         try:
-            self._compiled(digest, "ok", self.sources[digest].code_object(self.target))
+            self._compiled(digest, "ok", self.sources[digest].compile(self.target))
         except Error as e:
             self._compiled(digest, "error", f"{type(e).__name__}: {e}")
 
@@ -228,9 +233,14 @@ class _Run:
                 continue
             candidate = queue.popleft()
             digest = candidate.source.digest
-            task = Task(candidate.id, candidate.kernel, candidate.grid, candidate.block, candidate.args,
-                        candidate.shared_bytes, candidate.bench.to_json(), digest,
-                        None if digest in state.digests else self.code[digest])
+            if candidate.source.compiled_in_worker:
+                task = Task(candidate.id, candidate.kernel, candidate.grid, candidate.block, candidate.args,
+                            candidate.shared_bytes, candidate.bench.to_json(), digest, None, candidate.source)
+            else:
+                code = self.code[digest]
+                task = Task(candidate.id, code.kernel_name(candidate.kernel), candidate.grid, candidate.block,
+                            candidate.args, candidate.shared_bytes, candidate.bench.to_json(), digest,
+                            None if digest in state.digests else code.data)
             self.attempts[candidate.id] = self.attempts.get(candidate.id, 0) + 1
             state.fresh = False
             state.digests.add(digest)

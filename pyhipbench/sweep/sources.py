@@ -1,33 +1,43 @@
 """Kernel sources a sweep candidate can hold, as a registry of kinds.
 
 A source kind is a frozen dataclass with a `kind` name, registered with
-`register_source_kind`; it turns itself into a loadable code object for a
-target (`code_object`), says whether that needs the CPU compiler pool
-(`needs_compiler`), and reads and writes its JSON form. The scheduler knows
-only this interface, so new kinds (Triton functions, CUDA/HIP source through
-NVRTC/hipRTC) plug in with no change to it.
+`register_source_kind`; it reads and writes its JSON form and becomes code
+in one of two ways:
+
+- `compile(target)`: a loadable code object (and the lowered names of its
+  kernels) for the sweep's GPUs, made without a GPU: at once for a code
+  object, in the CPU compiler pool ahead of the GPUs for LLVM IR and CUDA /
+  HIP C++ (`needs_compiler`).
+- `compile_on(device, arguments)`: in the worker, for its device and the
+  candidate's arguments (`compiled_in_worker`): Triton, whose compile
+  specialises on the argument values and asks the device for its target.
 
 Every source holds its content, not a path: a candidate's id hashes the
 content (`digest`), so editing a kernel file makes new candidates, and
-worker processes receive bytes they can load without the file system.
+worker processes receive bytes they can load without the file system. A
+Triton source is the exception that proves the rule: it names an importable
+function ("module:function", so it stays plain picklable data) and its id
+hashes the function's source text.
 """
 from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..codegen import compile_for_target
+from ..args import Scalar
+from ..codegen import compile_for_target, nvptx, triple_of
 from ..codeobject import detect_format, read_image
-from ..errors import BenchError
-from ..values import show
+from ..errors import BenchError, CodegenError
+from ..values import integer, show
 
-__all__ = ["Source", "CompileTarget", "CodeObjectSource", "IRSource", "SOURCE_KINDS", "register_source_kind",
-           "source_from_json"]
+__all__ = ["Source", "CompileTarget", "Code", "CodeObjectSource", "IRSource", "CudaSource", "HipSource",
+           "TritonSource", "SOURCE_KINDS", "register_source_kind", "source_from_json"]
 
 
 @dataclass(frozen=True)
@@ -38,10 +48,23 @@ class CompileTarget:
     driver_version: int | None = None
 
 
+@dataclass(frozen=True)
+class Code:
+    """A source compiled for the sweep's GPUs: the code object's bytes, and `lowered_names`
+    (a C++ name expression such as "scale<float>" -> the mangled name the module knows it by)."""
+    data: bytes
+    lowered_names: dict[str, str] = field(default_factory=dict)
+
+    def kernel_name(self, kernel: str) -> str:
+        """The name to look `kernel` (a candidate's kernel field) up by in the loaded module."""
+        return self.lowered_names.get(kernel, kernel)
+
+
 class Source:
     """The interface of a source kind (see the module docstring)."""
     kind: ClassVar[str]
-    needs_compiler: ClassVar[bool]  # True: `code_object` runs in the CPU pool, ahead of the GPUs; False: it is cheap
+    needs_compiler: ClassVar[bool]  # True: `compile` runs in the CPU pool, ahead of the GPUs; False: it is cheap
+    compiled_in_worker: ClassVar[bool] = False  # True: `compile_on` in the worker instead of `compile`
 
     def identity(self) -> dict[str, Any]:
         """What makes this source what it is (content digest and options), for the candidate's id."""
@@ -56,8 +79,14 @@ class Source:
         """The source a JSON object describes; relative paths are relative to `base`."""
         raise NotImplementedError
 
-    def code_object(self, target: CompileTarget) -> bytes:
-        """The code object for `target`; BenchError / IRError / CodegenError when there is none."""
+    def compile(self, target: CompileTarget) -> Code:
+        """The code for `target`; BenchError / IRError / CodegenError when there is none."""
+        raise NotImplementedError
+
+    def compile_on(self, device: Any, arguments: list[Any]) -> Any:
+        """(`compiled_in_worker` kinds) A kernel compiled and loaded on `device` (a pyhipbench.Device) for
+        `arguments` (the candidate's, made on `device`), with `bench(grid, **bench_options)` -> Result
+        and `unload()`; BenchError / CodegenError when it cannot be compiled."""
         raise NotImplementedError
 
     @property
@@ -135,8 +164,8 @@ class CodeObjectSource(Source):
     def from_json(cls, data: dict[str, Any], base: Path) -> "CodeObjectSource":
         return cls(*_content(data, base, ("path", "text", "base64")))
 
-    def code_object(self, target: CompileTarget) -> bytes:
-        return self.data
+    def compile(self, target: CompileTarget) -> Code:
+        return Code(self.data)
 
 
 @register_source_kind
@@ -180,5 +209,216 @@ class IRSource(Source):
             return cls(path.read_bytes(), str(path), data.get("icache_flush"))
         return cls(*_content(data, base, ("path", "text")), icache_flush=data.get("icache_flush"))
 
-    def code_object(self, target: CompileTarget) -> bytes:
-        return compile_for_target(self.ir, target.arch, target.driver_version, icache_flush=self.icache_flush).data
+    def compile(self, target: CompileTarget) -> Code:
+        return Code(compile_for_target(self.ir, target.arch, target.driver_version,
+                                       icache_flush=self.icache_flush).data)
+
+
+def _strings(what: str, values: object) -> tuple[str, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)) or \
+            not all(isinstance(v, str) and v for v in values):
+        raise BenchError(f"{what}={show(values)}: expected a list of non-empty strings")
+    return tuple(values)
+
+
+class _CppSource(Source):
+    """What CUDA C++ and HIP C++ sources share: text compiled by pyhipbench.source.compile_source
+    (NVRTC / hiprtc, no GPU needed) in the CPU pool; a candidate's kernel is a name expression."""
+    text: str
+    options: tuple[str, ...]
+    name_expressions: tuple[str, ...]
+    path: str | None
+    language: ClassVar[str]   # "cuda" or "hip": the vendor whose compiler takes it
+    suffix: ClassVar[str]     # the file suffix `pyhipbench run` knows the language by
+    needs_compiler: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise BenchError(f"{self.language.upper()} C++ source {show(self.text)}: expected the source text (str)")
+        object.__setattr__(self, "options", _strings("options", self.options))
+        object.__setattr__(self, "name_expressions", _strings("name_expressions", self.name_expressions))
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, options: tuple[str, ...] = (),
+                  name_expressions: tuple[str, ...] = ()) -> "_CppSource":
+        return cls(Path(path).read_text(), options, name_expressions, str(path))
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": self.kind, "sha256": hashlib.sha256(self.text.encode()).hexdigest(),
+                "options": list(self.options), "name_expressions": list(self.name_expressions)}
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.identity(), "path": self.path}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], base: Path) -> "_CppSource":
+        unknown = set(data) - {"kind", "path", "text", "options", "name_expressions"}
+        if unknown:
+            raise BenchError(f"{cls.kind} source: unknown field(s) {', '.join(sorted(unknown))}; expected path "
+                             "or text, and optionally options and name_expressions")
+        options = _strings("options", data.get("options", []))
+        expressions = _strings("name_expressions", data.get("name_expressions", []))
+        if isinstance(data.get("path"), str) and "text" not in data:
+            path = Path(data["path"]) if os.path.isabs(data["path"]) else base / data["path"]
+            if not path.is_file():
+                raise BenchError(f"{cls.language.upper()} C++ source {str(path)!r} is not a file")
+            return cls(path.read_text(), options, expressions, str(path))
+        if isinstance(data.get("text"), str) and "path" not in data:
+            return cls(data["text"], options, expressions)
+        raise BenchError(f"source {show(data)}: expected exactly one of path, text (a string)")
+
+    def compile(self, target: CompileTarget) -> Code:
+        from ..source import compile_source
+        language = "cuda" if triple_of(target.arch) == nvptx.TRIPLE else "hip"
+        if language != self.language:
+            raise CodegenError(f"{self.kind} {self.path or 'text'}: {self.language.upper()} C++ compiles for "
+                               f"{'NVIDIA' if self.language == 'cuda' else 'AMD'} GPUs; the sweep's GPUs are "
+                               f"{target.arch}, expected a {language}-source")
+        # As compile_for_device: the arch-specific target from compute capability 9.0 (sm_90 -> sm_90a).
+        processor = (nvptx.arch_specific(target.arch) or target.arch) if language == "cuda" else target.arch
+        name = Path(self.path).name if self.path else f"source{self.suffix}"
+        code = compile_source(processor, self.text, name_expressions=self.name_expressions, options=self.options,
+                              name=name)
+        return Code(code.data, code.lowered_names)
+
+
+@register_source_kind
+@dataclass(frozen=True)
+class CudaSource(_CppSource):
+    """CUDA C++ compiled by NVRTC for the sweep's NVIDIA GPUs (a cubin), in the CPU pool.
+    `options`: NVRTC's (-DTILE=4, -I/path, -std=c++17; not the architecture, which comes from
+    the GPUs). `name_expressions`: C++ names of kernels ("scale<float>"); a candidate whose
+    kernel is one is launched by its lowered (mangled) name, any other kernel by its own name.
+    JSON: {"kind": "cuda-source", "path": "k.cu" (or "text"), "options": [...], "name_expressions": [...]}."""
+    text: str
+    options: tuple[str, ...] = ()
+    name_expressions: tuple[str, ...] = ()
+    path: str | None = None
+    kind: ClassVar[str] = "cuda-source"
+    language: ClassVar[str] = "cuda"
+    suffix: ClassVar[str] = ".cu"
+
+
+@register_source_kind
+@dataclass(frozen=True)
+class HipSource(_CppSource):
+    """HIP C++ compiled by hiprtc for the sweep's AMD GPUs (an HSACO), in the CPU pool; fields as CudaSource's.
+    JSON: {"kind": "hip-source", "path": "k.hip" (or "text"), "options": [...], "name_expressions": [...]}."""
+    text: str
+    options: tuple[str, ...] = ()
+    name_expressions: tuple[str, ...] = ()
+    path: str | None = None
+    kind: ClassVar[str] = "hip-source"
+    language: ClassVar[str] = "hip"
+    suffix: ClassVar[str] = ".hip"
+
+
+def _triton_function(function: str) -> Any:
+    """The @triton.jit function "module:function" names; BenchError naming what is missing."""
+    from .. import triton as pyhipbench_triton
+    pyhipbench_triton._require_triton()  # ToolchainError saying how to install Triton
+    module_name, _, name = function.partition(":")
+    if not module_name or not name:
+        raise BenchError(f"function={function!r}: expected \"module:function\", an importable module and a "
+                         "@triton.jit function in it")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise BenchError(f"function={function!r}: cannot import {module_name!r} ({e})") from None
+    fn = getattr(module, name, None)
+    if not isinstance(fn, pyhipbench_triton.JITFunction):
+        raise BenchError(f"function={function!r}: {module_name} has no @triton.jit function {name!r} "
+                         f"(found {show(fn)})")
+    return fn
+
+
+class _TritonLaunch:
+    """A Triton kernel compiled in a worker: timed with Triton's launch facts (block, shared memory)."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+
+    def bench(self, grid: tuple[int, ...], **bench_options: Any) -> Any:
+        from ..triton import bench_compiled
+        return bench_compiled(self.kernel, grid, **bench_options)
+
+    def unload(self) -> None:
+        self.kernel.unload()
+
+
+@register_source_kind
+@dataclass(frozen=True)
+class TritonSource(Source):
+    """A @triton.jit function and its meta-parameters, compiled in the worker for its GPU
+    (pyhipbench.triton.compile, which specialises on the candidate's argument values as Triton's
+    launcher does). `function`: "module:function", importable where the workers run.
+    `constexprs`: the tl.constexpr parameters by name ({"BLOCK": 256}); `num_warps`,
+    `num_stages`: Triton's compile options (None: Triton's defaults). A candidate of this source
+    takes its block (num_warps x warp size) and shared memory from Triton: it gives neither.
+    Its id hashes the function's source text, so editing the kernel makes new candidates.
+    JSON: {"kind": "triton", "function": "kernels:add", "constexprs": {"BLOCK": 256},
+           "num_warps": 4, "num_stages": 3}."""
+    function: str
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    num_warps: int | None = None
+    num_stages: int | None = None
+    source_sha256: str = field(default="", init=False)
+    kind: ClassVar[str] = "triton"
+    needs_compiler: ClassVar[bool] = False
+    compiled_in_worker: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.function, str):
+            raise BenchError(f"function={show(self.function)}: expected \"module:function\"")
+        fn = _triton_function(self.function)
+        if not isinstance(self.constexprs, dict):
+            raise BenchError(f"constexprs={show(self.constexprs)}: expected an object of tl.constexpr values by name")
+        constexprs = [p.name for p in fn.params if p.is_constexpr]
+        for name, value in self.constexprs.items():
+            if name not in constexprs:
+                raise BenchError(f"constexprs: {name!r} is not a tl.constexpr parameter of {self.function} "
+                                 f"({', '.join(constexprs) or 'it has none'}); its other parameters come from args")
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise BenchError(f"constexprs: {name}={show(value)}: expected a number or a string")
+        for option in ("num_warps", "num_stages"):
+            value = getattr(self, option)
+            if value is not None:
+                object.__setattr__(self, option, integer(option, value, 1, 64))
+        object.__setattr__(self, "source_sha256", hashlib.sha256(fn.src.encode()).hexdigest())
+
+    @property
+    def kernel_name(self) -> str:
+        """The function's name: what its candidates' kernel field says."""
+        return self.function.partition(":")[2]
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The constexprs and the compile options given, as pyhipbench.triton.compile takes them."""
+        options = {o: getattr(self, o) for o in ("num_warps", "num_stages") if getattr(self, o) is not None}
+        return {**self.constexprs, **options}
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": self.kind, "function": self.function, "sha256": self.source_sha256,
+                "constexprs": self.constexprs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+
+    def to_json(self) -> dict[str, Any]:
+        return self.identity()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], base: Path) -> "TritonSource":
+        fields_ = {"function", "constexprs", "num_warps", "num_stages"}
+        unknown = set(data) - fields_ - {"kind"}
+        if unknown:
+            raise BenchError(f"triton source: unknown field(s) {', '.join(sorted(unknown))}; expected function, "
+                             "and optionally constexprs, num_warps, num_stages")
+        if "function" not in data:
+            raise BenchError("triton source: missing function (\"module:function\")")
+        return cls(**{k: v for k, v in data.items() if k in fields_})
+
+    def compile_on(self, device: Any, arguments: list[Any]) -> _TritonLaunch:
+        from .. import triton as pyhipbench_triton
+        # Scalars as Python numbers, so Triton's binder specialises them (i32 or i64 by value, 1 folded in,
+        # divisibility by 16) as its own launcher would; arrays as the worker made them (bench rotates them).
+        values = [a.value if isinstance(a, Scalar) else a for a in arguments]
+        return _TritonLaunch(pyhipbench_triton.compile(_triton_function(self.function), values, device,
+                                                       **self.meta))

@@ -26,7 +26,7 @@ from ..bench import bench
 from ..device import Device
 from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
 from ..memory import DeviceArray
-from .sources import CompileTarget
+from .sources import CompileTarget, Source
 
 __all__ = ["Task", "Outcome", "DeviceFacts", "Worker", "serve", "INVALID", "FAULT", "ERROR", "TIMEOUT", "DIED"]
 
@@ -44,16 +44,18 @@ ARGUMENT_SETS_KEPT = 4  # argument lists (by spec) a worker keeps for later cand
 
 @dataclass(frozen=True)
 class Task:
-    """A candidate as a worker runs it: the code object travels only to a worker that lacks it."""
+    """A candidate as a worker runs it: the code object travels only to a worker that lacks it;
+    a source the worker compiles (Triton) travels with every task instead."""
     candidate_id: str
-    kernel: str
+    kernel: str  # the name the module knows it by (a C++ kernel's lowered name)
     grid: tuple[int, ...]
-    block: tuple[int, ...]
+    block: tuple[int, ...] | None  # None: the compiled source's own (Triton's)
     args: tuple[ArgSpec, ...]
     shared_bytes: int
     bench: dict[str, Any]
     code_digest: str
-    code: bytes | None  # None: the worker has loaded it before
+    code: bytes | None  # None: the worker has loaded it before, or compiles `source` itself
+    source: Source | None = None  # a source with compiled_in_worker, compiled for each task
 
 
 @dataclass(frozen=True)
@@ -118,13 +120,24 @@ class Worker:
         self.arguments[specs] = [materialize(spec, self.device) for spec in specs]
         return self.arguments[specs]
 
+    def _bench_compiled_here(self, task: Task):
+        """Compiles the task's source for this device and its arguments, times it, unloads it (its
+        compile is bound to the argument values, which a later task may not share)."""
+        compiled = task.source.compile_on(self.device, self._arguments(task.args))
+        try:
+            return compiled.bench(task.grid, **task.bench)
+        finally:
+            compiled.unload()
+
     def run(self, task: Task) -> Outcome:
         """Measures `task`'s candidate; every pyhipbench error (and any other exception) becomes an outcome."""
         started = time.perf_counter()
         try:
-            kernel = self._kernel(task)
-            result = bench(kernel, task.grid, task.block, self._arguments(task.args),
-                           shared_bytes=task.shared_bytes, **task.bench)
+            if task.source is not None:
+                result = self._bench_compiled_here(task)
+            else:
+                result = bench(self._kernel(task), task.grid, task.block, self._arguments(task.args),
+                               shared_bytes=task.shared_bytes, **task.bench)
         except _INVALID_ERRORS as e:
             return Outcome(task.candidate_id, reason=INVALID, error=f"{type(e).__name__}: {e}",
                            busy_s=time.perf_counter() - started)

@@ -1,0 +1,259 @@
+"""Sweep candidates from CUDA C++ source (real NVRTC, on the CPU) and Triton functions (real Triton),
+measured by the real scheduler and Worker on a fake CUDA device in this process, and read from space files."""
+from __future__ import annotations
+
+import json
+import pickle
+import sqlite3
+import struct
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): the Triton "
+                                                "sweep source's tests need it")
+
+import pyhipbench as hb  # noqa: E402
+from pyhipbench import BenchError, codeobject, elf  # noqa: E402
+from pyhipbench.backends.base import KernelParam  # noqa: E402
+from pyhipbench.errors import CodegenError  # noqa: E402
+from pyhipbench.sweep import (Candidate, CompileTarget, CudaSource, HipSource, Store, TritonSource,  # noqa: E402
+                              candidates_from_json, load_space)
+from pyhipbench.sweep.scheduler import run  # noqa: E402
+from pyhipbench.sweep.worker import INVALID, DeviceFacts, Worker  # noqa: E402
+from codegen_helpers import require_toolchain  # noqa: E402
+from fakes.build import HIPRTC_LIBRARY_NAME, build_fake  # noqa: E402
+from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: E402,F401 (fixture)
+from fakes.host_backend import HostBackend  # noqa: E402
+from sweep_helpers import ARGS, FAST, sweep_environment  # noqa: E402
+from test_source import require_nvrtc  # noqa: E402
+
+CUDA = """
+extern "C" __global__ void copy(const float* src, float* dst, long n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i];
+}
+template <int N> __global__ void scale(const float* src, float* dst, long n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i] * N;
+}
+"""
+SCALE_LOWERED = "_Z5scaleILi2EEvPKfPfl"  # scale<2>, as NVRTC mangles it
+TRITON_ADD = {"kind": "triton", "function": "triton_kernels:add", "constexprs": {"BLOCK": 256}, "num_warps": 4}
+TRITON_ARGS = ["array:float32:4096", "array:float32:4096", "array:float32:4096", "int64:4096"]
+
+
+EIFMT_SVAL, EIATTR_KPARAM_INFO = 4, 0x17  # a cubin's .nv.info attribute format and kind
+
+
+def cubin_params(image: bytes) -> dict[str, list[KernelParam]]:
+    """Each kernel's parameters in a cubin, as the CUDA driver reads them: from its .nv.info.<kernel>
+    section's KPARAM_INFO attributes (index, ordinal, offset, flags with the size in bits 18-31)."""
+    cubin, kernels = elf.ElfFile(image), {}
+    for section in cubin.sections:
+        if not section.name.startswith(".nv.info."):
+            continue
+        data, at, params = cubin.data(section), 0, {}
+        while at < len(data):
+            form, attribute = data[at], data[at + 1]
+            size = struct.unpack_from("<H", data, at + 2)[0] if form == EIFMT_SVAL else 2 * (form == 3)
+            if attribute == EIATTR_KPARAM_INFO:
+                _index, ordinal, offset, flags = struct.unpack_from("<IHHI", data, at + 4)
+                params[ordinal] = KernelParam(f"param_{ordinal}", offset, (flags >> 18) & 0x3FFF)
+            at += 2 + (2 + size if form == EIFMT_SVAL else size)
+        kernels[section.name[len(".nv.info."):]] = [params[i] for i in sorted(params)]
+    return kernels
+
+
+class CubinHost(HostBackend):
+    """A HostBackend that also lists a cubin's kernels and their parameters (the plain one cannot)."""
+
+    def load_module(self, image: bytes) -> int:
+        handle = super().load_module(image)
+        if codeobject.detect_format(image) == "cubin":
+            self.modules[handle] = cubin_params(image)
+        return handle
+
+    def kernel_params(self, module: int, function: int) -> list[KernelParam] | None:
+        params = self.modules[module]
+        return None if params is None else params[sorted(params)[function - module - 1]]
+
+
+class InProcess:
+    """An Executor (scheduler.py) with one worker in this process, on a fake sm_90 device: the
+    scheduler, its CPU compiler pool and Worker.run are the real ones."""
+
+    def __init__(self, device: hb.Device) -> None:
+        self.worker = Worker(device)
+        self.pending: deque = deque()
+
+    def initial_slots(self) -> list[int]:
+        return [0]
+
+    def more_slots(self, facts: DeviceFacts) -> list[int]:
+        return []
+
+    def start(self, slot: int) -> None:
+        self.pending.append((slot, "ready", DeviceFacts("cuda", 0, "Fake GPU", CompileTarget("sm_90", 13000), 1)))
+
+    def submit(self, slot: int, task) -> None:
+        self.pending.append((slot, "outcome", self.worker.run(task)))
+
+    def kill(self, slot: int) -> None:
+        pass
+
+    def events(self, timeout: float) -> list:
+        events, self.pending = list(self.pending), deque()
+        return events
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def cuda_device(fake_libraries, fake_driver_cuda):
+    return hb.Device.from_backend(CubinHost(backend="cuda", arch="sm_90"),
+                                  hb._core.load_driver("cuda", str(fake_libraries["cuda"])))
+
+
+def space(tmp_path: Path) -> list[Candidate]:
+    """A CUDA source (two kernels, one a template), a Triton function, and one failing compile of each."""
+    (tmp_path / "k.cu").write_text(CUDA)
+    (tmp_path / "space.json").write_text(json.dumps({
+        "defaults": {"bench": {**FAST, "timer": "events"}, "args": ARGS, "grid": [16]},
+        "candidates": [
+            {"source": {"kind": "cuda-source", "path": "k.cu", "name_expressions": ["scale<2>"]},
+             "kernel": "copy", "block": [256]},
+            {"source": {"kind": "cuda-source", "path": "k.cu", "name_expressions": ["scale<2>"]},
+             "kernel": "scale<2>", "block": [128]},
+            {"source": {"kind": "cuda-source", "text": CUDA + "\nnot C++;\n", "options": ["-DTILE=4"]},
+             "kernel": "copy", "block": [256]},
+            {"source": TRITON_ADD, "args": TRITON_ARGS},
+            {"source": {**TRITON_ADD, "constexprs": {"BLOCK": 100}}, "args": TRITON_ARGS},
+        ]}))
+    return load_space(tmp_path / "space.json")
+
+
+def test_a_sweep_of_cuda_source_and_triton_candidates(tmp_path, cuda_device, fake_driver_cuda, monkeypatch):
+    require_nvrtc()
+    candidates = space(tmp_path)
+    assert candidates[0].source is candidates[1].source  # the file is read once, compiled once
+    summary = run(candidates, Store(tmp_path / "r.db"), InProcess(cuda_device), compile_workers=1)
+    assert (summary.measured, summary.failed) == (3, 2)
+    rows = {cid: (status, reason, error, json.loads(result) if result else None)
+            for cid, status, reason, error, result in sqlite3.connect(tmp_path / "r.db").execute(
+                "SELECT candidate_id, status, reason, error, result FROM results")}
+    copy, scale, bad_cuda, add, bad_triton = (rows[c.id] for c in candidates)
+    assert copy[3]["kernel"] == "copy" and copy[3]["block"] == [256, 1, 1]
+    assert scale[3]["kernel"] == SCALE_LOWERED  # launched by the name expression's lowered name
+    assert bad_cuda[:2] == ("failed", INVALID)
+    assert bad_cuda[2].startswith("CodegenError: NVRTC could not compile source.cu for sm_90a")
+    assert "not C++" in bad_cuda[2] and "error" in bad_cuda[2]  # the compiler's log
+    # Triton's launch facts: num_warps 4 x 32 threads, its shared memory; n=4096 an i32 as Triton's launcher makes it.
+    assert add[0] == "ok" and add[3]["kernel"] == "add" and add[3]["block"] == [128, 1, 1]
+    assert bad_triton[:2] == ("failed", INVALID)
+    assert bad_triton[2].startswith("CodegenError: Triton could not compile 'add' for sm_90 with BLOCK=100")
+    launches = fake_driver_cuda.records("cuLaunchKernel")
+    assert {(r.grid[0], r.block[0]) for r in launches} == {(16, 256), (16, 128)}  # copy; scale<2> and add
+
+
+def test_cuda_source_compiles_on_the_cpu_and_names_its_kernels():
+    require_nvrtc()
+    source = CudaSource(CUDA, name_expressions=("scale<2>",))
+    code = source.compile(CompileTarget("sm_90", 13000))
+    assert hb.codeobject.detect_format(code.data) == "cubin"
+    assert code.kernel_name("scale<2>") == SCALE_LOWERED and code.kernel_name("copy") == "copy"
+    with pytest.raises(CodegenError, match="cuda-source text: CUDA C.. compiles for NVIDIA GPUs; the sweep's "
+                                           "GPUs are gfx942, expected a hip-source"):
+        source.compile(CompileTarget("gfx942"))
+    with pytest.raises(CodegenError, match="hip-source text: HIP C.. compiles for AMD GPUs; the sweep's GPUs are "
+                                           "sm_90, expected a cuda-source"):
+        HipSource(CUDA).compile(CompileTarget("sm_90"))
+
+
+def test_candidate_ids_cover_the_new_fields():
+    def cuda(**fields) -> str:
+        return Candidate(CudaSource(**{"text": CUDA, **fields}), "copy", 4, 64, ARGS).id
+
+    def add(**fields) -> str:
+        source = TritonSource(**{"function": "triton_kernels:add", "constexprs": {"BLOCK": 256}, **fields})
+        return Candidate(source, source.kernel_name, 4, args=TRITON_ARGS).id
+
+    ids = [cuda(), cuda(text=CUDA + " "), cuda(options=("-DTILE=4",)), cuda(name_expressions=("scale<2>",)),
+           add(), add(constexprs={"BLOCK": 128}), add(num_warps=8), add(num_stages=2),
+           add(function="triton_kernels:scale")]
+    assert len(set(ids)) == len(ids)
+    assert cuda() == cuda() and add() == add()
+    source = TritonSource("triton_kernels:add", {"BLOCK": 256}, 4)
+    assert pickle.loads(pickle.dumps(source)) == source
+    assert source.to_json() == {"kind": "triton", "function": "triton_kernels:add",
+                                "sha256": source.source_sha256, "constexprs": {"BLOCK": 256}, "num_warps": 4,
+                                "num_stages": None}
+
+
+@pytest.mark.parametrize("source, fields, error, message", [
+    ({"kind": "cuda-source"}, {"block": 1}, BenchError, "expected exactly one of path, text"),
+    ({"kind": "cuda-source", "text": CUDA, "options": "-O3"}, {"block": 1}, BenchError,
+     "options='-O3': expected a list of non-empty strings"),
+    ({"kind": "cuda-source", "path": "none.cu"}, {"block": 1}, BenchError, "CUDA C.. source '.*none.cu' is not a file"),
+    ({"kind": "hip-source", "text": CUDA, "flags": []}, {"block": 1}, BenchError,
+     r"hip-source source: unknown field\(s\) flags"),
+    ({"kind": "triton", "function": "triton_kernels.add"}, {}, BenchError,
+     "function='triton_kernels.add': expected \"module:function\""),
+    ({"kind": "triton", "function": "no_such_module:add"}, {}, BenchError,
+     "function='no_such_module:add': cannot import 'no_such_module'"),
+    ({"kind": "triton", "function": "triton_kernels:nothing"}, {}, BenchError,
+     "function='triton_kernels:nothing': triton_kernels has no @triton.jit function 'nothing'"),
+    ({"kind": "triton", "function": "triton_kernels:add", "constexprs": {"BLOK": 4}}, {}, BenchError,
+     r"constexprs: 'BLOK' is not a tl.constexpr parameter of triton_kernels:add \(BLOCK\)"),
+    ({"kind": "triton", "function": "triton_kernels:add", "constexprs": {"n": 4}}, {}, BenchError,
+     r"constexprs: 'n' is not a tl.constexpr parameter of triton_kernels:add \(BLOCK\); its other parameters "
+     "come from args"),
+    ({"kind": "triton", "function": "triton_kernels:add", "num_warps": 0}, {}, BenchError, "num_warps=0: out of range"),
+    ({"kind": "triton", "function": "triton_kernels:add"}, {"block": [128]}, BenchError,
+     "block=.128.*: a Triton kernel's block .num_warps x warp size. and shared memory come from its compile"),
+    ({"kind": "triton", "function": "triton_kernels:add"}, {"kernel": "scale"}, BenchError,
+     "kernel='scale': a Triton source's kernel is its function, expected 'add'"),
+    ({"kind": "llvm-ir", "text": "; IR"}, {}, BenchError, "missing block"),
+])
+def test_bad_source_fields_are_named(tmp_path, source, fields, error, message):
+    with pytest.raises(error, match=f"candidate 0: .*{message}"):
+        candidates_from_json([{"source": source, "kernel": "add", "grid": 1, **fields}], tmp_path)
+
+
+HIP = 'extern "C" __global__ void copy(const float* src, float* dst, long n) { /* ... */ }\n'
+
+
+def test_hip_source_and_triton_in_worker_processes(fake_hip_library, tmp_path, monkeypatch):
+    """The local pool's spawned workers on a fake MI300X: HIP C++ through hiprtc in the compiler pool
+    (the fake libhiprtc answers with a real gfx942 HSACO), Triton compiled in the worker for gfx942."""
+    require_hip_python()
+    require_toolchain("gfx942")
+    from pyhipbench.codegen import compile_ir
+    hsaco = tmp_path / "kernels.hsaco"
+    compile_ir(Path(__file__).parent / "data" / "ir" / "kernels_gfx942.ll", "gfx942").save(hsaco)
+    hiprtc = build_fake(tmp_path / "fake-hiprtc", HIPRTC_LIBRARY_NAME)
+    for name, value in {**sweep_environment(fake_hip_library, devices=1), "FAKE_HIPRTC_CODE_OBJECT": str(hsaco),
+                        "LD_LIBRARY_PATH": f"{fake_hip_library.parent}:{hiprtc.parent}",
+                        "AMDGCN_USE_BUFFER_OPS": "0"}.items():  # Triton's buffer loads would need torch
+        monkeypatch.setenv(name, value)
+    candidates = candidates_from_json({
+        "defaults": {"bench": {**FAST, "timer": "events"}, "grid": [16]},
+        "candidates": [
+            {"source": {"kind": "hip-source", "text": HIP, "options": ["-DTILE=4"]}, "kernel": "copy",
+             "block": [256], "args": ARGS},
+            {"source": {"kind": "hip-source", "text": HIP + "#error no tile\n"}, "kernel": "copy", "block": [256],
+             "args": ARGS},
+            {"source": TRITON_ADD, "args": TRITON_ARGS}]})
+    summary = hb.sweep(candidates, db=tmp_path / "r.db", progress=False, compile_workers=1)
+    assert (summary.measured, summary.failed, summary.gpus) == (2, 1, 1)
+    rows = {cid: (status, reason, error, json.loads(result) if result else None)
+            for cid, status, reason, error, result in sqlite3.connect(tmp_path / "r.db").execute(
+                "SELECT candidate_id, status, reason, error, result FROM results")}
+    copy, broken, add = (rows[c.id] for c in candidates)
+    assert copy[0] == "ok" and copy[3]["target"].startswith("gfx942")
+    assert broken[:2] == ("failed", INVALID)
+    assert broken[2].startswith("CodegenError: hiprtc could not compile source.hip for gfx942")
+    assert "source.hip:2:2: error: no tile" in broken[2]  # the compiler's log
+    assert add[0] == "ok" and add[3]["block"] == [256, 1, 1]  # num_warps 4 x AMD's wave of 64
