@@ -3,8 +3,10 @@
 `bench(..., expect=...)` launches the kernel once on each argument set, before
 anything is timed, and checks the outputs of that launch, set by set, as
 rocMLIR's tuning driver and Kernel Tuner do. Each set starts from its initial
-contents (set 0 is the caller's arrays, set s > 0 their copies), so an output
-the kernel computes in place is compared after exactly one launch on it.
+contents (set 0 is the caller's arrays, set s > 0 their copies; a shared()
+array, one buffer in every set, is given its initial contents back before
+each set's launch), so an output the kernel computes in place is compared
+after exactly one launch on it.
 
 `expect` is either
 - reference arrays: a list aligned with the arguments (None where nothing is
@@ -97,7 +99,12 @@ class Expectation:
     def verify(self, device: Device, plan: _core.LaunchPlan, sets: ArgumentSets) -> None:
         """Launches `plan` once on each set, then checks that set's outputs; OutputMismatch at the first wrong one."""
         timer = device.timer("events")
+        # Shared arrays are one buffer in every set: each set's launch gets them back as they started.
+        shared = {id(a.array): a.array for a in self._args if isinstance(a, Shared)} if len(sets) > 1 else {}
+        initial = [(array, array.to_numpy()) for array in shared.values()]
         for s in range(len(sets)):
+            for array, contents in initial if s else ():
+                array.copy_from(contents)
             timer.run(plan, 1, s)
             if self._check is not None:
                 self._run_check(s, [None if _array_of(a) is None else self._read(device, sets, s, a)

@@ -128,8 +128,13 @@ class _RuntimeCompiler:
                                    f"({self.error_string(code)}; options: {' '.join(arguments)}):\n{log}")
             lowered = {e: self.lowered_name(program, e) for e in expressions}
             data, image_format, kernels = self.code(program)
-        finally:
-            self.destroy(program)
+        except BaseException:
+            try:
+                self.destroy(program)
+            except CodegenError:
+                pass  # the error in flight (the compiler's log) says what went wrong; this would replace it
+            raise
+        self.destroy(program)
         return CompiledSource(data, image_format, processor, tuple(sorted(kernels)), None, lowered, log)
 
 

@@ -70,6 +70,15 @@ def test_rotation_counts_an_array_passed_twice_once(device, copy):
     assert res.rotation.set_bytes == 1 * MiB and res.rotation.sets == 8
 
 
+@pytest.mark.parametrize("timer", ["graph", "batched"])
+def test_rotation_caps_at_the_launches_not_the_samples_of_a_multi_launch_timer(device, copy, timer):
+    # A 1 MiB set against the 4 MiB LLC wants 8 sets; 2 samples of a graph or batched timer are at
+    # least 2 x 16 launches, so all 8 are reached and none is cut.
+    src, _ = arrays(device, 1 << 18)
+    res = hb.bench(copy, 1, 64, [src, src, hb.int64(4)], iterations=2, warmup=0, cache="dirty-cold", timer=timer)
+    assert res.rotation.sets == 8 and res.rotation.wanted == 8 and "capped" not in res.rotation.reason
+
+
 def test_result_statistics_and_json(device, copy, fake_driver):
     fake_driver.lib.fake_set_launch_ms(0.010)
     src, dst = arrays(device)

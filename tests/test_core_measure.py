@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import struct
+import threading
 import time
 from statistics import NormalDist
 
@@ -269,6 +270,34 @@ def test_one_cupti_session_for_a_whole_measurement(cupti_timer, fake_driver_cuda
                                        ["cuptiActivityDisable", "cuptiUnsubscribe"])
     np.testing.assert_allclose(taken.times_us, [KERNEL_US + 0.5 * k for k in range(8, 56)], atol=1e-9)
     assert not fake_cupti.tracing
+
+
+def test_another_threads_run_waits_for_the_whole_cupti_session(cupti_timer, fake_driver_cuda):
+    # B calls run() on the timer while A's measure() holds a session: B must wait for the session's end, not
+    # slip in between two chunks (while A sorts 200000 samples), where it ran inside A's trace, which counts
+    # A's thread's launches only, and failed with "CUPTI saw 0 launches".
+    outcome = {}
+
+    def run_b():
+        try:
+            outcome["b"] = cupti_timer.run(plan(), 3, 0)[0]
+        except Exception as e:  # noqa: BLE001 - the assertion below names it
+            outcome["b"] = e
+
+    b = threading.Thread(target=run_b)
+
+    def body(params):  # A's first launch: B starts and waits for the timer
+        fake_driver_cuda.lib.fake_set_kernel_body(None)
+        b.start()
+        time.sleep(0.05)
+    fake_driver_cuda.run_kernel(body, 0xF00)
+    rule = StopRule(precision=0, max_samples=400_000, first_chunk=200_000)
+    a = threading.Thread(target=lambda: outcome.setdefault("a", _core.measure(cupti_timer, plan(), rule.core, 8)))
+    a.start()
+    a.join()
+    b.join()
+    assert isinstance(outcome["b"], np.ndarray) and outcome["b"].shape == (3,), outcome["b"]
+    assert len(outcome["a"].times_us) == 400_000
 
 
 def test_each_chunk_takes_only_its_own_records(cupti_timer, fake_cupti):

@@ -166,6 +166,10 @@ def test_tuner_names_a_kernel_the_code_object_lacks(tuner, fake_libraries):
 
 @pytest.mark.parametrize("args, message", [
     (("0",), "ELEMENTS '0': expected a positive integer"),
+    (("99999999999999999999999",), "ELEMENTS '99999999999999999999999': expected a positive integer"),
+    # Both were refused only by the host vector's allocation ("cannot create std::vector larger than
+    # max_size()"), naming neither the argument nor its value.
+    (("4611686018427387905",), "ELEMENTS '4611686018427387905': expected at most 2305843009213693951"),
     (("4096", "x"), "SETS 'x': expected 'auto' or a positive integer"),
     (("4096", "0"), "SETS '0': expected 'auto' or a positive integer"),
     (("4096", "auto", "-5"), "LLC_BYTES '-5': expected a positive integer"),

@@ -103,6 +103,18 @@ def test_an_in_place_output_is_checked_after_one_launch_from_its_own_start(devic
     assert res.verified and res.rotation.sets == 3
 
 
+def test_an_in_place_shared_output_is_checked_after_one_launch_in_every_set(device, copy, fake_driver):
+    # dst += 1 in place, dst shared (one buffer in every set) while src rotates: each set's launch must
+    # start from dst's initial zeros, or set 1 would read 2 and a right kernel fail its check.
+    def body(params):
+        _floats(_pointer(params, 1), 16)[:] += 1
+    fake_driver.run_kernel(body, copy.handle)
+    src, x = device.array(np.zeros(16, np.float32)), device.array(np.zeros(16, np.float32))
+    res = hb.bench(copy, 1, 64, [src, hb.shared(x), hb.int64(16)], iterations=5, warmup=0, rotate=3,
+                   timer="events", expect={1: np.ones(16, np.float32)})
+    assert res.verified and res.rotation.sets == 3
+
+
 def test_integers_compare_exactly(device, copy, fake_driver):
     def body(params):
         ctypes.cast(_pointer(params, 1), ctypes.POINTER(ctypes.c_int64))[0] = 2**53 + 1

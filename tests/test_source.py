@@ -10,7 +10,7 @@ import pytest
 from fakes.host_backend import HostBackend
 
 import pyhipbench as hb
-from pyhipbench import cli, codeobject, elf
+from pyhipbench import cli, codeobject, elf, source
 from pyhipbench.errors import CodegenError, ToolchainError
 from pyhipbench.source import CompiledSource, compile_source
 
@@ -66,6 +66,19 @@ def test_a_compile_error_carries_the_compilers_log():
                        r"is undefined"):
         compile_source("sm_90a", 'extern "C" __global__ void k(int* x) {\n  *x = undefined_name; }\n',
                        options=["-DN=1"], name="k.cu")
+
+
+def test_a_failing_program_destroy_does_not_hide_the_compile_error(monkeypatch):
+    require_nvrtc()
+    destroyed = []
+
+    def destroy(self, program):
+        destroyed.append(program)
+        raise CodegenError("NVRTC DestroyProgram failed: NVRTC_ERROR_INVALID_PROGRAM (5)")
+    monkeypatch.setattr(source._Nvrtc, "destroy", destroy)
+    with pytest.raises(CodegenError, match=r"(?s)NVRTC could not compile k\.cu for sm_90a .*\"undefined_name\""):
+        compile_source("sm_90a", 'extern "C" __global__ void k(int* x) {\n  *x = undefined_name; }\n', name="k.cu")
+    assert len(destroyed) == 1  # still freed, once
 
 
 def test_a_name_expression_that_names_no_kernel_is_a_codegen_error():

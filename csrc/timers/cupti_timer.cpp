@@ -12,11 +12,11 @@ CuptiTimer::~CuptiTimer() {
   release_in_context([this] { destroy_events(); });
 }
 
-void CuptiTimer::begin_session() {
+void CuptiTimer::open_session() {
   session_trace_ = std::make_unique<CuptiKernelTrace>(cupti_, reinterpret_cast<uintptr_t>(context_));
 }
 
-void CuptiTimer::end_session(bool checked) {
+void CuptiTimer::close_session(bool checked) {
   const std::unique_ptr<CuptiKernelTrace> trace = std::move(session_trace_);  // stops tracing on every path
   if (checked && trace != nullptr) trace->finish();
 }

@@ -30,8 +30,8 @@ class CuptiTimer final : public TimerBase<CudaDriver> {
  private:
   // One CUPTI trace at a time per process (CuptiKernelTrace).
   void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) override;
-  void begin_session() override;
-  void end_session(bool checked) override;
+  void open_session() override;
+  void close_session(bool checked) override;
 
   CuptiLibrary cupti_;
   std::unique_ptr<CuptiKernelTrace> session_trace_;  // while a session is open

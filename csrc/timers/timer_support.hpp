@@ -34,7 +34,7 @@ class TimerBase : public Timer {
   // samples span several launches refusing a clean step, and the timer's
   // context current while it works (the caller's restored after).
   Timings run(LaunchPlan& plan, size_t samples, size_t first_set) final {
-    std::lock_guard<std::mutex> one_run_at_a_time(running_);
+    std::lock_guard<std::recursive_mutex> one_run_at_a_time(running_);
     driver_->check_plan(plan);
     if (launches_per_sample_ > 1) refuse_clean_step(plan);
     Timings timings;
@@ -48,6 +48,28 @@ class TimerBase : public Timer {
  protected:
   // The timer's own work for run(): `samples` samples into `timings`.
   virtual void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) = 0;
+
+  // A session holds the run lock from begin to end, so another thread's run() waits for the whole
+  // measurement (not only for its current chunk) and never finds the session's set-up half made or gone.
+  void begin_session() final {
+    running_.lock();
+    try {
+      open_session();
+    } catch (...) {
+      running_.unlock();
+      throw;
+    }
+  }
+  void end_session(bool checked) final {
+    struct Unlock {
+      std::recursive_mutex& mutex;
+      ~Unlock() { mutex.unlock(); }
+    } unlock{running_};
+    close_session(checked);
+  }
+  // The timer's own set-up for a session (Timer::begin_session / end_session), under the run lock.
+  virtual void open_session() {}
+  virtual void close_session(bool checked) { (void)checked; }
 
   // For destructors: `release` runs with the timer's context current. If the
   // context is gone (a sticky fault), what the timer held went with it.
@@ -140,7 +162,7 @@ class TimerBase : public Timer {
   std::vector<Event> events_;
 
  private:
-  std::mutex running_;
+  std::recursive_mutex running_;  // run(), and a session's thread for the whole session
 };
 
 }  // namespace pyhipbench

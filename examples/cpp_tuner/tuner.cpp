@@ -21,6 +21,7 @@
 // shows each one's median, its CI, the samples taken, why it stopped and the
 // bandwidth; the winner is the fastest median by the first timer that ran.
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 #include <exception>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -53,8 +55,10 @@ std::string read_file(const std::string& path) {
 
 size_t parse_count(const char* text, const char* what, const char* expected = "a positive integer") {
   char* end = nullptr;
+  errno = 0;
   const unsigned long long value = std::strtoull(text, &end, 0);
-  if (end == text || *end != '\0' || value == 0 || text[0] == '-') {
+  if (end == text || *end != '\0' || value == 0 || text[0] == '-' || errno == ERANGE ||
+      value > std::numeric_limits<size_t>::max()) {
     throw std::invalid_argument(std::string(what) + " '" + text + "': expected " + expected);
   }
   return static_cast<size_t>(value);
@@ -95,6 +99,12 @@ int main(int argc, char** argv) {
   try {
     const std::string backend = argv[1];
     const size_t elements = argc > 3 ? parse_count(argv[3], "ELEMENTS") : size_t{1} << 22;
+    // Both arrays' bytes (2 * bytes, one rotated set) must not wrap.
+    constexpr size_t kMaxElements = std::numeric_limits<size_t>::max() / (2 * sizeof(float));
+    if (elements > kMaxElements) {
+      throw std::invalid_argument("ELEMENTS '" + std::string(argv[3]) + "': expected at most " +
+                                  std::to_string(kMaxElements) + " (two float arrays of it must fit in size_t)");
+    }
     const std::optional<size_t> sets = argc > 4 ? parse_sets(argv[4]) : std::nullopt;
     const std::optional<size_t> llc_argument =
         argc > 5 ? std::optional<size_t>(parse_count(argv[5], "LLC_BYTES")) : std::nullopt;

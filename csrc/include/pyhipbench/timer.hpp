@@ -19,7 +19,8 @@
 //             no current context and keeps the one it had. Driver::device_context
 //             gives the context for a device ordinal.
 //   Threads   one run() at a time per timer (a second caller waits for the
-//             first); different timers may run from different threads at once,
+//             first, and for a whole Timer::Session another thread opened:
+//             measure()'s); different timers may run from different threads at once,
 //             but then share the GPU and time each other's work. cupti: one
 //             trace per process at a time (a second waits).
 //   Lifetime  a timer holds its driver, so the driver outlives it. The plan
@@ -73,9 +74,9 @@ class PYHIPBENCH_API Timer {  // one way of timing launches of a LaunchPlan
   // stopping.hpp opens one): the cupti timer subscribes to CUPTI and enables
   // kernel activity once, and each run then only flushes and reads its own
   // launches' records. Other timers set nothing up. While a session is open
-  // the timer is the process's one CUPTI trace, so only this thread should
-  // run it. Ending it (end(), or the destructor on an error path) always
-  // turns the set-up off.
+  // only the thread that opened it runs the timer (another thread's run()
+  // waits until it ends), so open, run and end it on one thread. Ending it
+  // (end(), or the destructor on an error path) always turns the set-up off.
   class Session {
    public:
     explicit Session(Timer& timer) : timer_(&timer) { timer.begin_session(); }
