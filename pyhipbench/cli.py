@@ -438,7 +438,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise BenchError(f"--out {args.out}: exists and is not an SQLite database; expected a sweep's results "
                          "database or a new file")
     for path in args.export:
-        _check_output("--export", path)
+        _check_output("--export", path, args.space)
+        if path.resolve() == args.out.resolve():
+            raise BenchError(f"--export {path}: is the --out database; writing it would overwrite the results")
         render(path, [])  # an unknown format is refused before any work
     candidates = load_space(args.space)
     summary = sweep(candidates, args.out, resume=args.resume, gpus=args.gpus, backend=args.backend,

@@ -153,6 +153,34 @@ def test_store_records_each_candidate_once_and_refuses_to_overwrite(tmp_path):
                     "finished_at) VALUES ('c1', '{}', 'k', 'ok', 1, 'now', 'now')")
 
 
+def test_store_refuses_a_damaged_or_foreign_database_naming_it(tmp_path):
+    from pyhipbench.sweep.store import SQLITE_MAGIC
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(SQLITE_MAGIC + b"x" * 200)  # the magic, then no database
+    with pytest.raises(BenchError, match=r"damaged.db: not a usable sweep results database \(file is not a "
+                                         r"database\)"):
+        Store(damaged)
+    foreign = tmp_path / "app.db"
+    with sqlite3.connect(foreign) as raw:
+        raw.execute("CREATE TABLE users (name TEXT)")
+    with pytest.raises(BenchError, match=r"app.db is an SQLite database of something else \(tables users\)"):
+        Store(foreign)
+    with sqlite3.connect(foreign) as raw:  # left as it was
+        assert raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall() == [("users",)]
+    with pytest.raises(BenchError, match=r"missing/r.db: cannot open it as a results database"):
+        Store(tmp_path / "missing" / "r.db")
+
+
+def test_cli_sweep_damaged_database_exits_2_naming_it(tmp_path, capsys):
+    from pyhipbench.cli import main
+    from pyhipbench.sweep.store import SQLITE_MAGIC
+    (tmp_path / "space.json").write_text(json.dumps(space(1, bad=())))
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(SQLITE_MAGIC + b"x" * 200)
+    assert main(["sweep", str(tmp_path / "space.json"), "--out", str(damaged), "--resume"]) == 2
+    assert "damaged.db: not a usable sweep results database" in capsys.readouterr().err
+
+
 def test_progress_shows_failures_and_best_on_a_terminal_only():
     pytest.importorskip("tqdm", reason="the progress bar needs tqdm")
     class Terminal(io.StringIO):
@@ -287,6 +315,18 @@ def test_cli_sweep_bad_input_exits_2_naming_it(tmp_path):
     result = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "sweep", str(path), "--out",
                              str(tmp_path / "r.db"), "--gpus", "0,0"], capture_output=True, text=True)
     assert result.returncode == 2 and "'0,0': expected comma-separated device indices, each once" in result.stderr
+
+
+def test_cli_sweep_export_never_overwrites_the_space_or_the_database(tmp_path, capsys):
+    from pyhipbench.cli import main
+    path = tmp_path / "space.json"
+    text = json.dumps(space(1, bad=()))
+    path.write_text(text)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "r.db"), "--export", str(path)]) == 2
+    assert f"--export {path}: is the input file" in capsys.readouterr().err
+    assert main(["sweep", str(path), "--out", str(tmp_path / "r.json"), "--export", str(tmp_path / "r.json")]) == 2
+    assert f"--export {tmp_path / 'r.json'}: is the --out database" in capsys.readouterr().err
+    assert path.read_text() == text and not (tmp_path / "r.db").exists() and not (tmp_path / "r.json").exists()
 
 
 def test_sweep_api_refuses_bad_arguments(tmp_path):
