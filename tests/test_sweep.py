@@ -437,3 +437,49 @@ def test_a_failure_is_retried_once_on_a_fresh_worker(tmp_path):
     retries = [(kernel, slot, generation) for kernel, slot, generation in executor.ran_on
                if kernel in ("flaky", "broken")][2:]
     assert all(generation == 2 for _kernel, _slot, generation in retries) and len(retries) == 2
+
+
+class _FakeCompilerPool:
+    """A ProcessPoolExecutor whose futures the test completes; shutdown cancels those still pending, as
+    ProcessPoolExecutor.shutdown(cancel_futures=True) does."""
+    pools: list["_FakeCompilerPool"] = []
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.futures = []
+        self.pools.append(self)
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+        self.futures.append(Future())
+        return self.futures[-1]
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        for future in self.futures:
+            if cancel_futures:
+                future.cancel()
+
+
+def test_a_dead_compiler_pool_resubmits_each_of_its_compiles_once(tmp_path, monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    from pyhipbench.sweep import scheduler
+    from pyhipbench.sweep.sources import Code
+    monkeypatch.setattr(scheduler, "ProcessPoolExecutor", _FakeCompilerPool)
+    monkeypatch.setattr(_FakeCompilerPool, "pools", [])
+    candidates = [Candidate(IRSource(IR.encode() + b"; " + bytes([48 + i])), "copy", 1, 64, ARGS) for i in range(2)]
+    summary = scheduler.SweepSummary(str(tmp_path / "r.db"), 2, 0)
+    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), ScriptedExecutor({}), Progress(2, show=False),
+                         summary, 10.0, 1)
+    run.target = CompileTarget("gfx942")
+    for digest in list(run.uncompiled):
+        run._code_for_target(digest)
+    first, second = _FakeCompilerPool.pools[0].futures
+    first.set_exception(BrokenProcessPool("a compiler process died"))  # the other one's outcome is not in yet
+    run._collect_compiles()
+    run._collect_compiles()  # the dead pool's other compile, cancelled by its shutdown, raised CancelledError
+    assert second.cancelled() and len(_FakeCompilerPool.pools) == 2
+    for future in _FakeCompilerPool.pools[1].futures:
+        future.set_result(("ok", Code(b"code")))
+    run._collect_compiles()
+    assert sorted(run.code) == sorted(c.source.digest for c in candidates) and len(run.ready) == 2
+    assert not run.compiles and summary.failed == 0

@@ -199,6 +199,10 @@ class _Run:
         if broken:  # a compiler process died (compile_ir survives LLVM aborts; this is rarer): try once more
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = None
+            # The dead pool's other compiles fail (or are cancelled) too, some only after this look: all are
+            # resubmitted now, so no future of the dead pool is left to break the new one or raise here later.
+            broken += self.compiles.values()
+            self.compiles.clear()
             for digest in broken:
                 if self.compile_tries[digest] < MAX_ATTEMPTS:
                     self._submit_compile(digest)
