@@ -202,7 +202,7 @@ class IRSource(Source):
         if unknown:
             raise BenchError(f"llvm-ir source: unknown field(s) {', '.join(sorted(unknown))}; expected path or "
                              "text, and optionally icache_flush")
-        if "path" in data and isinstance(data["path"], str):
+        if isinstance(data.get("path"), str) and "text" not in data:  # both: _content refuses them
             path = Path(data["path"]) if os.path.isabs(data["path"]) else base / data["path"]
             if not path.is_file():
                 raise BenchError(f"LLVM IR {str(path)!r} is not a file")
