@@ -352,6 +352,18 @@ def test_ray_missing_says_how_to_install(monkeypatch, tmp_path):
         sweep([copy_candidate()], tmp_path / "r.db", cluster="auto")
 
 
+def test_ray_cluster_without_gpus_leaves_no_connection(monkeypatch, tmp_path):
+    import types
+    calls = []
+    fake_ray = types.SimpleNamespace(is_initialized=lambda: False, init=lambda **kw: calls.append("init"),
+                                     cluster_resources=lambda: {"CPU": 2.0}, shutdown=lambda: calls.append("shutdown"))
+    monkeypatch.setitem(sys.modules, "ray", fake_ray)
+    with pytest.raises(NoDeviceError, match=r"the Ray cluster at 'auto' has no GPUs \(cluster resources: "
+                                            r"\{'CPU': 2.0\}\)"):
+        sweep([copy_candidate()], tmp_path / "r.db", cluster="auto")
+    assert calls == ["init", "shutdown"]  # the connection it opened is closed
+
+
 def test_space_in_yaml(tmp_path, monkeypatch):
     yaml = pytest.importorskip("yaml", reason="YAML spaces need pyyaml")
     path = tmp_path / "space.yaml"

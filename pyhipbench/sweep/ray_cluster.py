@@ -65,8 +65,11 @@ class RayCluster:
                 raise NoDeviceError(f"cannot connect to the Ray cluster at {address!r}: {e}") from None
         count = gpus if gpus is not None else int(ray.cluster_resources().get("GPU", 0))
         if count < 1:
+            resources = ray.cluster_resources()
+            if self.owns_connection:  # the sweep ends here: leave no Ray connection behind
+                ray.shutdown()
             raise NoDeviceError(f"the Ray cluster at {address!r} has no GPUs (cluster resources: "
-                                f"{ray.cluster_resources()})")
+                                f"{resources})")
         self.count = count
         self.backend = backend
         self.actor_class = ray.remote(num_gpus=1, max_restarts=0)(RayWorker)
