@@ -21,7 +21,7 @@ from sweep_helpers import ARGS, FAST, IR, space, sweep_environment
 
 from pyhipbench import BenchError, NoDeviceError
 from pyhipbench.arg_spec import parse_arg
-from pyhipbench.sweep import (BenchOptions, Candidate, CodeObjectSource, CompileTarget, IRSource, Store,
+from pyhipbench.sweep import (BenchOptions, Candidate, Code, CodeObjectSource, CompileTarget, IRSource, Source, Store,
                               candidates_from_json, load_results, load_space, sweep, watchdog_s)
 from pyhipbench.sweep.progress import Progress
 from pyhipbench.sweep.store import Row, now
@@ -495,3 +495,85 @@ def test_a_dead_compiler_pool_resubmits_each_of_its_compiles_once(tmp_path, monk
     run._collect_compiles()
     assert sorted(run.code) == sorted(c.source.digest for c in candidates) and len(run.ready) == 2
     assert not run.compiles and summary.failed == 0
+
+
+class _StubSource(Source):
+    """Code that needs no compiler: its bytes as they are."""
+    kind, needs_compiler = "stub", False
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def identity(self):
+        return {"kind": self.kind, "data": self.data.decode()}
+
+    def to_json(self):
+        return self.identity()
+
+    def compile(self, target):
+        return Code(self.data)
+
+
+class _StubDevice:
+    """Loads any code but b"bad" (refused as the driver's format check refuses PTX on AMD); counts modules."""
+
+    def __init__(self) -> None:
+        self.loaded: list[bytes] = []
+        self.held = 0
+
+    def load_module(self, code: bytes):
+        if code == b"bad":
+            raise BenchError("a ptx code object cannot load on the hip backend; expected hsaco")
+        self.loaded.append(code)
+        self.held += 1
+        device = self
+
+        class Module:
+            def kernel(self, name):
+                return name
+
+            def unload(self):
+                device.held -= 1
+        return Module()
+
+
+class _InProcessExecutor(ScriptedExecutor):
+    """One slot whose worker is a real pyhipbench.sweep.worker.Worker on a stub device, run in this process."""
+
+    def __init__(self, worker) -> None:
+        super().__init__({})
+        self.worker = worker
+
+    def initial_slots(self):
+        return [0]
+
+    def submit(self, slot, task):
+        self.events_due.append((slot, "outcome", self.worker.run(task)))
+
+
+def test_a_worker_unloads_old_modules_and_the_scheduler_sends_their_code_again(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from pyhipbench.sweep import scheduler, worker
+    monkeypatch.setattr(worker, "MODULES_KEPT", 2)
+    monkeypatch.setattr(worker, "bench", lambda kernel, *args, **options: SimpleNamespace(
+        to_dict=lambda: {"kernel": kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
+    device = _StubDevice()
+    executor = _InProcessExecutor(worker.Worker(device))
+    sources = {name: _StubSource(name.encode()) for name in ("bad", "a", "b", "c")}
+    # The worker holds two modules: loading c unloads a, and the second run of a must carry its code again.
+    order = ["bad", "bad", "a", "b", "c", "a"]
+    candidates = [Candidate(sources[name], "k", 1, 64, tags={"i": i}) for i, name in enumerate(order)]
+    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), executor, Progress(6, show=False),
+                         scheduler.SweepSummary(str(tmp_path / "r.db"), 6, 0), 10.0, 1)
+    run.ready.extend(candidates)  # in this order (the scheduler groups candidates by source)
+    run.uncompiled.clear()
+    run.code = {source.digest: Code(source.data) for source in sources.values()}
+    run.target = CompileTarget("gfx942")
+    run.loop()
+    rows = run.store.db.execute("SELECT json_extract(candidate, '$.tags.i'), status, error FROM results "
+                                "ORDER BY 1").fetchall()
+    refused = "BenchError: a ptx code object cannot load on the hip backend; expected hsaco"
+    assert rows == [(0, "failed", refused), (1, "failed", refused)] + [(i, "ok", None) for i in range(2, 6)]
+    assert device.loaded == [b"a", b"b", b"c", b"a"] and device.held == 2
+    assert run.slots[0].digests == set(executor.worker.modules) == {sources["c"].digest, sources["a"].digest}

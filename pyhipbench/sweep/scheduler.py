@@ -10,7 +10,8 @@ device, ("outcome", Outcome) and ("died", reason).
   compiled in a CPU process pool as soon as the first worker says what the
   GPUs are, each source once; code objects are ready at once; a source
   compiled in the worker (Triton) travels with each of its tasks. Workers
-  take ready candidates in order; a code object travels to a worker once.
+  take ready candidates in order; a code object travels to a worker once,
+  and again only after the worker unloaded it (it keeps the 64 it used last).
 - Watchdog: a candidate may run for `timeout_s` if it set one, else
   max(`timeout_floor_s`, WATCHDOG_FACTOR x 2 x bench's max_time_s) (the
   timed phase is capped at max_time_s and the warm-up stops sooner; module
@@ -100,7 +101,7 @@ def _compile(source: Source, target: CompileTarget) -> tuple[str, Any]:
 class _Slot:
     facts: DeviceFacts | None = None
     fresh: bool = True                      # has run no task yet: where retries go
-    digests: set[str] = field(default_factory=set)
+    digests: set[str] = field(default_factory=set)  # code objects the worker holds: sent once, until unloaded
     running: tuple[Candidate, float, str] | None = None  # candidate, deadline (monotonic), started_at
     startup_deadline: float = 0.0
 
@@ -276,6 +277,7 @@ class _Run:
         elif kind == "outcome":
             candidate, _deadline, started_at = state.running
             state.running = None
+            state.digests.difference_update(value.unloaded)
             self.summary.busy_s += value.busy_s
             if value.result is not None:
                 self._record(candidate, started_at, outcome=value, device=state.facts.label)

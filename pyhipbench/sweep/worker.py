@@ -17,7 +17,7 @@ import sys
 import time
 import traceback
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..arg_spec import ArgSpec, materialize
@@ -40,6 +40,7 @@ DIED = "died"        # the worker process (or actor) died: an abort, a segfault,
 # Errors that say the candidate itself is wrong: recorded at once, never retried, worker kept.
 _INVALID_ERRORS = (BenchError, IRError, CodegenError, ToolchainError)
 ARGUMENT_SETS_KEPT = 4  # argument lists (by spec) a worker keeps for later candidates; older ones are freed
+MODULES_KEPT = 64  # code objects a worker keeps loaded for later candidates; the least recently used is unloaded
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class Outcome:
     error: str | None = None
     replace_worker: bool = False  # the device context may be unusable: start a fresh worker
     busy_s: float = 0.0           # the measurement's wall time on the GPU, seconds
+    unloaded: tuple[str, ...] = ()  # code digests the worker no longer holds (unloaded, or failed to load):
+                                    # a later task of one carries its code again
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,8 @@ class DeviceFacts:
 class Worker:
     """One GPU's measurements. `Worker.open(backend, index)` opens the device."""
     device: Device
-    modules: dict[str, Any] = field(default_factory=dict)
+    modules: OrderedDict = field(default_factory=OrderedDict)  # code digest -> Module, least recently used first
+    unloaded: list[str] = field(default_factory=list)  # the current task's: code digests it no longer holds
     arguments: OrderedDict = field(default_factory=OrderedDict)
 
     @classmethod
@@ -102,9 +106,15 @@ class Worker:
                            CompileTarget(self.device.arch, driver_version), backend.device_count)
 
     def _kernel(self, task: Task):
-        if task.code_digest not in self.modules:
+        if task.code_digest in self.modules:
+            self.modules.move_to_end(task.code_digest)
+        else:
             if task.code is None:
                 raise BenchError(f"the code object {task.code_digest[:12]} was never sent to this worker")
+            while len(self.modules) >= MODULES_KEPT:
+                digest, module = self.modules.popitem(last=False)
+                module.unload()
+                self.unloaded.append(digest)
             self.modules[task.code_digest] = self.device.load_module(task.code)
         return self.modules[task.code_digest].kernel(task.kernel)
 
@@ -130,7 +140,15 @@ class Worker:
             compiled.unload()
 
     def run(self, task: Task) -> Outcome:
-        """Measures `task`'s candidate; every pyhipbench error (and any other exception) becomes an outcome."""
+        """Measures `task`'s candidate; every pyhipbench error (and any other exception) becomes an outcome,
+        which lists the code objects the worker no longer holds."""
+        self.unloaded = []
+        outcome = self._measure(task)
+        if task.source is None and task.code_digest not in self.modules:
+            self.unloaded.append(task.code_digest)  # its load failed
+        return replace(outcome, unloaded=tuple(self.unloaded)) if self.unloaded else outcome
+
+    def _measure(self, task: Task) -> Outcome:
         started = time.perf_counter()
         try:
             if task.source is not None:
