@@ -27,7 +27,8 @@ from typing import Any
 from ..errors import BenchError
 from ..report import render
 
-__all__ = ["Store", "SCHEMA_VERSION", "SQLITE_MAGIC", "is_results_db", "load_results", "export_best"]
+__all__ = ["Store", "SCHEMA_VERSION", "SQLITE_MAGIC", "is_results_db", "refuse_non_database", "load_results",
+           "export_best"]
 
 SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -73,6 +74,13 @@ def is_results_db(path: Path) -> bool:
         return False
 
 
+def refuse_non_database(path: Path, option: str = "") -> None:
+    """BenchError if `path` holds something other than an SQLite database (an empty file is new)."""
+    if path.exists() and path.stat().st_size > 0 and not is_results_db(path):
+        raise BenchError(f"{option}{path} exists and is not an SQLite database; expected a sweep's results "
+                         "database or a new file")
+
+
 @dataclass(frozen=True)
 class Row:
     """One recorded candidate, as the scheduler hands it to the store."""
@@ -93,9 +101,7 @@ class Store:
 
     def __init__(self, path: Path, *, resume: bool = False) -> None:
         self.path = Path(path)
-        if self.path.exists() and not is_results_db(self.path) and self.path.stat().st_size > 0:
-            raise BenchError(f"{self.path} exists and is not an SQLite database; expected a sweep's results "
-                             "database or a new file")
+        refuse_non_database(self.path)
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None)  # autocommit; each insert commits
         except sqlite3.Error as e:
