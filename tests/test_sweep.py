@@ -364,6 +364,30 @@ def test_ray_cluster_without_gpus_leaves_no_connection(monkeypatch, tmp_path):
     assert calls == ["init", "shutdown"]  # the connection it opened is closed
 
 
+def test_a_ray_actor_raising_opening_its_gpu_is_one_clear_error(monkeypatch, tmp_path):
+    import types
+    exceptions = pytest.importorskip("ray.exceptions", reason="the error classes are Ray's")
+
+    class Actor:
+        def __init__(self) -> None:
+            self.facts = types.SimpleNamespace(remote=lambda: "facts-ref")
+
+    # The actor's Worker.open raised something other than a pyhipbench error (made before ray is faked).
+    raised = exceptions.RayTaskError("RayWorker.facts", "Traceback ...", OSError("libamdhip64.so: cannot open"))
+
+    def get(ref):
+        raise raised
+
+    fake_ray = types.SimpleNamespace(
+        is_initialized=lambda: True, cluster_resources=lambda: {"GPU": 1.0}, exceptions=exceptions,
+        remote=lambda **options: lambda cls: types.SimpleNamespace(remote=lambda backend: Actor()),
+        wait=lambda refs, num_returns, timeout: (refs, []), get=get, kill=lambda actor, no_restart: None)
+    monkeypatch.setitem(sys.modules, "ray", fake_ray)
+    with pytest.raises(NoDeviceError, match=r"a worker died opening its GPU \(slot 0\): the Ray actor raised "
+                                            r"OSError: libamdhip64.so: cannot open"):
+        sweep([copy_candidate()], tmp_path / "r.db", cluster="auto")
+
+
 def test_space_in_yaml(tmp_path, monkeypatch):
     yaml = pytest.importorskip("yaml", reason="YAML spaces need pyyaml")
     path = tmp_path / "space.yaml"

@@ -110,6 +110,8 @@ class RayCluster:
                 out.append((slot, *self.ray.get(ref)))
             except self.ray.exceptions.RayActorError as e:
                 out.append((slot, "died", f"the Ray actor died: {str(e).splitlines()[0]}"))
+            except self.ray.exceptions.RayTaskError as e:  # an exception the worker does not make an outcome
+                out.append((slot, "died", f"the Ray actor raised {type(e.cause).__name__}: {e.cause}"))
         return out
 
     def close(self) -> None:
