@@ -601,3 +601,17 @@ def test_a_worker_unloads_old_modules_and_the_scheduler_sends_their_code_again(t
     assert rows == [(0, "failed", refused), (1, "failed", refused)] + [(i, "ok", None) for i in range(2, 6)]
     assert device.loaded == [b"a", b"b", b"c", b"a"] and device.held == 2
     assert run.slots[0].digests == set(executor.worker.modules) == {sources["c"].digest, sources["a"].digest}
+
+
+class _RaisingSource(_StubSource):
+    needs_compiler = True
+
+    def compile(self, target):
+        raise RuntimeError(f"the compiler broke on {self.data.decode()}")
+
+
+def test_a_compiler_raising_a_foreign_exception_fails_its_candidates_only():
+    from pyhipbench.sweep.scheduler import _compile
+    status, message = _compile(_RaisingSource(b"k.ll"), CompileTarget("gfx942"))
+    assert status == "error" and message.startswith("RuntimeError: the compiler broke on k.ll (at ")
+    assert "test_sweep.py:" in message

@@ -40,7 +40,7 @@ from .candidate import Candidate
 from .progress import Progress
 from .sources import Code, CompileTarget, Source
 from .store import FAILED, OK, Row, Store, now
-from .worker import DIED, INVALID, TIMEOUT, DeviceFacts, Outcome, Task, die_with_parent
+from .worker import DIED, INVALID, TIMEOUT, DeviceFacts, Outcome, Task, die_with_parent, unexpected
 
 __all__ = ["Executor", "SweepSummary", "run", "watchdog_s", "MAX_ATTEMPTS", "WATCHDOG_FACTOR",
            "TIMEOUT_FLOOR_S", "STARTUP_TIMEOUT_S"]
@@ -95,6 +95,8 @@ def _compile(source: Source, target: CompileTarget) -> tuple[str, Any]:
         return "ok", source.compile(target)
     except Error as e:
         return "error", f"{type(e).__name__}: {e}"
+    except Exception as e:  # a compiler's own exception, or a bug: its candidates fail, not the sweep
+        return "error", unexpected(e)
 
 
 @dataclass

@@ -167,13 +167,18 @@ class Worker:
             return Outcome(task.candidate_id, reason=ERROR, error=f"{type(e).__name__}: {e}", replace_worker=True,
                            busy_s=time.perf_counter() - started)
         except Exception as e:  # a bug, or a library's own exception: say where, and start afresh
-            where = traceback.extract_tb(e.__traceback__)[-1]
-            return Outcome(task.candidate_id, reason=ERROR,
-                           error=f"{type(e).__name__}: {e} (at {where.filename}:{where.lineno})",
-                           replace_worker=True, busy_s=time.perf_counter() - started)
+            return Outcome(task.candidate_id, reason=ERROR, error=unexpected(e), replace_worker=True,
+                           busy_s=time.perf_counter() - started)
         record = result.to_dict()
         del record["times_us"]  # the statistics stay; thousands of samples per candidate would bloat the store
         return Outcome(task.candidate_id, result=record, busy_s=result.wall_s)
+
+
+def unexpected(error: Exception) -> str:
+    """An exception pyhipbench did not expect (a bug, a library's own), in words: its type, message and where
+    it was raised."""
+    where = traceback.extract_tb(error.__traceback__)[-1]
+    return f"{type(error).__name__}: {error} (at {where.filename}:{where.lineno})"
 
 
 def die_with_parent() -> None:
