@@ -181,6 +181,18 @@ def test_cli_sweep_damaged_database_exits_2_naming_it(tmp_path, capsys):
     assert "damaged.db: not a usable sweep results database" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name", ["run#1.db", "run?x.db", "run%41.db"])
+def test_load_results_reads_the_file_named_whatever_its_characters(tmp_path, name):
+    db = tmp_path / name
+    store = Store(db)
+    store.record(Row("c1", {"kernel": "copy"}, "ok", 1, now(), result={"kernel": "copy", "stats_us": {"median": 2.0}}))
+    store.close()
+    assert load_results(db) == [{"kernel": "copy", "stats_us": {"median": 2.0}}]
+    assert all(p.name.startswith(name) for p in tmp_path.iterdir())  # no other file opened or made (WAL's own)
+    with pytest.raises(BenchError, match=r"missing#1.db: not a sweep results database \(unable to open"):
+        load_results(tmp_path / "missing#1.db")
+
+
 def test_progress_shows_failures_and_best_on_a_terminal_only():
     pytest.importorskip("tqdm", reason="the progress bar needs tqdm")
     class Terminal(io.StringIO):

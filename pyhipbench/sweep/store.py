@@ -183,7 +183,8 @@ class Store:
 def load_results(path: Path) -> list[dict[str, Any]]:
     """The measured results of a sweep database, fastest first, as report.py reads them."""
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # As a URI, percent-encoded: a '#' or '?' in the name would end the path (and drop mode=ro).
+        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
         try:
             rows = db.execute("SELECT result FROM results WHERE status = ? ORDER BY median_us", (OK,)).fetchall()
         finally:
