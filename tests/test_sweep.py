@@ -348,6 +348,9 @@ def test_sweep_api_refuses_bad_arguments(tmp_path):
         sweep([copy_candidate()], tmp_path / "r.db", gpus=[0, 0])
     with pytest.raises(BenchError, match=r"sweep\(\) needs at least one candidate"):
         sweep([], tmp_path / "r.db")
+    with pytest.raises(BenchError, match=r"backend='rocm': expected one of hip, cuda, or None"):
+        sweep([copy_candidate()], tmp_path / "r.db", backend="rocm")
+    assert not (tmp_path / "r.db").exists()  # refused before the database or a worker
 
 
 def test_no_gpu_is_one_clear_error(fake_hip_library, monkeypatch, tmp_path):
