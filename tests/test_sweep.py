@@ -430,6 +430,20 @@ def test_scaling_benchmark_space():
     assert {c.kernel for c in space} == {"copy", "fma", "spin"}
 
 
+@pytest.mark.parametrize("gpus", ["0", "0,x", "1,1"])
+def test_scaling_benchmark_refuses_gpus_it_cannot_compare(gpus, monkeypatch, capsys, tmp_path):
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import sweep_scaling
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    monkeypatch.setattr(sys, "argv", ["sweep_scaling.py", "--out", str(tmp_path / "out"), "--gpus", gpus])
+    with pytest.raises(SystemExit) as exit_:
+        sweep_scaling.main()
+    assert exit_.value.code == 2 and not (tmp_path / "out").exists()
+    assert f"--gpus {gpus!r}: expected two or more device indices, each once" in capsys.readouterr().err
+
+
 class ScriptedExecutor:
     """Two fake GPUs whose workers answer from a script: kernel name -> the outcome of each attempt."""
 
