@@ -644,3 +644,17 @@ def test_a_compiler_raising_a_foreign_exception_fails_its_candidates_only():
     status, message = _compile(_RaisingSource(b"k.ll"), CompileTarget("gfx942"))
     assert status == "error" and message.startswith("RuntimeError: the compiler broke on k.ll (at ")
     assert "test_sweep.py:" in message
+
+
+def test_gpus_differing_only_in_driver_say_so(tmp_path):
+    from pyhipbench.sweep.scheduler import run
+    from pyhipbench.sweep.worker import DeviceFacts
+
+    class TwoDrivers(ScriptedExecutor):
+        def start(self, slot):
+            target = CompileTarget("sm_90", 12080 + slot)
+            self.events_due.append((slot, "ready", DeviceFacts("cuda", slot, "H200", target, 2)))
+
+    with pytest.raises(NoDeviceError, match=r"the sweep's GPUs differ: cuda:1 H200 is sm_90 \(CUDA driver 12081\), "
+                                            r"another is sm_90 \(CUDA driver 12080\); run one sweep per kind"):
+        run([copy_candidate()], Store(tmp_path / "r.db"), TwoDrivers({}))

@@ -227,8 +227,8 @@ class _Run:
             for extra in self.executor.more_slots(facts):
                 self._start(extra)
         elif facts.target != self.target:
-            raise NoDeviceError(f"the sweep's GPUs differ: {facts.label} is {facts.target.arch}, another is "
-                                f"{self.target.arch}; run one sweep per kind of GPU")
+            raise NoDeviceError(f"the sweep's GPUs differ: {facts.label} is {facts.target}, another is "
+                                f"{self.target}; run one sweep per kind of GPU and driver")
         self.summary.gpus = len(self.slots)
 
     def _dispatch(self) -> None:

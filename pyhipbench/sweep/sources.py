@@ -47,6 +47,9 @@ class CompileTarget:
     arch: str
     driver_version: int | None = None
 
+    def __str__(self) -> str:
+        return self.arch if self.driver_version is None else f"{self.arch} (CUDA driver {self.driver_version})"
+
 
 @dataclass(frozen=True)
 class Code:
