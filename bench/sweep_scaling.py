@@ -77,8 +77,12 @@ def main() -> int:
     parser.add_argument("--hang-timeout", type=float, default=5.0,
                         help="the spinning candidate's own watchdog limit, s (default 5)")
     args = parser.parse_args()
+    gpus = args.gpus.split(",")
+    if len(gpus) < 2 or not all(g.isascii() and g.isdigit() for g in gpus) or len(set(gpus)) != len(gpus):
+        # one GPU would write 1gpu.db twice, the second run deleting the first's, and the ratio would mean nothing
+        parser.error(f"--gpus {args.gpus!r}: expected two or more device indices, each once, such as 0,1")
+    gpus = [int(g) for g in gpus]
     args.out.mkdir(parents=True, exist_ok=True)
-    gpus = [int(g) for g in args.gpus.split(",")]
     space = candidates(args.max_time, args.hang_timeout)
     print(f"{len(space)} candidates", flush=True)
     one = run(space, args.out / "1gpu.db", gpus[:1], args.watchdog_floor)

@@ -31,7 +31,7 @@ from .rotation import plan_rotation
 from .source import SOURCE_LANGUAGES, compile_source
 from .sweep import Store, export_best, load_space, sweep
 from .sweep.scheduler import TIMEOUT_FLOOR_S
-from .sweep.store import is_results_db
+from .sweep.store import refuse_non_database
 from .sweep.worker import INVALID
 from .timers import TIMERS, default_timer
 
@@ -434,11 +434,11 @@ def _gpu_list(text: str) -> list[int]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     _check_output("--out", args.out, args.space)
-    if args.out.exists() and args.out.stat().st_size and not is_results_db(args.out):
-        raise BenchError(f"--out {args.out}: exists and is not an SQLite database; expected a sweep's results "
-                         "database or a new file")
+    refuse_non_database(args.out, "--out ")
     for path in args.export:
-        _check_output("--export", path)
+        _check_output("--export", path, args.space)
+        if path.resolve() == args.out.resolve():
+            raise BenchError(f"--export {path}: is the --out database; writing it would overwrite the results")
         render(path, [])  # an unknown format is refused before any work
     candidates = load_space(args.space)
     summary = sweep(candidates, args.out, resume=args.resume, gpus=args.gpus, backend=args.backend,

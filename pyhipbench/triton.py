@@ -291,9 +291,14 @@ def compile(fn: "JITFunction", args: Sequence[Any], device: Device, *, icache_fl
     return _load(fn, compiled, device, signature, constexprs, values, options, icache_flush is not False)
 
 
+def _constants(fn: "JITFunction", constexprs: dict) -> dict[str, Any]:
+    """Triton's folded-in values (keyed by argument path) by parameter name."""
+    return {fn.arg_names[path[0]]: value for path, value in constexprs.items()}
+
+
 def _describe(options: dict[str, Any], constexprs: dict, fn: "JITFunction") -> str:
-    constants = {fn.arg_names[path[0]]: value for path, value in constexprs.items()}
-    return ", ".join(f"{k}={v!r}" for k, v in {**constants, **options}.items()) or "no meta-parameters"
+    return ", ".join(f"{k}={v!r}" for k, v in {**_constants(fn, constexprs), **options}.items()) or \
+        "no meta-parameters"
 
 
 def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str, str], constexprs: dict,
@@ -332,7 +337,7 @@ def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str,
     warps = metadata.num_warps
     return TritonKernel(
         kernel=kernel, compiled=compiled, signature=own,
-        constants={fn.arg_names[path[0]]: value for path, value in constexprs.items()},
+        constants=_constants(fn, constexprs),
         block=(warps * metadata.warp_size, 1, 1), shared_bytes=metadata.shared, num_warps=warps,
         num_stages=metadata.num_stages,
         global_scratch_bytes=getattr(metadata, "global_scratch_size", 0),  # AMD passes null: no field

@@ -21,7 +21,7 @@ from sweep_helpers import ARGS, FAST, IR, space, sweep_environment
 
 from pyhipbench import BenchError, NoDeviceError
 from pyhipbench.arg_spec import parse_arg
-from pyhipbench.sweep import (BenchOptions, Candidate, CodeObjectSource, CompileTarget, IRSource, Store,
+from pyhipbench.sweep import (BenchOptions, Candidate, Code, CodeObjectSource, CompileTarget, IRSource, Source, Store,
                               candidates_from_json, load_results, load_space, sweep, watchdog_s)
 from pyhipbench.sweep.progress import Progress
 from pyhipbench.sweep.store import Row, now
@@ -151,6 +151,46 @@ def test_store_records_each_candidate_once_and_refuses_to_overwrite(tmp_path):
     with sqlite3.connect(db) as raw, pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
         raw.execute("INSERT INTO results (candidate_id, candidate, kernel, status, attempts, started_at, "
                     "finished_at) VALUES ('c1', '{}', 'k', 'ok', 1, 'now', 'now')")
+
+
+def test_store_refuses_a_damaged_or_foreign_database_naming_it(tmp_path):
+    from pyhipbench.sweep.store import SQLITE_MAGIC
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(SQLITE_MAGIC + b"x" * 200)  # the magic, then no database
+    with pytest.raises(BenchError, match=r"damaged.db: not a usable sweep results database \(file is not a "
+                                         r"database\)"):
+        Store(damaged)
+    foreign = tmp_path / "app.db"
+    with sqlite3.connect(foreign) as raw:
+        raw.execute("CREATE TABLE users (name TEXT)")
+    with pytest.raises(BenchError, match=r"app.db is an SQLite database of something else \(tables users\)"):
+        Store(foreign)
+    with sqlite3.connect(foreign) as raw:  # left as it was
+        assert raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall() == [("users",)]
+    with pytest.raises(BenchError, match=r"missing/r.db: cannot open it as a results database"):
+        Store(tmp_path / "missing" / "r.db")
+
+
+def test_cli_sweep_damaged_database_exits_2_naming_it(tmp_path, capsys):
+    from pyhipbench.cli import main
+    from pyhipbench.sweep.store import SQLITE_MAGIC
+    (tmp_path / "space.json").write_text(json.dumps(space(1, bad=())))
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(SQLITE_MAGIC + b"x" * 200)
+    assert main(["sweep", str(tmp_path / "space.json"), "--out", str(damaged), "--resume"]) == 2
+    assert "damaged.db: not a usable sweep results database" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["run#1.db", "run?x.db", "run%41.db"])
+def test_load_results_reads_the_file_named_whatever_its_characters(tmp_path, name):
+    db = tmp_path / name
+    store = Store(db)
+    store.record(Row("c1", {"kernel": "copy"}, "ok", 1, now(), result={"kernel": "copy", "stats_us": {"median": 2.0}}))
+    store.close()
+    assert load_results(db) == [{"kernel": "copy", "stats_us": {"median": 2.0}}]
+    assert all(p.name.startswith(name) for p in tmp_path.iterdir())  # no other file opened or made (WAL's own)
+    with pytest.raises(BenchError, match=r"missing#1.db: not a sweep results database \(unable to open"):
+        load_results(tmp_path / "missing#1.db")
 
 
 def test_progress_shows_failures_and_best_on_a_terminal_only():
@@ -289,6 +329,18 @@ def test_cli_sweep_bad_input_exits_2_naming_it(tmp_path):
     assert result.returncode == 2 and "'0,0': expected comma-separated device indices, each once" in result.stderr
 
 
+def test_cli_sweep_export_never_overwrites_the_space_or_the_database(tmp_path, capsys):
+    from pyhipbench.cli import main
+    path = tmp_path / "space.json"
+    text = json.dumps(space(1, bad=()))
+    path.write_text(text)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "r.db"), "--export", str(path)]) == 2
+    assert f"--export {path}: is the input file" in capsys.readouterr().err
+    assert main(["sweep", str(path), "--out", str(tmp_path / "r.json"), "--export", str(tmp_path / "r.json")]) == 2
+    assert f"--export {tmp_path / 'r.json'}: is the --out database" in capsys.readouterr().err
+    assert path.read_text() == text and not (tmp_path / "r.db").exists() and not (tmp_path / "r.json").exists()
+
+
 def test_sweep_api_refuses_bad_arguments(tmp_path):
     with pytest.raises(BenchError, match=r"candidates\[0\]='copy': expected a pyhipbench.sweep.Candidate"):
         sweep(["copy"], tmp_path / "r.db")
@@ -296,6 +348,9 @@ def test_sweep_api_refuses_bad_arguments(tmp_path):
         sweep([copy_candidate()], tmp_path / "r.db", gpus=[0, 0])
     with pytest.raises(BenchError, match=r"sweep\(\) needs at least one candidate"):
         sweep([], tmp_path / "r.db")
+    with pytest.raises(BenchError, match=r"backend='rocm': expected one of hip, cuda, or None"):
+        sweep([copy_candidate()], tmp_path / "r.db", backend="rocm")
+    assert not (tmp_path / "r.db").exists()  # refused before the database or a worker
 
 
 def test_no_gpu_is_one_clear_error(fake_hip_library, monkeypatch, tmp_path):
@@ -309,6 +364,42 @@ def test_no_gpu_is_one_clear_error(fake_hip_library, monkeypatch, tmp_path):
 def test_ray_missing_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails
     with pytest.raises(NoDeviceError, match=r"needs ray, which is not installed \(pip install 'ray\[default\]'\)"):
+        sweep([copy_candidate()], tmp_path / "r.db", cluster="auto")
+
+
+def test_ray_cluster_without_gpus_leaves_no_connection(monkeypatch, tmp_path):
+    import types
+    calls = []
+    fake_ray = types.SimpleNamespace(is_initialized=lambda: False, init=lambda **kw: calls.append("init"),
+                                     cluster_resources=lambda: {"CPU": 2.0}, shutdown=lambda: calls.append("shutdown"))
+    monkeypatch.setitem(sys.modules, "ray", fake_ray)
+    with pytest.raises(NoDeviceError, match=r"the Ray cluster at 'auto' has no GPUs \(cluster resources: "
+                                            r"\{'CPU': 2.0\}\)"):
+        sweep([copy_candidate()], tmp_path / "r.db", cluster="auto")
+    assert calls == ["init", "shutdown"]  # the connection it opened is closed
+
+
+def test_a_ray_actor_raising_opening_its_gpu_is_one_clear_error(monkeypatch, tmp_path):
+    import types
+    exceptions = pytest.importorskip("ray.exceptions", reason="the error classes are Ray's")
+
+    class Actor:
+        def __init__(self) -> None:
+            self.facts = types.SimpleNamespace(remote=lambda: "facts-ref")
+
+    # The actor's Worker.open raised something other than a pyhipbench error (made before ray is faked).
+    raised = exceptions.RayTaskError("RayWorker.facts", "Traceback ...", OSError("libamdhip64.so: cannot open"))
+
+    def get(ref):
+        raise raised
+
+    fake_ray = types.SimpleNamespace(
+        is_initialized=lambda: True, cluster_resources=lambda: {"GPU": 1.0}, exceptions=exceptions,
+        remote=lambda **options: lambda cls: types.SimpleNamespace(remote=lambda backend: Actor()),
+        wait=lambda refs, num_returns, timeout: (refs, []), get=get, kill=lambda actor, no_restart: None)
+    monkeypatch.setitem(sys.modules, "ray", fake_ray)
+    with pytest.raises(NoDeviceError, match=r"a worker died opening its GPU \(slot 0\): the Ray actor raised "
+                                            r"OSError: libamdhip64.so: cannot open"):
         sweep([copy_candidate()], tmp_path / "r.db", cluster="auto")
 
 
@@ -337,6 +428,20 @@ def test_scaling_benchmark_space():
     assert [c.tags for c in space if "fault" in c.tags] == [{"fault": 0}, {"fault": 1}, {"fault": 2}]
     assert [(c.kernel, c.timeout_s) for c in space if c.kernel == "spin"] == [("spin", 5)]
     assert {c.kernel for c in space} == {"copy", "fma", "spin"}
+
+
+@pytest.mark.parametrize("gpus", ["0", "0,x", "1,1"])
+def test_scaling_benchmark_refuses_gpus_it_cannot_compare(gpus, monkeypatch, capsys, tmp_path):
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import sweep_scaling
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    monkeypatch.setattr(sys, "argv", ["sweep_scaling.py", "--out", str(tmp_path / "out"), "--gpus", gpus])
+    with pytest.raises(SystemExit) as exit_:
+        sweep_scaling.main()
+    assert exit_.value.code == 2 and not (tmp_path / "out").exists()
+    assert f"--gpus {gpus!r}: expected two or more device indices, each once" in capsys.readouterr().err
 
 
 class ScriptedExecutor:
@@ -397,3 +502,159 @@ def test_a_failure_is_retried_once_on_a_fresh_worker(tmp_path):
     retries = [(kernel, slot, generation) for kernel, slot, generation in executor.ran_on
                if kernel in ("flaky", "broken")][2:]
     assert all(generation == 2 for _kernel, _slot, generation in retries) and len(retries) == 2
+
+
+class _FakeCompilerPool:
+    """A ProcessPoolExecutor whose futures the test completes; shutdown cancels those still pending, as
+    ProcessPoolExecutor.shutdown(cancel_futures=True) does."""
+    pools: list["_FakeCompilerPool"] = []
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.futures = []
+        self.pools.append(self)
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+        self.futures.append(Future())
+        return self.futures[-1]
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        for future in self.futures:
+            if cancel_futures:
+                future.cancel()
+
+
+def test_a_dead_compiler_pool_resubmits_each_of_its_compiles_once(tmp_path, monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    from pyhipbench.sweep import scheduler
+    from pyhipbench.sweep.sources import Code
+    monkeypatch.setattr(scheduler, "ProcessPoolExecutor", _FakeCompilerPool)
+    monkeypatch.setattr(_FakeCompilerPool, "pools", [])
+    candidates = [Candidate(IRSource(IR.encode() + b"; " + bytes([48 + i])), "copy", 1, 64, ARGS) for i in range(2)]
+    summary = scheduler.SweepSummary(str(tmp_path / "r.db"), 2, 0)
+    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), ScriptedExecutor({}), Progress(2, show=False),
+                         summary, 10.0, 1)
+    run.target = CompileTarget("gfx942")
+    for digest in list(run.uncompiled):
+        run._code_for_target(digest)
+    first, second = _FakeCompilerPool.pools[0].futures
+    first.set_exception(BrokenProcessPool("a compiler process died"))  # the other one's outcome is not in yet
+    run._collect_compiles()
+    run._collect_compiles()  # the dead pool's other compile, cancelled by its shutdown, raised CancelledError
+    assert second.cancelled() and len(_FakeCompilerPool.pools) == 2
+    for future in _FakeCompilerPool.pools[1].futures:
+        future.set_result(("ok", Code(b"code")))
+    run._collect_compiles()
+    assert sorted(run.code) == sorted(c.source.digest for c in candidates) and len(run.ready) == 2
+    assert not run.compiles and summary.failed == 0
+
+
+class _StubSource(Source):
+    """Code that needs no compiler: its bytes as they are."""
+    kind, needs_compiler = "stub", False
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def identity(self):
+        return {"kind": self.kind, "data": self.data.decode()}
+
+    def to_json(self):
+        return self.identity()
+
+    def compile(self, target):
+        return Code(self.data)
+
+
+class _StubDevice:
+    """Loads any code but b"bad" (refused as the driver's format check refuses PTX on AMD); counts modules."""
+
+    def __init__(self) -> None:
+        self.loaded: list[bytes] = []
+        self.held = 0
+
+    def load_module(self, code: bytes):
+        if code == b"bad":
+            raise BenchError("a ptx code object cannot load on the hip backend; expected hsaco")
+        self.loaded.append(code)
+        self.held += 1
+        device = self
+
+        class Module:
+            def kernel(self, name):
+                return name
+
+            def unload(self):
+                device.held -= 1
+        return Module()
+
+
+class _InProcessExecutor(ScriptedExecutor):
+    """One slot whose worker is a real pyhipbench.sweep.worker.Worker on a stub device, run in this process."""
+
+    def __init__(self, worker) -> None:
+        super().__init__({})
+        self.worker = worker
+
+    def initial_slots(self):
+        return [0]
+
+    def submit(self, slot, task):
+        self.events_due.append((slot, "outcome", self.worker.run(task)))
+
+
+def test_a_worker_unloads_old_modules_and_the_scheduler_sends_their_code_again(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from pyhipbench.sweep import scheduler, worker
+    monkeypatch.setattr(worker, "MODULES_KEPT", 2)
+    monkeypatch.setattr(worker, "bench", lambda kernel, *args, **options: SimpleNamespace(
+        to_dict=lambda: {"kernel": kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
+    device = _StubDevice()
+    executor = _InProcessExecutor(worker.Worker(device))
+    sources = {name: _StubSource(name.encode()) for name in ("bad", "a", "b", "c")}
+    # The worker holds two modules: loading c unloads a, and the second run of a must carry its code again.
+    order = ["bad", "bad", "a", "b", "c", "a"]
+    candidates = [Candidate(sources[name], "k", 1, 64, tags={"i": i}) for i, name in enumerate(order)]
+    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), executor, Progress(6, show=False),
+                         scheduler.SweepSummary(str(tmp_path / "r.db"), 6, 0), 10.0, 1)
+    run.ready.extend(candidates)  # in this order (the scheduler groups candidates by source)
+    run.uncompiled.clear()
+    run.code = {source.digest: Code(source.data) for source in sources.values()}
+    run.target = CompileTarget("gfx942")
+    run.loop()
+    rows = run.store.db.execute("SELECT json_extract(candidate, '$.tags.i'), status, error FROM results "
+                                "ORDER BY 1").fetchall()
+    refused = "BenchError: a ptx code object cannot load on the hip backend; expected hsaco"
+    assert rows == [(0, "failed", refused), (1, "failed", refused)] + [(i, "ok", None) for i in range(2, 6)]
+    assert device.loaded == [b"a", b"b", b"c", b"a"] and device.held == 2
+    assert run.slots[0].digests == set(executor.worker.modules) == {sources["c"].digest, sources["a"].digest}
+
+
+class _RaisingSource(_StubSource):
+    needs_compiler = True
+
+    def compile(self, target):
+        raise RuntimeError(f"the compiler broke on {self.data.decode()}")
+
+
+def test_a_compiler_raising_a_foreign_exception_fails_its_candidates_only():
+    from pyhipbench.sweep.scheduler import _compile
+    status, message = _compile(_RaisingSource(b"k.ll"), CompileTarget("gfx942"))
+    assert status == "error" and message.startswith("RuntimeError: the compiler broke on k.ll (at ")
+    assert "test_sweep.py:" in message
+
+
+def test_gpus_differing_only_in_driver_say_so(tmp_path):
+    from pyhipbench.sweep.scheduler import run
+    from pyhipbench.sweep.worker import DeviceFacts
+
+    class TwoDrivers(ScriptedExecutor):
+        def start(self, slot):
+            target = CompileTarget("sm_90", 12080 + slot)
+            self.events_due.append((slot, "ready", DeviceFacts("cuda", slot, "H200", target, 2)))
+
+    with pytest.raises(NoDeviceError, match=r"the sweep's GPUs differ: cuda:1 H200 is sm_90 \(CUDA driver 12081\), "
+                                            r"another is sm_90 \(CUDA driver 12080\); run one sweep per kind"):
+        run([copy_candidate()], Store(tmp_path / "r.db"), TwoDrivers({}))

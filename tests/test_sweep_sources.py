@@ -216,6 +216,8 @@ def test_candidate_ids_cover_the_new_fields():
     ({"kind": "triton", "function": "triton_kernels:add"}, {"kernel": "scale"}, BenchError,
      "kernel='scale': a Triton source's kernel is its function, expected 'add'"),
     ({"kind": "llvm-ir", "text": "; IR"}, {}, BenchError, "missing block"),
+    ({"kind": "llvm-ir", "path": __file__, "text": "; IR"}, {"block": 1}, BenchError,  # the text was ignored
+     "expected exactly one of path, text"),
 ])
 def test_bad_source_fields_are_named(tmp_path, source, fields, error, message):
     with pytest.raises(error, match=f"candidate 0: .*{message}"):

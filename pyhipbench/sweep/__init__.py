@@ -17,6 +17,7 @@ import types
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..backends import BACKEND_NAMES
 from ..errors import BenchError
 from ..values import integer, real, show
 from .candidate import BenchOptions, Candidate, candidates_from_json, load_space
@@ -58,6 +59,9 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
         gpus = [integer(f"gpus[{i}]", g, 0) for i, g in enumerate(gpus)]
         if len(set(gpus)) != len(gpus):
             raise BenchError(f"gpus={gpus}: a device is listed twice")
+    if backend is not None and backend not in BACKEND_NAMES:  # else each worker would refuse it, one by one
+        raise BenchError(f"backend={show(backend)}: expected one of {', '.join(BACKEND_NAMES)}, or None for the "
+                         "first that works")
     timeout_floor_s = real("timeout_floor_s", timeout_floor_s, above=0)
     compile_workers = integer("compile_workers", compile_workers, 1, 256)
     store = Store(Path(db), resume=resume)

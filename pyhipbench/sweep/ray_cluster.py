@@ -65,8 +65,11 @@ class RayCluster:
                 raise NoDeviceError(f"cannot connect to the Ray cluster at {address!r}: {e}") from None
         count = gpus if gpus is not None else int(ray.cluster_resources().get("GPU", 0))
         if count < 1:
+            resources = ray.cluster_resources()
+            if self.owns_connection:  # the sweep ends here: leave no Ray connection behind
+                ray.shutdown()
             raise NoDeviceError(f"the Ray cluster at {address!r} has no GPUs (cluster resources: "
-                                f"{ray.cluster_resources()})")
+                                f"{resources})")
         self.count = count
         self.backend = backend
         self.actor_class = ray.remote(num_gpus=1, max_restarts=0)(RayWorker)
@@ -107,6 +110,8 @@ class RayCluster:
                 out.append((slot, *self.ray.get(ref)))
             except self.ray.exceptions.RayActorError as e:
                 out.append((slot, "died", f"the Ray actor died: {str(e).splitlines()[0]}"))
+            except self.ray.exceptions.RayTaskError as e:  # an exception the worker does not make an outcome
+                out.append((slot, "died", f"the Ray actor raised {type(e.cause).__name__}: {e.cause}"))
         return out
 
     def close(self) -> None:

@@ -10,7 +10,8 @@ device, ("outcome", Outcome) and ("died", reason).
   compiled in a CPU process pool as soon as the first worker says what the
   GPUs are, each source once; code objects are ready at once; a source
   compiled in the worker (Triton) travels with each of its tasks. Workers
-  take ready candidates in order; a code object travels to a worker once.
+  take ready candidates in order; a code object travels to a worker once,
+  and again only after the worker unloaded it (it keeps the 64 it used last).
 - Watchdog: a candidate may run for `timeout_s` if it set one, else
   max(`timeout_floor_s`, WATCHDOG_FACTOR x 2 x bench's max_time_s) (the
   timed phase is capped at max_time_s and the warm-up stops sooner; module
@@ -39,7 +40,7 @@ from .candidate import Candidate
 from .progress import Progress
 from .sources import Code, CompileTarget, Source
 from .store import FAILED, OK, Row, Store, now
-from .worker import DIED, INVALID, TIMEOUT, DeviceFacts, Outcome, Task, die_with_parent
+from .worker import DIED, INVALID, TIMEOUT, DeviceFacts, Outcome, Task, die_with_parent, unexpected
 
 __all__ = ["Executor", "SweepSummary", "run", "watchdog_s", "MAX_ATTEMPTS", "WATCHDOG_FACTOR",
            "TIMEOUT_FLOOR_S", "STARTUP_TIMEOUT_S"]
@@ -94,13 +95,15 @@ def _compile(source: Source, target: CompileTarget) -> tuple[str, Any]:
         return "ok", source.compile(target)
     except Error as e:
         return "error", f"{type(e).__name__}: {e}"
+    except Exception as e:  # a compiler's own exception, or a bug: its candidates fail, not the sweep
+        return "error", unexpected(e)
 
 
 @dataclass
 class _Slot:
     facts: DeviceFacts | None = None
     fresh: bool = True                      # has run no task yet: where retries go
-    digests: set[str] = field(default_factory=set)
+    digests: set[str] = field(default_factory=set)  # code objects the worker holds: sent once, until unloaded
     running: tuple[Candidate, float, str] | None = None  # candidate, deadline (monotonic), started_at
     startup_deadline: float = 0.0
 
@@ -199,6 +202,10 @@ class _Run:
         if broken:  # a compiler process died (compile_ir survives LLVM aborts; this is rarer): try once more
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = None
+            # The dead pool's other compiles fail (or are cancelled) too, some only after this look: all are
+            # resubmitted now, so no future of the dead pool is left to break the new one or raise here later.
+            broken += self.compiles.values()
+            self.compiles.clear()
             for digest in broken:
                 if self.compile_tries[digest] < MAX_ATTEMPTS:
                     self._submit_compile(digest)
@@ -220,8 +227,8 @@ class _Run:
             for extra in self.executor.more_slots(facts):
                 self._start(extra)
         elif facts.target != self.target:
-            raise NoDeviceError(f"the sweep's GPUs differ: {facts.label} is {facts.target.arch}, another is "
-                                f"{self.target.arch}; run one sweep per kind of GPU")
+            raise NoDeviceError(f"the sweep's GPUs differ: {facts.label} is {facts.target}, another is "
+                                f"{self.target}; run one sweep per kind of GPU and driver")
         self.summary.gpus = len(self.slots)
 
     def _dispatch(self) -> None:
@@ -272,6 +279,7 @@ class _Run:
         elif kind == "outcome":
             candidate, _deadline, started_at = state.running
             state.running = None
+            state.digests.difference_update(value.unloaded)
             self.summary.busy_s += value.busy_s
             if value.result is not None:
                 self._record(candidate, started_at, outcome=value, device=state.facts.label)

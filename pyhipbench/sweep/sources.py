@@ -47,6 +47,9 @@ class CompileTarget:
     arch: str
     driver_version: int | None = None
 
+    def __str__(self) -> str:
+        return self.arch if self.driver_version is None else f"{self.arch} (CUDA driver {self.driver_version})"
+
 
 @dataclass(frozen=True)
 class Code:
@@ -202,7 +205,7 @@ class IRSource(Source):
         if unknown:
             raise BenchError(f"llvm-ir source: unknown field(s) {', '.join(sorted(unknown))}; expected path or "
                              "text, and optionally icache_flush")
-        if "path" in data and isinstance(data["path"], str):
+        if isinstance(data.get("path"), str) and "text" not in data:  # both: _content refuses them
             path = Path(data["path"]) if os.path.isabs(data["path"]) else base / data["path"]
             if not path.is_file():
                 raise BenchError(f"LLVM IR {str(path)!r} is not a file")

@@ -27,7 +27,8 @@ from typing import Any
 from ..errors import BenchError
 from ..report import render
 
-__all__ = ["Store", "SCHEMA_VERSION", "SQLITE_MAGIC", "is_results_db", "load_results", "export_best"]
+__all__ = ["Store", "SCHEMA_VERSION", "SQLITE_MAGIC", "is_results_db", "refuse_non_database", "load_results",
+           "export_best"]
 
 SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -73,6 +74,13 @@ def is_results_db(path: Path) -> bool:
         return False
 
 
+def refuse_non_database(path: Path, option: str = "") -> None:
+    """BenchError if `path` holds something other than an SQLite database (an empty file is new)."""
+    if path.exists() and path.stat().st_size > 0 and not is_results_db(path):
+        raise BenchError(f"{option}{path} exists and is not an SQLite database; expected a sweep's results "
+                         "database or a new file")
+
+
 @dataclass(frozen=True)
 class Row:
     """One recorded candidate, as the scheduler hands it to the store."""
@@ -93,22 +101,39 @@ class Store:
 
     def __init__(self, path: Path, *, resume: bool = False) -> None:
         self.path = Path(path)
-        if self.path.exists() and not is_results_db(self.path) and self.path.stat().st_size > 0:
-            raise BenchError(f"{self.path} exists and is not an SQLite database; expected a sweep's results "
-                             "database or a new file")
-        self.db = sqlite3.connect(self.path, isolation_level=None)  # autocommit; each insert commits
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
-        version = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if version is None:
-            self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(version[0]) != SCHEMA_VERSION:
+        refuse_non_database(self.path)
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None)  # autocommit; each insert commits
+        except sqlite3.Error as e:
+            raise BenchError(f"{self.path}: cannot open it as a results database ({e})") from None
+        try:
+            self._open(resume)
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _open(self, resume: bool) -> None:
+        try:
+            tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            # Another program's database: adding tables to it would spoil it. (Either of ours marks a sweep's:
+            # a kill -9 can fall between the creation of the two.)
+            if tables and not tables & {"results", "meta"}:
+                raise BenchError(f"{self.path} is an SQLite database of something else (tables "
+                                 f"{', '.join(sorted(tables))}); expected a sweep's results database or a new file")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+            version = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if version is None:
+                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            held = self.count()
+        except sqlite3.Error as e:  # a damaged file behind the SQLite magic, a locked or read-only one
+            raise BenchError(f"{self.path}: not a usable sweep results database ({e}); expected a sweep's "
+                             "results database or a new file") from None
+        if version is not None and version[0] != str(SCHEMA_VERSION):
             raise BenchError(f"{self.path}: results schema version {version[0]}; this pyhipbench reads "
                              f"version {SCHEMA_VERSION}")
-        held = self.count()
         if held and not resume:
-            self.db.close()
             raise BenchError(f"{self.path} already holds {held} results; pass --resume (resume=True) to "
                              "continue that sweep, or write to a new file")
 
@@ -158,7 +183,8 @@ class Store:
 def load_results(path: Path) -> list[dict[str, Any]]:
     """The measured results of a sweep database, fastest first, as report.py reads them."""
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # As a URI, percent-encoded: a '#' or '?' in the name would end the path (and drop mode=ro).
+        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
         try:
             rows = db.execute("SELECT result FROM results WHERE status = ? ORDER BY median_us", (OK,)).fetchall()
         finally:

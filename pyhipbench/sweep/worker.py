@@ -17,7 +17,7 @@ import sys
 import time
 import traceback
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..arg_spec import ArgSpec, materialize
@@ -40,6 +40,7 @@ DIED = "died"        # the worker process (or actor) died: an abort, a segfault,
 # Errors that say the candidate itself is wrong: recorded at once, never retried, worker kept.
 _INVALID_ERRORS = (BenchError, IRError, CodegenError, ToolchainError)
 ARGUMENT_SETS_KEPT = 4  # argument lists (by spec) a worker keeps for later candidates; older ones are freed
+MODULES_KEPT = 64  # code objects a worker keeps loaded for later candidates; the least recently used is unloaded
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class Outcome:
     error: str | None = None
     replace_worker: bool = False  # the device context may be unusable: start a fresh worker
     busy_s: float = 0.0           # the measurement's wall time on the GPU, seconds
+    unloaded: tuple[str, ...] = ()  # code digests the worker no longer holds (unloaded, or failed to load):
+                                    # a later task of one carries its code again
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,8 @@ class DeviceFacts:
 class Worker:
     """One GPU's measurements. `Worker.open(backend, index)` opens the device."""
     device: Device
-    modules: dict[str, Any] = field(default_factory=dict)
+    modules: OrderedDict = field(default_factory=OrderedDict)  # code digest -> Module, least recently used first
+    unloaded: list[str] = field(default_factory=list)  # the current task's: code digests it no longer holds
     arguments: OrderedDict = field(default_factory=OrderedDict)
 
     @classmethod
@@ -102,9 +106,15 @@ class Worker:
                            CompileTarget(self.device.arch, driver_version), backend.device_count)
 
     def _kernel(self, task: Task):
-        if task.code_digest not in self.modules:
+        if task.code_digest in self.modules:
+            self.modules.move_to_end(task.code_digest)
+        else:
             if task.code is None:
                 raise BenchError(f"the code object {task.code_digest[:12]} was never sent to this worker")
+            while len(self.modules) >= MODULES_KEPT:
+                digest, module = self.modules.popitem(last=False)
+                module.unload()
+                self.unloaded.append(digest)
             self.modules[task.code_digest] = self.device.load_module(task.code)
         return self.modules[task.code_digest].kernel(task.kernel)
 
@@ -130,7 +140,15 @@ class Worker:
             compiled.unload()
 
     def run(self, task: Task) -> Outcome:
-        """Measures `task`'s candidate; every pyhipbench error (and any other exception) becomes an outcome."""
+        """Measures `task`'s candidate; every pyhipbench error (and any other exception) becomes an outcome,
+        which lists the code objects the worker no longer holds."""
+        self.unloaded = []
+        outcome = self._measure(task)
+        if task.source is None and task.code_digest not in self.modules:
+            self.unloaded.append(task.code_digest)  # its load failed
+        return replace(outcome, unloaded=tuple(self.unloaded)) if self.unloaded else outcome
+
+    def _measure(self, task: Task) -> Outcome:
         started = time.perf_counter()
         try:
             if task.source is not None:
@@ -149,13 +167,18 @@ class Worker:
             return Outcome(task.candidate_id, reason=ERROR, error=f"{type(e).__name__}: {e}", replace_worker=True,
                            busy_s=time.perf_counter() - started)
         except Exception as e:  # a bug, or a library's own exception: say where, and start afresh
-            where = traceback.extract_tb(e.__traceback__)[-1]
-            return Outcome(task.candidate_id, reason=ERROR,
-                           error=f"{type(e).__name__}: {e} (at {where.filename}:{where.lineno})",
-                           replace_worker=True, busy_s=time.perf_counter() - started)
+            return Outcome(task.candidate_id, reason=ERROR, error=unexpected(e), replace_worker=True,
+                           busy_s=time.perf_counter() - started)
         record = result.to_dict()
         del record["times_us"]  # the statistics stay; thousands of samples per candidate would bloat the store
         return Outcome(task.candidate_id, result=record, busy_s=result.wall_s)
+
+
+def unexpected(error: Exception) -> str:
+    """An exception pyhipbench did not expect (a bug, a library's own), in words: its type, message and where
+    it was raised."""
+    where = traceback.extract_tb(error.__traceback__)[-1]
+    return f"{type(error).__name__}: {error} (at {where.filename}:{where.lineno})"
 
 
 def die_with_parent() -> None:
