@@ -22,11 +22,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from . import _core
-from .stats import Summary
 from .values import integer, real
-
-STOP_REASONS = ("precision", "max-samples", "max-time")
-
 
 _DEFAULT = _core.StopRule()  # the defaults are the core's
 
@@ -57,15 +53,3 @@ class StopRule:
         integer("warmup_chunk", self.warmup_chunk, 1)
         integer("first_chunk", self.first_chunk, 1)
         object.__setattr__(self, "core", _core.StopRule(**asdict(self)))  # the rule the core applies
-
-    def stop_reason(self, summary: Summary, elapsed_s: float) -> str | None:
-        """Why to stop after a chunk (one of STOP_REASONS), or None to go on."""
-        return self.core.stop_reason(summary, elapsed_s)
-
-    def next_chunk(self, taken: int) -> int:
-        """Samples to ask for next, having `taken`: doubling, never past `max_samples`."""
-        return self.core.next_chunk(taken)
-
-    def settled(self, previous_median: float, median: float) -> bool:
-        """Warm-up is over when two consecutive chunk medians agree within `settle`."""
-        return self.core.settled(previous_median, median)

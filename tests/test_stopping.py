@@ -13,8 +13,8 @@ def simulate(rule: StopRule, draw, seconds_per_sample: float = 0.0):
     """Feeds `rule` chunks from `draw(n)` as bench() does; returns (samples, reason)."""
     samples = np.empty(0)
     while True:
-        samples = np.concatenate([samples, draw(rule.next_chunk(len(samples)))])
-        reason = rule.stop_reason(summarize(samples), len(samples) * seconds_per_sample)
+        samples = np.concatenate([samples, draw(rule.core.next_chunk(len(samples)))])
+        reason = rule.core.stop_reason(summarize(samples), len(samples) * seconds_per_sample)
         if reason:
             return samples, reason
 
@@ -61,12 +61,12 @@ def test_min_samples_holds_even_when_the_first_chunk_is_precise():
 
 def test_chunks_double_and_never_pass_max_samples():
     rule = StopRule(first_chunk=16, max_samples=100)
-    assert [rule.next_chunk(t) for t in (0, 16, 32, 64, 96)] == [16, 16, 32, 36, 4]
+    assert [rule.core.next_chunk(t) for t in (0, 16, 32, 64, 96)] == [16, 16, 32, 36, 4]
 
 
 def test_settled():
     rule = StopRule(settle=0.02)
-    assert rule.settled(10.0, 10.15) and not rule.settled(10.0, 10.3)
+    assert rule.core.settled(10.0, 10.15) and not rule.core.settled(10.0, 10.3)
 
 
 @pytest.mark.parametrize("options, message", [
