@@ -34,7 +34,7 @@ from .result import Result
 from .rotation import plan_rotation
 from .stopping import StopRule
 from .stream import Stream
-from .timers import MIN_LAUNCHES_PER_SAMPLE, PER_KERNEL_TIMERS, check_timer, default_timer, timer_for
+from .timers import PER_KERNEL_TIMERS, check_timer, default_timer, min_launches_per_sample, timer_for
 from .values import integer, show
 
 # Every launch of a chunk holds its driver events until the chunk's one
@@ -80,10 +80,8 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
         raise BenchError(f"cache='clean-cold' with timer={timer!r}: a {timer} sample spans several "
                          "launches, so it would time the clean step too; use timer='cupti' or 'events'")
     free, total = device.memory_info()
-    # A graph or batched sample is at least MIN_LAUNCHES_PER_SAMPLE launches: counting samples as launches
-    # would cap R below the sets the run reaches.
     samples = (rule.max_warmup_samples if warmup is None else warmup) + rule.max_samples
-    launches = samples * (1 if timer in PER_KERNEL_TIMERS else MIN_LAUNCHES_PER_SAMPLE)
+    launches = samples * min_launches_per_sample(timer)  # a graph or batched sample spans several
     rotation = plan_rotation(sum(a.nbytes for a in rotated_arrays(args)), device.properties.llc_bytes,
                              free, total, rotate if cache == "dirty-cold" else 1, max(launches, 2))
     core_timer = timer_for(device, timer, rotation.sets)

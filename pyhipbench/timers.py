@@ -56,6 +56,11 @@ def default_timer(device: Device) -> str:
     return "cupti" if device.cupti_works else "events"
 
 
+def min_launches_per_sample(timer: str) -> int:
+    """The fewest launches one sample of `timer` spans, whatever the set count."""
+    return 1 if timer in PER_KERNEL_TIMERS else MIN_LAUNCHES_PER_SAMPLE
+
+
 def launches_per_sample(timer: str, sets: int) -> int:
     """Launches one sample spans: 1 for per-kernel timers; for graph and batched, a whole
     number of rotations (so every sample starts on the same set) of at least
