@@ -244,7 +244,8 @@ PYBIND11_MODULE(_core, m) {
            },
            py::arg("summary"), py::arg("elapsed_s"),
            "Why to stop after a chunk ('precision', 'max-samples', 'max-time'), or None to go on.")
-      .def("next_chunk", &StopRule::next_chunk, py::arg("taken"))
+      .def("next_chunk", &StopRule::next_chunk, py::arg("summary"),
+           "Samples to ask for next, given the summary of the timed samples so far.")
       .def("settled", &StopRule::settled, py::arg("previous_median_us"), py::arg("median_us"));
 
   py::class_<Measurement>(m, "Measurement", "What measure() took: the timed samples and how it stopped.")

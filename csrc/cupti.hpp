@@ -111,6 +111,8 @@ class CuptiLibrary {
   uint32_t version_ = 0;
 };
 
+struct KernelArrivals;  // cupti.cpp: the records read so far, by launch
+
 // Kernel activity tracing, for one run of launches or for the chunks of one
 // measurement. The constructor starts tracing: it hands CUPTI the buffer
 // callbacks, subscribes to cuLaunchKernel (to learn each launch's correlation
@@ -151,8 +153,7 @@ class CuptiKernelTrace {
   void start();
   void stop() noexcept;
   size_t dropped_records();
-  void read_records(const LaunchConfig& config, const std::string& kernel,
-                    std::vector<double>& durations_us);
+  void read_records(const LaunchConfig& config, const std::string& which, KernelArrivals& arrivals);
 
   const CuptiLibrary& cupti_;
   cupti::Context context_;

@@ -49,9 +49,23 @@ std::string StopRule::stop_reason(const Summary& summary, double elapsed_s) cons
   return "";
 }
 
-size_t StopRule::next_chunk(size_t taken) const {
+size_t StopRule::next_chunk(const Summary& summary) const {
+  const size_t taken = summary.count;
   const size_t left = max_samples > taken ? max_samples - taken : 0;
-  return std::max<size_t>(1, std::min(std::max(first_chunk, taken), left));
+  size_t wanted = std::max(first_chunk, taken);  // doubling, without a precision to aim at
+  if (precision > 0 && taken > 0) {
+    // The interval's half-width shrinks as 1/sqrt(n): aim 10 % past the count
+    // that reaches the target, at most 4x the samples so far (an estimate from
+    // few samples is rough), and never a chunk so small that the run's fixed
+    // cost (a CUPTI flush, a synchronisation) outweighs its samples.
+    const double target = std::max(precision * summary.median, tick_us / 2);
+    const double half_width = (summary.ci_high - summary.ci_low) / 2;
+    const double ratio = target > 0 ? half_width / target : 2.0;
+    const auto needed = static_cast<size_t>(std::ceil(static_cast<double>(taken) * ratio * ratio * 1.1));
+    wanted = std::min(needed > taken ? needed - taken : 0, 3 * taken);
+    wanted = std::max({wanted, first_chunk / 2, min_samples > taken ? min_samples - taken : 0});
+  }
+  return std::max<size_t>(1, std::min(wanted, left));
 }
 
 bool StopRule::settled(double previous_median_us, double median_us) const {
@@ -63,40 +77,66 @@ Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule, std::o
   Measurement m;
   size_t next_set = 0;
   auto take = [&](size_t samples) {
-    Timings chunk = timer.run(plan, samples, next_set);
-    if (chunk.times_us.size() != samples) {
-      throw MeasurementError("the " + timer.name() + " timer returned " + std::to_string(chunk.times_us.size()) +
+    Timings run = timer.run(plan, samples, next_set);
+    if (run.times_us.size() != samples) {
+      throw MeasurementError("the " + timer.name() + " timer returned " + std::to_string(run.times_us.size()) +
                              " samples of kernel '" + plan.kernel_name() + "' where " + std::to_string(samples) +
                              " were asked for");
     }
-    next_set = (next_set + samples * chunk.launches_per_sample) % plan.sets();
-    m.launches_per_sample = chunk.launches_per_sample;
-    return chunk;
+    next_set = (next_set + samples * run.launches_per_sample) % plan.sets();
+    m.launches_per_sample = run.launches_per_sample;
+    return run;
+  };
+  // Appends the timed part of a run (its samples from `from` on) and says why to stop, if it is time.
+  const auto started = std::chrono::steady_clock::now();
+  Summary summary;
+  auto keep = [&](const Timings& run, size_t from) {
+    const size_t n = run.times_us.size();
+    if (from >= n) return;
+    m.times_us.insert(m.times_us.end(), run.times_us.begin() + static_cast<std::ptrdiff_t>(from), run.times_us.end());
+    m.host_us += run.host_us * static_cast<double>(n - from) / static_cast<double>(n);
+    summary = summarize(m.times_us);
+    m.stop_reason = rule.stop_reason(summary, seconds_since(started));
+    m.precision_reached = summary.rel_ci();
   };
   Timer::Session session(timer);
 
-  if (warmup) {
-    if (*warmup > 0) take(*warmup);
-    m.warmup_samples = *warmup;
-  } else {
-    double previous = median_of(take(rule.warmup_chunk).times_us);
-    m.warmup_samples = rule.warmup_chunk;
-    while (m.warmup_samples < rule.max_warmup_samples) {
-      const double median = median_of(take(rule.warmup_chunk).times_us);
-      m.warmup_samples += rule.warmup_chunk;
-      if (rule.settled(previous, median)) break;
+  // The first run holds the warm-up and the first timed chunk: a kernel that
+  // settles at once costs one run (one synchronisation, one CUPTI flush)
+  // before the first stop check. Without a fixed `warmup`, the run is read
+  // as warm-up chunks until two consecutive chunk medians agree; the samples
+  // after them are timed, and a kernel still unsettled warms up in runs of
+  // one chunk each.
+  const size_t chunk = rule.warmup_chunk;
+  Timings run = take((warmup ? *warmup : 2 * chunk) + rule.first_chunk);
+  size_t timed_from = warmup ? *warmup : 0;
+  if (!warmup) {
+    auto chunk_median = [&](size_t from) {
+      return median_of(std::vector<double>(run.times_us.begin() + static_cast<std::ptrdiff_t>(from),
+                                           run.times_us.begin() + static_cast<std::ptrdiff_t>(from + chunk)));
+    };
+    double previous = chunk_median(0);
+    size_t warmed = chunk;  // warm-up samples so far, across runs
+    timed_from = chunk;     // where the next warm-up chunk starts in this run
+    for (;;) {
+      if (timed_from + chunk > run.times_us.size()) {
+        run = take(chunk);
+        timed_from = 0;
+      }
+      const double median = chunk_median(timed_from);
+      timed_from += chunk;
+      warmed += chunk;
+      if (rule.settled(previous, median) || warmed >= rule.max_warmup_samples) break;
       previous = median;
     }
+    m.warmup_samples = warmed;
+  } else {
+    m.warmup_samples = *warmup;
   }
+  keep(run, timed_from);
 
-  const auto started = std::chrono::steady_clock::now();
   while (m.stop_reason.empty()) {
-    Timings chunk = take(rule.next_chunk(m.times_us.size()));
-    m.times_us.insert(m.times_us.end(), chunk.times_us.begin(), chunk.times_us.end());
-    m.host_us += chunk.host_us;
-    const Summary summary = summarize(m.times_us);
-    m.stop_reason = rule.stop_reason(summary, seconds_since(started));
-    m.precision_reached = summary.rel_ci();
+    keep(take(m.times_us.empty() ? rule.first_chunk : rule.next_chunk(summary)), 0);
   }
   session.end();
   return m;

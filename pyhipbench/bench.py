@@ -12,9 +12,9 @@
    on it with the GIL released, chunk by chunk, each chunk continuing the
    rotation.
 4. There, warm up until two chunk medians agree (or `warmup` samples); then
-   take chunks until the stopping rule (stopping.py) is met: the median's
-   95 % CI within ±`precision`, or `max_time_s`, or the sample cap;
-   `iterations` fixes the count instead.
+   take runs, each sized to reach the precision, until the stopping rule
+   (stopping.py) is met: the median's 95 % CI within ±`precision`, or
+   `max_time_s`, or the sample cap; `iterations` fixes the count instead.
 5. Free the copies; return the samples with what made them (result.py).
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     `timer`: "cupti", "events", "graph", "batched", or "auto" (cupti where it
     loads, else events). `cache`: "warm", "dirty-cold", "clean-cold", or
     "auto" (warm when rotate=1, dirty-cold when rotate > 1, else clean-cold).
-    `max_time_s`: wall-time cap of the timed samples, seconds. `iterations`:
+    `max_time_s`: wall-time cap of the measurement (warm-up included), s. `iterations`:
     take exactly this many samples instead (no precision target).
     `warmup`: untimed samples first; None warms up until the times settle.
     `rotate`: dirty-cold's set count R ("auto": from the last-level cache and

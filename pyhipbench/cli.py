@@ -558,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "dirty-cold with --rotate N > 1)")
     run.add_argument("--precision", type=_precision, default=0.01,
                      help="stop when the median's 95%% CI is within this fraction (default 0.01 = 1%%)")
-    run.add_argument("--max-time", type=_seconds, default=1.0, help="wall-time cap of the timed samples, s")
+    run.add_argument("--max-time", type=_seconds, default=1.0, help="wall-time cap of the measurement, warm-up included, s")
     run.add_argument("--iterations", type=_iterations,
                      help=f"take exactly this many samples (1 to {MAX_ITERATIONS}) instead of --precision")
     run.add_argument("--warmup", type=_warmup, help="untimed samples first (default: until the times settle)")

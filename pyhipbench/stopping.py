@@ -9,13 +9,15 @@ at the first of:
   of the median (default ±1 %), or no wider than one tick of the timer's
   clock (`tick_us`), once `min_samples` are in;
 - "max-samples": `max_samples` taken;
-- "max-time": `max_time_s` of wall time spent (setup excluded).
+- "max-time": `max_time_s` of wall time spent (warm-up included, setup excluded).
 
-Warm-up runs chunks until two consecutive chunk medians agree within
-`settle` (clocks up, caches and TLBs in their steady state), or until
-`max_warmup_samples`.
-Chunks grow geometrically from `first_chunk` so the work between chunks
-costs little against the kernels, while a precise kernel stops early.
+Warm-up reads chunks of `warmup_chunk` samples until two consecutive chunk
+medians agree within `settle` (clocks up, caches and TLBs in their steady
+state), or until `max_warmup_samples`. The first run of the timer holds two
+warm-up chunks and the first timed chunk (`first_chunk` samples); each later
+run is sized from the median's CI so far to reach the precision (the CI
+shrinks as 1/sqrt(n); at most 4x the samples so far), because every run
+costs a synchronisation and, for the cupti timer, a flush of its records.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ class StopRule:
     precision: float = _DEFAULT.precision        # relative half-width of the median's 95 % CI; 0 = no target
     min_samples: int = _DEFAULT.min_samples
     max_samples: int = _DEFAULT.max_samples
-    max_time_s: float = _DEFAULT.max_time_s      # wall time of the timed chunks, seconds
+    max_time_s: float = _DEFAULT.max_time_s      # wall time of the measurement, warm-up included, seconds
     settle: float = _DEFAULT.settle              # warm-up: consecutive chunk medians within ±settle
     max_warmup_samples: int = _DEFAULT.max_warmup_samples
     warmup_chunk: int = _DEFAULT.warmup_chunk    # samples per warm-up chunk

@@ -42,7 +42,7 @@ def trace_calls(fake_cupti) -> list[str]:
 
 
 ONE_TRACE = ["cuptiActivityRegisterCallbacks", "cuptiSubscribe", "cuptiEnableCallback", "cuptiActivityEnable",
-             "cuptiActivityFlushAll(forced)", "cuptiActivityDisable", "cuptiUnsubscribe"]
+             "cuptiActivityFlushAll", "cuptiActivityDisable", "cuptiUnsubscribe"]
 
 
 def test_each_sample_is_its_kernels_gpu_duration_in_launch_order(cupti_timer, fake_driver_cuda, fake_cupti):
@@ -134,8 +134,16 @@ def test_a_failed_enable_undoes_the_subscription(cupti_timer, fake_cupti):
     assert not fake_cupti.tracing
 
 
+def test_records_a_default_flush_holds_back_come_with_a_forced_flush(cupti_timer, fake_driver_cuda, fake_cupti):
+    fake_driver_cuda.lib.fake_set_launch_ms_step(0.0005)  # launch k runs 4 + 0.5 k µs
+    fake_cupti.hold_default_flushes(1)  # as if a record were still incomplete
+    times, _, _ = cupti_timer.run(make_plan(), 5, 0)
+    np.testing.assert_allclose(times, [KERNEL_US + 0.5 * k for k in range(5)], atol=1e-9)
+    assert trace_calls(fake_cupti)[4:6] == ["cuptiActivityFlushAll", "cuptiActivityFlushAll(forced)"]
+
+
 def test_a_cupti_result_without_a_message_uses_its_name(cupti_timer, fake_cupti):
-    fake_cupti.fail("cuptiActivityFlushAll(forced)", 12)  # the fake has a name but no message for 12
+    fake_cupti.fail("cuptiActivityFlushAll", 12)  # the fake has a name but no message for 12
     with pytest.raises(DriverError, match="cuptiActivityFlushAll failed: CUPTI_ERROR_MAX_LIMIT_REACHED \\(12\\): "
                                           "CUPTI_ERROR_MAX_LIMIT_REACHED"):
         cupti_timer.run(make_plan(), 4, 0)

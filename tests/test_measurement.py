@@ -149,15 +149,17 @@ def test_drifting_times_keep_warming_up(device, copy, fake_driver):
 
 
 class Alternating(_core.Timer):
-    """A timer whose chunk medians alternate 1 µs and 2 µs: its warm-up never settles."""
+    """A timer whose first 1000 samples alternate 1 µs and 2 µs every 8 (every warm-up chunk), then read 1 µs."""
 
     def __init__(self) -> None:
         super().__init__("alternating")
-        self.chunks = 0
+        self.runs, self.taken = 0, 0
 
     def run(self, plan, samples, first_set):
-        self.chunks += 1
-        return np.full(samples, 1.0 + self.chunks % 2), 1, 0.0
+        self.runs += 1
+        index = np.arange(self.taken, self.taken + samples)
+        self.taken += samples
+        return np.where(index < 1000, 1.0 + (index // 8) % 2, 1.0), 1, 0.0
 
 
 def test_warm_up_is_capped():
@@ -165,8 +167,9 @@ def test_warm_up_is_capped():
     timer = Alternating()
     plan = _core.LaunchPlan(0xF00, "kern", (1, 1, 1), (1, 1, 1), 0, 0, [bytes(8)], [0])
     taken = _core.measure(timer, plan, StopRule().core)
-    assert taken.warmup_samples == 1000   # max_warmup_samples, in 8-sample chunks
-    assert timer.chunks == 125 + 1        # then one timed chunk of constant times: precise at once
+    assert taken.warmup_samples == 1000   # max_warmup_samples, in 8-sample chunks that never agree
+    # The first run (4 warm-up chunks), 121 runs of one chunk, then one timed run of constant times.
+    assert timer.runs == 1 + 121 + 1 and len(taken.times_us) == 16
 
 
 def test_a_noisy_kernel_is_stopped_by_the_time_cap(device, copy, fake_driver):

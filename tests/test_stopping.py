@@ -13,7 +13,8 @@ def simulate(rule: StopRule, draw, seconds_per_sample: float = 0.0):
     """Feeds `rule` chunks from `draw(n)` as bench() does; returns (samples, reason)."""
     samples = np.empty(0)
     while True:
-        samples = np.concatenate([samples, draw(rule.core.next_chunk(len(samples)))])
+        chunk = rule.core.next_chunk(summarize(samples)) if len(samples) else rule.first_chunk
+        samples = np.concatenate([samples, draw(chunk)])
         reason = rule.core.stop_reason(summarize(samples), len(samples) * seconds_per_sample)
         if reason:
             return samples, reason
@@ -45,7 +46,8 @@ def test_max_time_caps_the_wall_time():
     rng = np.random.default_rng(3)
     rule = StopRule(precision=0.0001, max_time_s=0.01)
     samples, reason = simulate(rule, lambda n: rng.uniform(1.0, 2.0, n), seconds_per_sample=1e-4)
-    assert reason == "max-time" and 100 <= len(samples) < 200
+    # Stopped at the first check past 10 ms (100 samples); a run at most quadruples the total.
+    assert reason == "max-time" and 100 <= len(samples) < 400
 
 
 def test_precision_zero_runs_to_max_samples():
@@ -59,9 +61,40 @@ def test_min_samples_holds_even_when_the_first_chunk_is_precise():
     assert reason == "precision" and len(samples) >= 40
 
 
-def test_chunks_double_and_never_pass_max_samples():
-    rule = StopRule(first_chunk=16, max_samples=100)
-    assert [rule.core.next_chunk(t) for t in (0, 16, 32, 64, 96)] == [16, 16, 32, 36, 4]
+def test_without_a_precision_target_chunks_double_and_never_pass_max_samples():
+    rule = StopRule(precision=0, first_chunk=16, max_samples=100)
+    assert [rule.core.next_chunk(summarize(np.ones(t))) for t in (8, 16, 32, 64, 96)] == [16, 16, 32, 36, 4]
+
+
+def spread(n: int, width: float) -> np.ndarray:
+    """n samples evenly spread over 10 ± width/2 µs."""
+    return np.linspace(10 - width / 2, 10 + width / 2, n)
+
+
+@pytest.mark.parametrize("n, width", [(32, 0.7), (32, 1.0), (64, 1.2), (100, 3.0)])
+def test_a_chunk_asks_for_the_samples_the_ci_says_the_precision_needs(n, width):
+    # The CI's half-width shrinks as 1/sqrt(n): n (h / target)^2, 10 % more, minus what is taken;
+    # at least first_chunk / 2, at most 3 x taken (4x the total).
+    rule = StopRule(first_chunk=16)
+    s = summarize(spread(n, width))
+    ratio = (s.ci_high - s.ci_low) / 2 / (0.01 * s.median)
+    assert ratio > 1  # not yet precise
+    expected = min(max(int(np.ceil(n * ratio**2 * 1.1)) - n, 8), 3 * n)
+    assert rule.core.next_chunk(s) == expected
+
+
+def test_a_precise_chunk_short_of_min_samples_asks_for_the_rest():
+    rule = StopRule(min_samples=100, first_chunk=16)
+    assert rule.core.next_chunk(summarize(np.full(30, 5.0))) == 70
+    assert StopRule(first_chunk=16).core.next_chunk(summarize(np.full(30, 5.0))) == 8  # at least first_chunk / 2
+
+
+def test_a_tick_limited_kernel_aims_at_a_one_tick_interval():
+    # A 0.56 µs kernel: the target half-width is half a tick (16 ns), far wider than 1 % (5.6 ns).
+    rule = StopRule(first_chunk=16, tick_us=0.032)
+    s = summarize(np.r_[np.full(10, 0.544), np.full(12, 0.576), np.full(10, 0.608)])
+    ratio = (s.ci_high - s.ci_low) / 2 / 0.016
+    assert rule.core.next_chunk(s) == min(max(int(np.ceil(32 * ratio**2 * 1.1)) - 32, 8), 96)
 
 
 def test_settled():

@@ -23,6 +23,10 @@ class FakeCupti:
         """The next call named `call` returns `code`."""
         self.lib.fake_cupti_fail(call.encode(), code)
 
+    def hold_default_flushes(self, n: int) -> None:
+        """The next `n` default (unforced) flushes hand back nothing, as if a record were still incomplete."""
+        self.lib.fake_cupti_hold_default_flushes(n)
+
     def fake_version(self, api_version: int, record_bytes: int) -> None:
         """Reports `api_version` and writes kernel records of `record_bytes` (CUPTI 12: 208, 13: 216)."""
         self.lib.fake_cupti_set_version(api_version)

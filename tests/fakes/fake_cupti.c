@@ -7,7 +7,8 @@
  * id, and - while kernel activity is enabled - writes a kernel activity record
  * holding the launch's grid, block and start/end on the fake clock into the
  * buffers the core supplied. A full buffer is handed back at once, a partial
- * one on flush. Tests steer it and read its call log through ctypes
+ * one on flush (a default flush can be told to hold it back, as real CUPTI
+ * holds a buffer whose records are not yet complete). Tests steer it and read its call log through ctypes
  * (fake_cupti_* below, tests/fakes/cupti.py).
  *
  * Record layout: the kernel record prefix CUPTI has kept since
@@ -70,6 +71,7 @@ static size_t dropped;
 static uint32_t next_correlation_id;
 static uint32_t launch_correlation_id; /* of the cuLaunchKernel in progress */
 static int foreign_records_per_launch, records_to_drop, records_without_time, records_with_wrong_grid;
+static int default_flushes_held; /* default (unforced) flushes still to hand back nothing */
 static int buffers_requested, buffers_completed, buffers_refused;
 static char call_log[16384];
 static char fail_call[48];
@@ -84,6 +86,7 @@ void fake_cupti_reset(void) {
   record_bytes = 216;
   other_subscriber = 0;
   foreign_records_per_launch = records_to_drop = records_without_time = records_with_wrong_grid = 0;
+  default_flushes_held = 0;
   buffers_requested = buffers_completed = buffers_refused = 0;
   dropped = 0;
   next_correlation_id = 1000;
@@ -100,6 +103,8 @@ void fake_cupti_set_foreign_records(int n) { foreign_records_per_launch = n; }
 void fake_cupti_drop_records(int n) { records_to_drop = n; }
 void fake_cupti_records_without_time(int n) { records_without_time = n; }
 void fake_cupti_records_with_wrong_grid(int n) { records_with_wrong_grid = n; }
+/* The next `n` default flushes keep the partial buffer, as if a record in it were incomplete. */
+void fake_cupti_hold_default_flushes(int n) { default_flushes_held = n; }
 /* Makes the next call named `call` return `code`. */
 void fake_cupti_fail(const char* call, int code) {
   strncpy(fail_call, call, sizeof fail_call - 1);
@@ -313,6 +318,10 @@ int cuptiActivityFlushAll(uint32_t flag) {
   int err = enter(flag & 1 ? "cuptiActivityFlushAll(forced)" : "cuptiActivityFlushAll");
   if (err) return err;
   if (!buffer_completed) return 7; /* CUPTI_ERROR_INVALID_OPERATION: no callbacks registered */
+  if (!(flag & 1) && default_flushes_held > 0) {
+    --default_flushes_held;
+    return SUCCESS;
+  }
   if (buffer && buffer_used > 0) complete_buffer();
   return SUCCESS;
 }

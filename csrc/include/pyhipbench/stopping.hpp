@@ -1,19 +1,25 @@
 // When a measurement has enough samples, and the loop that takes them.
 //
-// measure() runs a timer on a plan in chunks, continuing the rotation from
-// one chunk to the next, under one Timer::Session:
+// measure() runs a timer on a plan in runs of samples, continuing the rotation
+// from one run to the next, under one Timer::Session:
 //
 //   1. warm-up: `warmup` untimed samples, or (none given) chunks of
 //      `warmup_chunk` until two consecutive chunk medians agree within
-//      `settle` (clocks up, caches and TLBs in their steady state), at most
-//      `max_warmup_samples`;
-//   2. timed chunks, growing geometrically from `first_chunk` (a precise
-//      kernel stops early, a noisy one costs few chunks), until the first of
+//      `settle` (clocks up, caches and TLBs in their steady state; at least
+//      two chunks, then at most `max_warmup_samples`). The first run holds
+//      two warm-up chunks and the first timed chunk (`first_chunk`), so a
+//      kernel that settles at once costs one run before its first check;
+//   2. timed runs, each sized from the median's CI so far to reach the
+//      precision (its half-width shrinks as 1/sqrt(n); at most 4x the
+//      samples so far; doubling without a precision target), until the first of
 //      - "precision": the median's 95 % CI within ±`precision` of the median,
 //        or no wider than one tick of the timer's clock (`tick_us`), once
 //        `min_samples` are in;
 //      - "max-samples": `max_samples` taken;
-//      - "max-time": `max_time_s` of wall time spent on the timed chunks.
+//      - "max-time": `max_time_s` of wall time spent, warm-up included.
+//
+// Each run costs a synchronisation (and for the cupti timer a flush of its
+// records) beside its samples, so fewer, well-sized runs cost less wall time.
 //
 // This is the one implementation of the rule: Python's pyhipbench.bench calls
 // it through the binding.
@@ -36,7 +42,7 @@ struct PYHIPBENCH_API StopRule {
   double precision = 0.01;          // relative half-width of the median's 95 % CI; 0 = no target
   size_t min_samples = 10;
   size_t max_samples = 10000;
-  double max_time_s = 2.0;          // wall time of the timed chunks, seconds
+  double max_time_s = 2.0;          // wall time of the measurement, warm-up included, seconds
   double settle = 0.02;             // warm-up: consecutive chunk medians within ±2 %
   size_t max_warmup_samples = 1000;
   size_t warmup_chunk = 8;          // samples per warm-up chunk
@@ -50,8 +56,10 @@ struct PYHIPBENCH_API StopRule {
   void validate() const;
   // Why to stop after a chunk ("precision", "max-samples", "max-time"), or empty to go on.
   std::string stop_reason(const Summary& summary, double elapsed_s) const;
-  // Samples to ask for next, having `taken`: doubling, never past max_samples.
-  size_t next_chunk(size_t taken) const;
+  // Samples to ask for next, given the timed samples so far (`summary`): enough
+  // to reach `precision` by the 1/sqrt(n) law plus 10 %, within [first_chunk / 2,
+  // 3x taken]; doubling if precision is 0; never past max_samples.
+  size_t next_chunk(const Summary& summary) const;
   // Warm-up is over when two consecutive chunk medians (µs) agree within `settle`.
   bool settled(double previous_median_us, double median_us) const;
 };
