@@ -21,7 +21,7 @@ costs a synchronisation and, for the cupti timer, a flush of its records.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 from . import _core
 from .values import integer, real
@@ -54,4 +54,5 @@ class StopRule:
         integer("max_warmup_samples", self.max_warmup_samples, 0)
         integer("warmup_chunk", self.warmup_chunk, 1)
         integer("first_chunk", self.first_chunk, 1)
-        object.__setattr__(self, "core", _core.StopRule(**asdict(self)))  # the rule the core applies
+        # The rule the core applies (a flat copy: dataclasses.asdict deep-copies, a cost on every bench()).
+        object.__setattr__(self, "core", _core.StopRule(**{f.name: getattr(self, f.name) for f in fields(self)}))
