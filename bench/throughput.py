@@ -5,7 +5,11 @@
    default timer, adaptive stopping to a ±1 % median CI; argument checks,
    plan and clean step included, the module already loaded), median over
    `--candidates` calls, with the samples, warm-up, stop reasons and CI it
-   reached. Issue 7's target: <= 5 ms per candidate for kernels up to 50 µs.
+   reached; then the same in each other cache state of `--caches`; beside
+   them, in the same run, the wall time of one `triton.testing.do_bench`
+   with its defaults on the same kernel (bench/fidelity.py's reading; skipped
+   without torch, triton and CuPy) and the ratio. Issue 7's target: <= 5 ms
+   per candidate for kernels up to 50 µs, >= 20x less than do_bench.
 2. The clean step's read size: clean-cold medians of the copy kernels with
    the clean step reading 1x, 1.25x, 1.5x and 2x (the default) the
    last-level cache (`CleanStep(device, read_bytes)`), each measured
@@ -13,7 +17,7 @@
    The smallest read whose median matches 2x's (within both CIs) is the
    cheapest honest clean step; its wall time per measurement is printed too.
 
-    python bench/throughput.py [--candidates 20] [--repeats 5] [--out DIR]
+    python bench/throughput.py [--candidates 20] [--repeats 5] [--caches auto,warm] [--out DIR]
 
 Prints two markdown tables; with --out writes throughput.json there.
 """
@@ -26,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fidelity import MiB, setup  # bench/fidelity.py: the same kernels, grids and arguments
+from fidelity import MiB, run_do_bench, setup  # bench/fidelity.py: the same kernels, grids and arguments
 
 COPY_MIB = (1, 4, 16, 64)
 CLEAN_READ_PER_LLC = (1.0, 1.25, 1.5, 2.0)
@@ -37,15 +41,15 @@ def cases() -> list[dict]:
            [{"name": "empty", "kernel": "empty"}]
 
 
-def per_candidate(case: dict, candidates: int) -> dict:
-    """bench() with its defaults, `candidates` times: the median wall ms and what the runs reached."""
+def per_candidate(case: dict, candidates: int, cache: str) -> dict:
+    """bench() with its defaults but `cache`, `candidates` times: the median wall ms and what the runs reached."""
     import pyhipbench as hb
     device, kernel, grid, block, args, arrays = setup(case)
-    hb.bench(kernel, grid, block, args)  # first use: event pools, libcupti, the clean step's buffer
+    hb.bench(kernel, grid, block, args, cache=cache)  # first use: event pools, libcupti, the clean step's buffer
     walls, results = [], []
     for _ in range(candidates):
         start = time.perf_counter()
-        results.append(hb.bench(kernel, grid, block, args))
+        results.append(hb.bench(kernel, grid, block, args, cache=cache))
         walls.append(time.perf_counter() - start)
     for a in arrays:
         a.free()
@@ -97,22 +101,40 @@ def clean_read_sweep(case: dict, repeats: int) -> list[dict]:
     return rows
 
 
+def do_bench_wall_ms(case: dict) -> float | None:
+    """Wall ms of one triton.testing.do_bench with its defaults on `case`; None without torch, triton, CuPy."""
+    try:
+        return 1e3 * run_do_bench(case)[0]["wall_s"]
+    except ImportError as e:
+        print(f"do_bench skipped: {e}")
+        return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidates", type=int, default=20, help="bench() calls per case (default 20)")
     parser.add_argument("--repeats", type=int, default=5, help="measurements per clean read size (default 5)")
+    parser.add_argument("--caches", default="auto,warm",
+                        help="cache states to measure, comma-separated (default auto,warm; auto is clean-cold)")
     parser.add_argument("--out", type=Path, help="folder for throughput.json")
     options = parser.parse_args()
     if options.candidates < 1 or options.repeats < 1:
         parser.error(f"--candidates {options.candidates} --repeats {options.repeats}: expected counts >= 1")
 
-    throughput = [per_candidate(case, options.candidates) for case in cases()]
-    print("| case | timer | cache | wall ms / candidate (max) | median µs | ±CI | samples | warm-up | stopped |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    throughput = []
+    for case in cases():
+        do_bench_ms = do_bench_wall_ms(case)
+        for cache in options.caches.split(","):
+            throughput.append(dict(per_candidate(case, options.candidates, cache), do_bench_wall_ms=do_bench_ms))
+    print("| case | timer | cache | wall ms / candidate (max) | median µs | ±CI | samples | warm-up | stopped "
+          "| do_bench wall ms | do_bench / pyhipbench |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in throughput:
+        theirs = r["do_bench_wall_ms"]
+        versus = f"{theirs:.1f} | {theirs / r['wall_ms']:.1f}x" if theirs else "n/a | n/a"
         print(f"| {r['case']} | {r['timer']} | {r['cache']} | {r['wall_ms']:.2f} ({r['wall_ms_max']:.2f}) | "
               f"{r['median_us']:.3f} | ±{100 * r['rel_ci']:.2f} % | {r['samples']} | {r['warmup']} | "
-              f"{', '.join(r['stop_reasons'])} |", flush=True)
+              f"{', '.join(r['stop_reasons'])} | {versus} |", flush=True)
 
     sweep = [row for case in cases() if case["kernel"] == "copy" for row in clean_read_sweep(case, options.repeats)]
     print("\n| case | clean read (x LLC) | bytes | clean-cold median µs | CI µs | wall ms / measurement |")

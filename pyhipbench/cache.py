@@ -6,8 +6,9 @@
                  cache (rotation.py); the timed kernel pays for their write-backs
     clean-cold   none of the kernel's data and nothing dirty, as Nsight Compute's
                  `--cache-control all` gives: before each timed launch, outside
-                 its timing, a clean step reads a zero-filled buffer of twice the
-                 last-level cache (kernels/clean.ptx, kernels/amdgpu.ll `clean`);
+                 its timing, a clean step reads a zero-filled buffer of 1.25x the
+                 last-level cache (CLEAN_BYTES_PER_LLC; kernels/clean.ptx,
+                 kernels/amdgpu.ll `clean`);
                  one argument set
 
 Measured on the H200 (docs/measurement.md): rotation is cold only once the
