@@ -1,0 +1,91 @@
+"""A sweep's host work per candidate, on the CPU: many fast candidates on the fake HIP runtime.
+
+    python bench/sweep_host_overhead.py [--candidates 500] [--gpus 2] [--profile DIR]
+
+The fake runtime (tests/fakes/) launches nothing, so a candidate's measurement
+costs only bench()'s own host work and the sweep's rate (candidates per second)
+is what the scheduler, the IPC, the SQLite commit and the worker's Python
+allow. Each candidate is the same tiny LLVM IR copy kernel (compiled once, by
+ld.lld for gfx942) on a different grid, measured for a fixed count of launches
+(--iterations). `--profile DIR` writes cProfile statistics of the scheduler
+process (scheduler.prof, the whole sweep) and of a worker's own loop
+(worker.prof: Worker.run on the same tasks in this process, no IPC), and prints
+the top entries of each by cumulative time.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))  # the fakes and the sweep tests' kernels
+
+from fakes.build import HIP_LIBRARY_NAME, build_fake  # noqa: E402
+from sweep_helpers import ARGS, IR, sweep_environment  # noqa: E402
+
+
+def space(count: int, iterations: int) -> list:
+    from pyhipbench.sweep import BenchOptions, Candidate, IRSource
+    source, options = IRSource(IR.encode()), BenchOptions(cache="warm", iterations=iterations)
+    return [Candidate(source, "copy", g + 1, 64, ARGS, bench=options, tags={"g": g}) for g in range(count)]
+
+
+def profile_worker(candidates: list, out: Path) -> None:
+    """cProfile of Worker.run over `candidates` on fake device 0, in this process."""
+    from pyhipbench.sweep.sources import CompileTarget
+    from pyhipbench.sweep.worker import Task, Worker
+    worker = Worker.open("hip", 0)
+    code = candidates[0].source.compile(CompileTarget(worker.device.arch))
+    tasks = [Task(c.id, c.kernel, c.grid, c.block, c.args, c.shared_bytes, c.bench.to_json(), c.source.digest,
+                  code.data) for c in candidates]
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    for task in tasks:
+        worker.run(task)
+    profiler.disable()
+    elapsed = time.perf_counter() - started
+    print(f"worker alone: {len(tasks)} tasks in {elapsed:.2f} s = {len(tasks) / elapsed:.0f} candidates/s")
+    profiler.dump_stats(out / "worker.prof")
+    pstats.Stats(str(out / "worker.prof")).sort_stats("cumulative").print_stats(25)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--candidates", type=int, default=500, help="candidates in the sweep (default 500)")
+    parser.add_argument("--gpus", type=int, default=2, help="fake GPUs, one worker each (default 2)")
+    parser.add_argument("--iterations", type=int, default=20, help="launches per candidate (default 20)")
+    parser.add_argument("--profile", type=Path, help="write scheduler.prof and worker.prof here")
+    args = parser.parse_args()
+    if args.candidates < 1 or args.gpus < 1 or args.iterations < 1:
+        parser.error(f"--candidates {args.candidates}, --gpus {args.gpus}, --iterations {args.iterations}: "
+                     "expected positive counts")
+    scratch = Path(tempfile.mkdtemp(prefix="sweep-overhead-"))
+    os.environ.update(sweep_environment(build_fake(scratch / "fake", HIP_LIBRARY_NAME), args.gpus))
+    from pyhipbench.sweep import sweep
+    candidates = space(args.candidates, args.iterations)
+    profiler = cProfile.Profile() if args.profile else None
+    if profiler:
+        profiler.enable()
+    summary = sweep(candidates, scratch / "r.db", gpus=list(range(args.gpus)), backend="hip", progress=False)
+    if profiler:
+        profiler.disable()
+    print(f"{summary.measured} measured, {summary.failed} failed on {summary.gpus} fake GPU(s) in "
+          f"{summary.wall_s:.2f} s: {summary.measured / summary.wall_s:.0f} candidates/s, "
+          f"busy {summary.busy_s:.2f} s")
+    if profiler:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        profiler.dump_stats(args.profile / "scheduler.prof")
+        pstats.Stats(str(args.profile / "scheduler.prof")).sort_stats("tottime").print_stats(25)
+        profile_worker(candidates, args.profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
