@@ -7,7 +7,9 @@ costs only bench()'s own host work and the sweep's rate (candidates per second)
 is what the scheduler, the IPC, the SQLite commit and the worker's Python
 allow. Each candidate is the same tiny LLVM IR copy kernel (compiled once, by
 ld.lld for gfx942) on a different grid, measured for a fixed count of launches
-(--iterations). `--profile DIR` writes cProfile statistics of the scheduler
+(--iterations). Then it replaces a worker --replacements times, with and
+without the standby process, and times each until the new one is ready.
+`--profile DIR` writes cProfile statistics of the scheduler
 process (scheduler.prof, the whole sweep) and of a worker's own loop
 (worker.prof: Worker.run on the same tasks in this process, no IPC), and prints
 the top entries of each by cumulative time.
@@ -56,16 +58,38 @@ def profile_worker(candidates: list, out: Path) -> None:
     pstats.Stats(str(out / "worker.prof")).sort_stats("cumulative").print_stats(25)
 
 
+def replacement_latency(replacements: int, standby: bool) -> list[float]:
+    """Seconds from replacing fake GPU 0's worker (kill, start) to the new one saying it is ready, each
+    time after its spare (if any) had opened the device."""
+    from pyhipbench.sweep.local import LocalPool
+    pool = LocalPool("hip", [0], standby=standby)
+    latencies = []
+    try:
+        for _ in range(replacements + 1):
+            started = time.perf_counter()
+            pool.start(0)
+            while not any(kind == "ready" for _slot, kind, _value in pool.events(1.0)):
+                pass
+            latencies.append(time.perf_counter() - started)
+            while standby and (0 not in pool.spares or pool.spares[0].facts is None):
+                pool.events(0.05)  # the spare opens the device meanwhile, as during a sweep's candidates
+    finally:
+        pool.close()
+    return latencies[1:]  # the first start has no spare to take
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--candidates", type=int, default=500, help="candidates in the sweep (default 500)")
     parser.add_argument("--gpus", type=int, default=2, help="fake GPUs, one worker each (default 2)")
     parser.add_argument("--iterations", type=int, default=20, help="launches per candidate (default 20)")
     parser.add_argument("--profile", type=Path, help="write scheduler.prof and worker.prof here")
+    parser.add_argument("--replacements", type=int, default=5,
+                        help="worker replacements timed with and without the standby process (default 5)")
     args = parser.parse_args()
-    if args.candidates < 1 or args.gpus < 1 or args.iterations < 1:
-        parser.error(f"--candidates {args.candidates}, --gpus {args.gpus}, --iterations {args.iterations}: "
-                     "expected positive counts")
+    if min(args.candidates, args.gpus, args.iterations, args.replacements) < 1:
+        parser.error(f"--candidates {args.candidates}, --gpus {args.gpus}, --iterations {args.iterations}, "
+                     f"--replacements {args.replacements}: expected positive counts")
     scratch = Path(tempfile.mkdtemp(prefix="sweep-overhead-"))
     os.environ.update(sweep_environment(build_fake(scratch / "fake", HIP_LIBRARY_NAME), args.gpus))
     from pyhipbench.sweep import sweep
@@ -79,6 +103,11 @@ def main() -> int:
     print(f"{summary.measured} measured, {summary.failed} failed on {summary.gpus} fake GPU(s) in "
           f"{summary.wall_s:.2f} s: {summary.measured / summary.wall_s:.0f} candidates/s, "
           f"busy {summary.busy_s:.2f} s")
+    for standby in (False, True):
+        latencies = replacement_latency(args.replacements, standby)
+        print(f"replacing a worker, standby {'on' if standby else 'off'}: median "
+              f"{1e3 * sorted(latencies)[len(latencies) // 2]:.1f} ms until the new one is ready "
+              f"({', '.join(f'{1e3 * t:.1f}' for t in latencies)} ms)")
     if profiler:
         args.profile.mkdir(parents=True, exist_ok=True)
         profiler.dump_stats(args.profile / "scheduler.prof")
