@@ -59,8 +59,8 @@ def profile_worker(candidates: list, out: Path) -> None:
 
 
 def replacement_latency(replacements: int, standby: bool) -> list[float]:
-    """Seconds from replacing fake GPU 0's worker (kill, start) to the new one saying it is ready, each
-    time after its spare (if any) had opened the device."""
+    """Seconds from replacing fake GPU 0's worker (kill, start) until the new one is ready and the old one
+    has exited (tasks may go), each time after its spare (if any) had opened the device."""
     from pyhipbench.sweep.local import LocalPool
     pool = LocalPool("hip", [0], standby=standby)
     latencies = []
@@ -70,6 +70,8 @@ def replacement_latency(replacements: int, standby: bool) -> list[float]:
             pool.start(0)
             while not any(kind == "ready" for _slot, kind, _value in pool.events(1.0)):
                 pass
+            if pool.workers[0].after is not None:
+                pool.workers[0].after.wait()  # and the old process has exited: tasks may go
             latencies.append(time.perf_counter() - started)
             while standby and (0 not in pool.spares or pool.spares[0].facts is None):
                 pool.events(0.05)  # the spare opens the device meanwhile, as during a sweep's candidates
@@ -106,7 +108,7 @@ def main() -> int:
     for standby in (False, True):
         latencies = replacement_latency(args.replacements, standby)
         print(f"replacing a worker, standby {'on' if standby else 'off'}: median "
-              f"{1e3 * sorted(latencies)[len(latencies) // 2]:.1f} ms until the new one is ready "
+              f"{1e3 * sorted(latencies)[len(latencies) // 2]:.1f} ms until the new one can be sent a task "
               f"({', '.join(f'{1e3 * t:.1f}' for t in latencies)} ms)")
     if profiler:
         args.profile.mkdir(parents=True, exist_ok=True)

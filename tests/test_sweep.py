@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -821,14 +822,38 @@ def test_a_replacement_takes_the_standby_process_and_a_new_spare_starts(fake_gpu
         _events_until(pool, lambda seen: 0 in pool.spares and pool.spares[0].facts is not None)  # it opened GPU 1
         old, spare = pool.workers[0].process, pool.spares[0].process
         processes += [old, spare]
-        pool.start(0)  # as after a fault: the old worker is killed and joined first
-        assert old.exitcode == -signal.SIGKILL and pool.workers[0].process is spare
+        pool.start(0)  # as after a fault: the old worker is killed, its exit awaited in the background
+        assert pool.workers[0].process is spare
         assert pool.events(0) == [(0, "ready", facts)]  # at once: the spare had opened its device
+        assert pool.workers[0].after.wait(30) and old.exitcode == -signal.SIGKILL  # before any task is sent
         assert pool.spares[0].process is not spare  # a new spare, started in the background
         processes.append(pool.spares[0].process)
     finally:
         pool.close()
     assert all(p.exitcode is not None for p in processes) and not pool.workers and not pool.spares
+
+
+def test_a_new_worker_is_sent_nothing_before_the_one_it_replaces_has_exited():
+    from types import SimpleNamespace
+
+    from pyhipbench.sweep.local import _Process
+
+    class Connection:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, task):
+            self.sent.append(task)
+
+    old_exit = threading.Event()
+    new = _Process(SimpleNamespace(name="new"), Connection(), after=old_exit)
+    new.tasks.put("task 1")
+    time.sleep(0.2)
+    assert new.connection.sent == []  # held while the old process (and its device context) may still be there
+    old_exit.set()
+    new.tasks.put(None)
+    new.sender.join(5)
+    assert new.connection.sent == ["task 1"]
 
 
 def test_a_spare_that_cannot_open_its_gpu_turns_the_standby_off(fake_gpus, monkeypatch):

@@ -9,13 +9,17 @@ Workers die with the sweep (PR_SET_PDEATHSIG), even on kill -9.
 
 Standby: once a GPU's worker has opened its device, a spare process is
 started for that GPU, which opens the device too and waits. A replacement
-takes the spare (after the old process was killed and joined: its exit
-releases its context, so nothing of it runs while the spare measures) and a
-new spare starts in the background, so a fault, hang or death does not wait
-on a process start, imports and a device open (~2.5 s on an H200). The cost:
+takes the spare and a new spare starts in the background, so a fault, hang
+or death does not wait on a process start, imports and a device open (~2.6 s
+a replacement on an H200 without it). The old process is killed at once and
+its exit awaited by a thread; the new worker is sent no task before that
+exit, which releases the old context, so nothing of it runs while the new
+one measures (the wait counts toward the task's watchdog limit). The cost:
 one more process and device context per GPU, idle. A spare that cannot open
 its device, or dies waiting, turns the standby off for that GPU: replacements
-are then started afresh, as without it.
+are then started afresh, as without it. A candidate that faults twice in a
+row uses the spare for its first replacement; the second waits for the rest
+of the new spare's start.
 
 Tasks go to a worker through a sender thread of its own: the scheduler sends
 a task ahead to a busy worker, and a large code object must not make it wait
@@ -55,6 +59,8 @@ class _Process:
     tasks: SimpleQueue = field(default_factory=SimpleQueue)  # Task, or None: the sender ends
     sender: threading.Thread | None = None
     facts: DeviceFacts | None = None  # a spare's, once it opened its device
+    after: threading.Event | None = None  # set when the GPU's previous worker has exited: no task goes before
+    gone: threading.Event = field(default_factory=threading.Event)  # set when this one has exited
 
     def __post_init__(self) -> None:
         self.sender = threading.Thread(target=self._send, name=f"{self.process.name}-sender", daemon=True)
@@ -62,6 +68,8 @@ class _Process:
 
     def _send(self) -> None:
         while (task := self.tasks.get()) is not None:
+            if self.after is not None:
+                self.after.wait()  # the process before it on this GPU, and its device context, are gone
             try:
                 self.connection.send(task)
             except (BrokenPipeError, ConnectionResetError, OSError):
@@ -75,6 +83,7 @@ class _Process:
         self.tasks.put(None)
         self.sender.join()  # a send in progress fails: the reader is gone
         self.connection.close()
+        self.gone.set()
 
 
 class LocalPool:
@@ -91,6 +100,8 @@ class LocalPool:
         self.standby: dict[int, bool] = {}   # slot -> whether it may have a spare (False once one failed)
         self.default_standby = standby
         self.due: list[tuple[int, str, Any]] = []  # events to report at once (a promoted spare's "ready")
+        self.exits: dict[int, threading.Event] = {}  # slot -> its killed worker's exit, until the next one starts
+        self.reapers: list[threading.Thread] = []    # threads awaiting killed workers' exits
 
     def initial_slots(self) -> list[int]:
         return list(range(len(self.indices)))
@@ -111,7 +122,8 @@ class LocalPool:
         return _Process(process, ours)
 
     def start(self, slot: int) -> None:
-        """The slot's worker: its spare if one is waiting (started afresh otherwise), once the old one is gone."""
+        """The slot's worker: its spare if one is waiting (started afresh otherwise); it is sent no task before
+        the one it replaces has exited."""
         self.kill(slot)
         spare = self.spares.pop(slot, None)
         if spare is not None and spare.process.is_alive():
@@ -119,10 +131,11 @@ class LocalPool:
             if spare.facts is not None:
                 self.due.append((slot, "ready", spare.facts))
             self._start_spare(slot)  # in the background: the promoted spare is already open
-            return
-        if spare is not None:
-            spare.end()
-        self.workers[slot] = self._spawn(slot, "worker")
+        else:
+            if spare is not None:
+                spare.end()
+            self.workers[slot] = self._spawn(slot, "worker")
+        self.workers[slot].after = self.exits.pop(slot, None)
 
     def _start_spare(self, slot: int) -> None:
         if self.standby.setdefault(slot, self.default_standby) and slot not in self.spares:
@@ -132,8 +145,16 @@ class LocalPool:
         self.workers[slot].tasks.put(task)
 
     def kill(self, slot: int) -> None:
-        if slot in self.workers:
-            self.workers.pop(slot).end()
+        """SIGKILL at once; the exit (a hung kernel's context torn down) is awaited in a thread of its own, so
+        the other GPUs' workers are not kept waiting, and the slot's next worker is sent tasks after it."""
+        if slot not in self.workers:
+            return
+        old = self.workers.pop(slot)
+        old.process.kill()
+        self.exits[slot] = old.gone
+        self.reapers = [r for r in self.reapers if r.is_alive()]
+        self.reapers.append(threading.Thread(target=old.end, name=f"{old.process.name}-reaper", daemon=True))
+        self.reapers[-1].start()
 
     def _spare_event(self, slot: int) -> None:
         """A spare opened its device (kept for its promotion), or failed to: no standby for that GPU."""
@@ -188,3 +209,5 @@ class LocalPool:
         for group in (self.workers, self.spares):
             for slot in list(group):
                 group.pop(slot).end()
+        for reaper in self.reapers:
+            reaper.join()
