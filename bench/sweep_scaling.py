@@ -9,8 +9,10 @@ beyond the arrays: an illegal address) and one spin kernel (bench/spin.ptx)
 asked to spin for an hour, which the watchdog kills after --hang-timeout s
 (twice: it is retried once). Two orders of the same space: `listed`, the bad
 candidates last (the worst case: they form a serial tail on one GPU while
-the others have finished), and `shuffled` (a fixed seed: a tuner's space
-does not put its bad candidates last). For each order, each run writes its
+the others have finished), and `shuffled`: the bad candidates at random
+places among the good ones (a fixed seed: a tuner's space does not put its
+bad candidates last; the good ones keep their order, grouped by argument
+specs). For each order, each run writes its
 own database (listed-1gpu.db, listed-2gpu.db, ...) under --out; a summary
 (summary.json) says for each: wall s, GPU busy s (sum of the candidates'
 measurement wall times), utilisation (busy / (wall x GPUs)), measured and
@@ -62,11 +64,16 @@ def candidates(max_time_s: float, hang_timeout_s: float) -> list[Candidate]:
 
 
 def ordered(space: list[Candidate], order: str) -> list[Candidate]:
-    """The space as listed (the bad candidates last), or shuffled with a fixed seed."""
+    """The space as listed (the bad candidates last), or shuffled: the bad candidates moved to random
+    places (a fixed seed) among the good ones, which keep their order, so that candidates sharing argument
+    specs stay together as a tuner's space of one problem size would have them."""
     if order == "listed":
         return list(space)
-    shuffled = list(space)
-    random.Random(SHUFFLE_SEED).shuffle(shuffled)
+    bad = [c for c in space if c.kernel == "spin" or "fault" in c.tags]
+    shuffled = [c for c in space if c not in bad]
+    chosen = random.Random(SHUFFLE_SEED)
+    for candidate in bad:
+        shuffled.insert(chosen.randrange(len(shuffled)), candidate)
     return shuffled
 
 

@@ -43,16 +43,19 @@ def integer(name: str, value: object, low: int | None = None, high: int | None =
     the range. Raises BenchError for a bool, a non-integral value or one out
     of range.
     """
-    label = f"{name}({show(value)})" if call else f"{name}={show(value)}"
-    wanted = expected_integer(low, high) + (f" ({unit})" if unit else "")
+    def error(problem: str) -> BenchError:  # worded only when raised: bench() checks ~20 values a call
+        label = f"{name}({show(value)})" if call else f"{name}={show(value)}"
+        wanted = expected_integer(low, high) + (f" ({unit})" if unit else "")
+        return BenchError(problem.format(label=label, wanted=wanted, type=type(value).__name__))
+
     if isinstance(value, (bool, np.bool_)):
-        raise BenchError(f"{label}: expected {wanted}, got a bool")
+        raise error("{label}: expected {wanted}, got a bool")
     try:
         number = operator.index(value)
     except TypeError:
-        raise BenchError(f"{label}: expected {wanted}, got {type(value).__name__}") from None
+        raise error("{label}: expected {wanted}, got {type}") from None
     if (low is not None and number < low) or (high is not None and number > high):
-        raise BenchError(f"{label}: out of range, expected {wanted}")
+        raise error("{label}: out of range, expected {wanted}")
     return number
 
 
@@ -63,15 +66,17 @@ def real(name: str, value: object, *, minimum: float | None = None, above: float
     Raises BenchError naming `name=value` and the range for a bool, a
     non-number, NaN, an infinity or a value out of range.
     """
-    bounds = [f">= {minimum}"] if minimum is not None else []
-    bounds += [f"> {above}"] if above is not None else []
-    bounds += [f"< {below}"] if below is not None else []
-    wanted = "a finite number" + (" " + " and ".join(bounds) if bounds else "")
-    label = f"{name}={show(value)}"
+    def error(problem: str) -> BenchError:  # worded only when raised
+        bounds = [f">= {minimum}"] if minimum is not None else []
+        bounds += [f"> {above}"] if above is not None else []
+        bounds += [f"< {below}"] if below is not None else []
+        wanted = "a finite number" + (" " + " and ".join(bounds) if bounds else "")
+        return BenchError(problem.format(label=f"{name}={show(value)}", wanted=wanted, type=type(value).__name__))
+
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise BenchError(f"{label}: expected {wanted}, got {type(value).__name__}")
+        raise error("{label}: expected {wanted}, got {type}")
     number = float(value)
     if not np.isfinite(number) or (minimum is not None and number < minimum) \
             or (above is not None and number <= above) or (below is not None and number >= below):
-        raise BenchError(f"{label}: out of range, expected {wanted}")
+        raise error("{label}: out of range, expected {wanted}")
     return number

@@ -444,6 +444,7 @@ def test_scaling_benchmark_orders_and_report(fake_gpus, tmp_path, capsys):
         c.id for c in listed)
     bad = [i for i, c in enumerate(shuffled) if c.kernel == "spin" or "fault" in c.tags]
     assert len(bad) == 4 and max(bad) < len(listed) - 4  # not the last four, as listed
+    assert [c for c in shuffled if c.kernel != "spin" and "fault" not in c.tags] == listed[:-4]  # in order
     assert sweep_scaling.ordered(listed, "listed") == listed
     small = candidates_from_json(space(6, bad=("fault",)))
     report = sweep_scaling.run(small, tmp_path / "r.db", [0, 1], 1.5)
