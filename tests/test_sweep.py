@@ -257,6 +257,15 @@ def test_faults_cost_one_candidate_each(fake_gpus, tmp_path):
     assert summary.busy_s > 0 and summary.wall_s > 0
 
 
+def test_without_standby_a_fault_still_costs_one_candidate(fake_gpus, tmp_path):
+    summary = sweep(candidates_from_json(space(4, bad=("fault",))), tmp_path / "r.db", timeout_floor_s=1.5,
+                    progress=False, standby=False)
+    assert (summary.measured, summary.failed) == (4, 1)
+    rows = sqlite3.connect(tmp_path / "r.db").execute(
+        "SELECT kernel, reason, attempts FROM results WHERE status = 'failed'").fetchall()
+    assert rows == [("fault", "fault", 2)]
+
+
 def _cli(*args: str, env: dict[str, str], **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "pyhipbench.cli", "sweep", *args], env={**os.environ, **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
@@ -352,6 +361,8 @@ def test_sweep_api_refuses_bad_arguments(tmp_path):
         sweep([], tmp_path / "r.db")
     with pytest.raises(BenchError, match=r"backend='rocm': expected one of hip, cuda, or None"):
         sweep([copy_candidate()], tmp_path / "r.db", backend="rocm")
+    with pytest.raises(BenchError, match=r"standby='yes': expected True or False"):
+        sweep([copy_candidate()], tmp_path / "r.db", standby="yes")
     assert not (tmp_path / "r.db").exists()  # refused before the database or a worker
 
 
