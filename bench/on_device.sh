@@ -3,7 +3,8 @@
 #   bash bench/on_device.sh test    build, all tests (GPU ones verbose), info, demo, launch overhead
 #   bash bench/on_device.sh study   build, the fidelity study (every timer x cache state beside ncu,
 #                                   torch.profiler and do_bench) and the rotation-cap measurement
-#   bash bench/on_device.sh sweep   build, bench/sweep_scaling.py on GPU 0 then GPUs 0,1 (2-GPU machine)
+#   bash bench/on_device.sh sweep   build, bench/sweep_scaling.py on GPU 0 then GPUs 0,1, the space as listed
+#                                   (bad candidates last) and shuffled: four sweeps (2-GPU machine)
 set -u
 PHASE=${1:-test}
 OUT=${OUT:-/tmp/pyhipbench-out}

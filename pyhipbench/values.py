@@ -43,21 +43,20 @@ def integer(name: str, value: object, low: int | None = None, high: int | None =
     the range. Raises BenchError for a bool, a non-integral value or one out
     of range.
     """
-    got = "a bool" if isinstance(value, (bool, np.bool_)) else None
-    if got is None:
-        try:
-            number = operator.index(value)
-        except TypeError:
-            got = type(value).__name__
-        else:
-            if (low is None or number >= low) and (high is None or number <= high):
-                return number
-    # The message is built only on failure: every launch checks several integers.
-    label = f"{name}({show(value)})" if call else f"{name}={show(value)}"
-    wanted = expected_integer(low, high) + (f" ({unit})" if unit else "")
-    if got is not None:
-        raise BenchError(f"{label}: expected {wanted}, got {got}")
-    raise BenchError(f"{label}: out of range, expected {wanted}")
+    def error(problem: str) -> BenchError:  # worded only when raised: bench() checks ~20 values a call
+        label = f"{name}({show(value)})" if call else f"{name}={show(value)}"
+        wanted = expected_integer(low, high) + (f" ({unit})" if unit else "")
+        return BenchError(problem.format(label=label, wanted=wanted, type=type(value).__name__))
+
+    if isinstance(value, (bool, np.bool_)):
+        raise error("{label}: expected {wanted}, got a bool")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise error("{label}: expected {wanted}, got {type}") from None
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise error("{label}: out of range, expected {wanted}")
+    return number
 
 
 def real(name: str, value: object, *, minimum: float | None = None, above: float | None = None,
@@ -67,16 +66,17 @@ def real(name: str, value: object, *, minimum: float | None = None, above: float
     Raises BenchError naming `name=value` and the range for a bool, a
     non-number, NaN, an infinity or a value out of range.
     """
-    if not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating)):
-        number = float(value)
-        if np.isfinite(number) and (minimum is None or number >= minimum) \
-                and (above is None or number > above) and (below is None or number < below):
-            return number
-    bounds = [f">= {minimum}"] if minimum is not None else []
-    bounds += [f"> {above}"] if above is not None else []
-    bounds += [f"< {below}"] if below is not None else []
-    wanted = "a finite number" + (" " + " and ".join(bounds) if bounds else "")
-    label = f"{name}={show(value)}"
+    def error(problem: str) -> BenchError:  # worded only when raised
+        bounds = [f">= {minimum}"] if minimum is not None else []
+        bounds += [f"> {above}"] if above is not None else []
+        bounds += [f"< {below}"] if below is not None else []
+        wanted = "a finite number" + (" " + " and ".join(bounds) if bounds else "")
+        return BenchError(problem.format(label=f"{name}={show(value)}", wanted=wanted, type=type(value).__name__))
+
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise BenchError(f"{label}: expected {wanted}, got {type(value).__name__}")
-    raise BenchError(f"{label}: out of range, expected {wanted}")
+        raise error("{label}: expected {wanted}, got {type}")
+    number = float(value)
+    if not np.isfinite(number) or (minimum is not None and number < minimum) \
+            or (above is not None and number <= above) or (below is not None and number >= below):
+        raise error("{label}: out of range, expected {wanted}")
+    return number

@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -217,6 +218,7 @@ def test_progress_shows_failures_and_best_on_a_terminal_only():
 # -- sweeps on the fake GPUs ------------------------------------------------------------
 def test_faults_cost_one_candidate_each(fake_gpus, tmp_path):
     candidates = candidates_from_json(space(44))
+    candidates = candidates[:20] + candidates[44:] + candidates[20:44]  # the bad ones among the good: sent ahead
     candidates.append(copy_candidate(args=ARGS[:2]))  # bad input: the kernel takes three arguments
     candidates.append(Candidate(CodeObjectSource.from_file(COPY_PTX), "copy", 1, 64, ARGS))  # PTX on AMD
     candidates.append(Candidate(IRSource(b"define void @copy("), "copy", 1, 64, ARGS))  # IR that does not parse
@@ -253,6 +255,15 @@ def test_faults_cost_one_candidate_each(fake_gpus, tmp_path):
     assert {m[1] for m in measured} == {"hip:0 AMD Instinct MI300X (fake)", "hip:1 AMD Instinct MI300X (fake)"}
     assert {(round(m[2], 3), m[3], m[4], m[5]) for m in measured} == {(4.0, "events", "warm", 1)}
     assert summary.busy_s > 0 and summary.wall_s > 0
+
+
+def test_without_standby_a_fault_still_costs_one_candidate(fake_gpus, tmp_path):
+    summary = sweep(candidates_from_json(space(4, bad=("fault",))), tmp_path / "r.db", timeout_floor_s=1.5,
+                    progress=False, standby=False)
+    assert (summary.measured, summary.failed) == (4, 1)
+    rows = sqlite3.connect(tmp_path / "r.db").execute(
+        "SELECT kernel, reason, attempts FROM results WHERE status = 'failed'").fetchall()
+    assert rows == [("fault", "fault", 2)]
 
 
 def _cli(*args: str, env: dict[str, str], **kwargs) -> subprocess.Popen:
@@ -350,6 +361,8 @@ def test_sweep_api_refuses_bad_arguments(tmp_path):
         sweep([], tmp_path / "r.db")
     with pytest.raises(BenchError, match=r"backend='rocm': expected one of hip, cuda, or None"):
         sweep([copy_candidate()], tmp_path / "r.db", backend="rocm")
+    with pytest.raises(BenchError, match=r"standby='yes': expected True or False"):
+        sweep([copy_candidate()], tmp_path / "r.db", standby="yes")
     assert not (tmp_path / "r.db").exists()  # refused before the database or a worker
 
 
@@ -428,6 +441,43 @@ def test_scaling_benchmark_space():
     assert [c.tags for c in space if "fault" in c.tags] == [{"fault": 0}, {"fault": 1}, {"fault": 2}]
     assert [(c.kernel, c.timeout_s) for c in space if c.kernel == "spin"] == [("spin", 5)]
     assert {c.kernel for c in space} == {"copy", "fma", "spin"}
+
+
+def test_scaling_benchmark_orders_and_report(fake_gpus, tmp_path, capsys):
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import sweep_scaling
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    listed = sweep_scaling.candidates(max_time_s=0.1, hang_timeout_s=5)
+    shuffled = sweep_scaling.ordered(listed, "shuffled")
+    assert shuffled == sweep_scaling.ordered(listed, "shuffled") and sorted(c.id for c in shuffled) == sorted(
+        c.id for c in listed)
+    bad = [i for i, c in enumerate(shuffled) if c.kernel == "spin" or "fault" in c.tags]
+    assert len(bad) == 4 and max(bad) < len(listed) - 4  # not the last four, as listed
+    assert [c for c in shuffled if c.kernel != "spin" and "fault" not in c.tags] == listed[:-4]  # in order
+    assert sweep_scaling.ordered(listed, "listed") == listed
+    small = candidates_from_json(space(6, bad=("fault",)))
+    report = sweep_scaling.run(small, tmp_path / "r.db", [0, 1], 1.5)
+    assert (report["measured"], report["failed"]) == (6, 1)
+    assert sum(g["candidates"] for g in report["per_gpu"]) == 7 and len(report["per_gpu"]) <= 2
+    assert 0 < sum(g["busy_s"] for g in report["per_gpu"]) <= report["busy_s"]  # the latter has first attempts too
+    assert 0 <= report["serial_tail_s"] < report["wall_s"]
+    assert "serial tail" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("orders", ["", "listed,listed", "random"])
+def test_scaling_benchmark_refuses_orders_it_does_not_know(orders, monkeypatch, capsys, tmp_path):
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import sweep_scaling
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    monkeypatch.setattr(sys, "argv", ["sweep_scaling.py", "--out", str(tmp_path / "out"), "--orders", orders])
+    with pytest.raises(SystemExit) as exit_:
+        sweep_scaling.main()
+    assert exit_.value.code == 2 and not (tmp_path / "out").exists()
+    assert f"--orders {orders!r}: expected listed and/or shuffled" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("gpus", ["0", "0,x", "1,1"])
@@ -629,7 +679,7 @@ def test_a_worker_unloads_old_modules_and_the_scheduler_sends_their_code_again(t
     refused = "BenchError: a ptx code object cannot load on the hip backend; expected hsaco"
     assert rows == [(0, "failed", refused), (1, "failed", refused)] + [(i, "ok", None) for i in range(2, 6)]
     assert device.loaded == [b"a", b"b", b"c", b"a"] and device.held == 2
-    assert run.slots[0].digests == set(executor.worker.modules) == {sources["c"].digest, sources["a"].digest}
+    assert set(run.slots[0].modules) == set(executor.worker.modules) == {sources["c"].digest, sources["a"].digest}
 
 
 class _RaisingSource(_StubSource):
@@ -658,3 +708,181 @@ def test_gpus_differing_only_in_driver_say_so(tmp_path):
     with pytest.raises(NoDeviceError, match=r"the sweep's GPUs differ: cuda:1 H200 is sm_90 \(CUDA driver 12081\), "
                                             r"another is sm_90 \(CUDA driver 12080\); run one sweep per kind"):
         run([copy_candidate()], Store(tmp_path / "r.db"), TwoDrivers({}))
+
+
+# -- pipelining: a task sent ahead ------------------------------------------------------
+class _HeldExecutor(ScriptedExecutor):
+    """Workers that keep what they are sent; the test hands the scheduler their events."""
+
+    def __init__(self, slots: int = 2) -> None:
+        super().__init__({})
+        self.slot_count, self.sent, self.kills = slots, [], []
+
+    def initial_slots(self):
+        return list(range(self.slot_count))
+
+    def submit(self, slot, task):
+        self.sent.append((slot, task))
+
+    def kill(self, slot):
+        self.kills.append(slot)
+
+
+def _held_run(tmp_path, count: int, slots: int = 2, **candidate_fields):
+    from pyhipbench.sweep import scheduler
+    from pyhipbench.sweep.worker import DeviceFacts
+    copy = CodeObjectSource.from_file(COPY_PTX)
+    candidates = [Candidate(copy, "copy", 1, 64, ARGS, tags={"i": i}, **candidate_fields) for i in range(count)]
+    executor = _HeldExecutor(slots)
+    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), executor, Progress(count, show=False),
+                         scheduler.SweepSummary(str(tmp_path / "r.db"), count, 0), 10.0, 1)
+    for slot in executor.initial_slots():
+        run._start(slot)
+        run._handle(slot, "ready", DeviceFacts("hip", slot, "Held", CompileTarget("gfx942"), slots))
+    run._dispatch()
+    return run, executor, candidates
+
+
+def _ok(task):
+    from pyhipbench.sweep.worker import Outcome
+    return Outcome(task.candidate_id, {"stats_us": {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0}}, busy_s=0.01)
+
+
+def test_a_busy_worker_gets_one_task_ahead_only_while_more_are_ready_than_workers(tmp_path):
+    run, executor, candidates = _held_run(tmp_path, 5)
+    ids = [c.id for c in candidates]
+    # Two started, one each; then one ahead each, while 3 and then 2 are left (> 2 workers): the last one waits.
+    assert [(slot, task.candidate_id) for slot, task in executor.sent] == [
+        (0, ids[0]), (1, ids[1]), (0, ids[2])]
+    assert executor.sent[0][1].code is not None and executor.sent[2][1].code is not None  # the load is unconfirmed
+    assert run.slots[0].queued is candidates[2] and run.slots[1].queued is None and list(run.ready) == candidates[3:]
+    assert run.attempts == {ids[0]: 1, ids[1]: 1}  # a task sent ahead is no attempt until it starts
+    run._handle(0, "outcome", _ok(executor.sent[0][1]))
+    assert run.slots[0].running.candidate is candidates[2] and run.attempts[ids[2]] == 1
+    assert run.store.count() == 1
+    # Two candidates left for two workers: none goes ahead, and the idle workers get them as they finish.
+    assert len(executor.sent) == 3
+    run._handle(1, "outcome", _ok(executor.sent[1][1]))
+    assert [task.candidate_id for _slot, task in executor.sent[3:]] == [ids[3]]
+    assert executor.sent[3][1].code is None  # slot 1's outcome confirmed its load: the code is not sent again
+
+
+def test_a_task_sent_ahead_goes_back_first_in_line_without_an_attempt_when_its_worker_is_replaced(tmp_path):
+    from pyhipbench.sweep.worker import FAULT, Outcome
+    run, executor, candidates = _held_run(tmp_path, 6)
+    ahead = run.slots[0].queued
+    assert ahead is candidates[2]
+    faulted = Outcome(candidates[0].id, reason=FAULT, error="KernelFault: boom", replace_worker=True)
+    run._handle(0, "outcome", faulted)
+    assert executor.kills == [0] and run.slots[0].facts is None  # replaced: the new worker has not said ready
+    assert run.ready[0] is ahead and ahead.id not in run.attempts
+    assert list(run.retries) == [candidates[0]] and run.attempts[candidates[0].id] == 1
+    # A death and a timeout give back what was sent ahead just the same.
+    behind_death = run.slots[1].queued
+    run._handle(1, "died", "the worker process was killed by SIGSEGV")
+    assert run.ready[0] is behind_death and behind_death.id not in run.attempts
+    assert executor.kills == [0, 1]
+
+
+def test_the_watchdog_of_a_task_sent_ahead_starts_when_the_one_before_it_ends(tmp_path):
+    run, executor, candidates = _held_run(tmp_path, 8, timeout_s=2.0)
+    first_deadline = run.slots[0].running.deadline
+    time.sleep(0.2)  # the first candidate runs a while; the one sent ahead waits behind it
+    before = time.monotonic()
+    run._handle(0, "outcome", _ok(executor.sent[0][1]))
+    started = run.slots[0].running
+    assert started.candidate is candidates[2]
+    assert before + 2.0 <= started.deadline <= time.monotonic() + 2.0
+    assert started.deadline >= first_deadline + 0.2  # not from when it was sent
+    # It hangs: killed at its own deadline, once; what its worker then held ahead goes back unattempted.
+    ahead = run.slots[0].queued
+    assert ahead is candidates[4]
+    run.slots[0].running.deadline = time.monotonic() - 0.001
+    run._watchdog()
+    assert executor.kills == [0] and run.ready[0] is ahead and ahead.id not in run.attempts
+    assert list(run.retries) == [candidates[2]] and run.attempts[candidates[2].id] == 1
+
+
+def test_no_task_goes_ahead_behind_a_retry(tmp_path):
+    from pyhipbench.sweep.worker import FAULT, DeviceFacts, Outcome
+    run, executor, candidates = _held_run(tmp_path, 8)
+    run._handle(0, "outcome", Outcome(candidates[0].id, reason=FAULT, error="KernelFault: boom", replace_worker=True))
+    sent = len(executor.sent)
+    run._handle(0, "ready", DeviceFacts("hip", 0, "Held", CompileTarget("gfx942"), 2))
+    run._dispatch()
+    assert [task.candidate_id for _slot, task in executor.sent[sent:]] == [candidates[0].id]  # the retry, alone
+    assert run.slots[0].queued is None and run.attempts[candidates[0].id] == 2
+
+
+# -- the standby process per GPU ------------------------------------------------------------
+def _events_until(pool, done, timeout_s: float = 60.0) -> list:
+    seen, deadline = [], time.monotonic() + timeout_s
+    while not done(seen):
+        assert time.monotonic() < deadline, f"nothing more after {seen}"
+        seen += pool.events(0.05)
+    return seen
+
+
+def test_a_replacement_takes_the_standby_process_and_a_new_spare_starts(fake_gpus):
+    from pyhipbench.sweep.local import LocalPool
+    pool = LocalPool("hip", [1])
+    processes = []
+    try:
+        pool.start(0)
+        (slot, kind, facts), = _events_until(pool, lambda seen: seen)
+        assert (slot, kind, facts.index) == (0, "ready", 1)
+        _events_until(pool, lambda seen: 0 in pool.spares and pool.spares[0].facts is not None)  # it opened GPU 1
+        old, spare = pool.workers[0].process, pool.spares[0].process
+        processes += [old, spare]
+        pool.start(0)  # as after a fault: the old worker is killed, its exit awaited in the background
+        assert pool.workers[0].process is spare
+        assert pool.events(0) == [(0, "ready", facts)]  # at once: the spare had opened its device
+        assert pool.workers[0].after.wait(30) and old.exitcode == -signal.SIGKILL  # before any task is sent
+        assert pool.spares[0].process is not spare  # a new spare, started in the background
+        processes.append(pool.spares[0].process)
+    finally:
+        pool.close()
+    assert all(p.exitcode is not None for p in processes) and not pool.workers and not pool.spares
+
+
+def test_a_new_worker_is_sent_nothing_before_the_one_it_replaces_has_exited():
+    from types import SimpleNamespace
+
+    from pyhipbench.sweep.local import _Process
+
+    class Connection:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, task):
+            self.sent.append(task)
+
+    old_exit = threading.Event()
+    new = _Process(SimpleNamespace(name="new"), Connection(), after=old_exit)
+    new.tasks.put("task 1")
+    time.sleep(0.2)
+    assert new.connection.sent == []  # held while the old process (and its device context) may still be there
+    old_exit.set()
+    new.tasks.put(None)
+    new.sender.join(5)
+    assert new.connection.sent == ["task 1"]
+
+
+def test_a_spare_that_cannot_open_its_gpu_turns_the_standby_off(fake_gpus, monkeypatch):
+    from pyhipbench.sweep.local import LocalPool
+    pool = LocalPool("hip", [0])
+    try:
+        pool.start(0)
+        assert _events_until(pool, lambda seen: seen)[0][1] == "ready"  # and its spare is starting
+        pool.spares.pop(0).end()
+        monkeypatch.setenv("FAKE_HIP_DEVICE_COUNT", "0")  # a process spawned from now on finds no GPU
+        pool._start_spare(0)
+        spare = pool.spares[0].process
+        assert _events_until(pool, lambda seen: pool.standby[0] is False) == []  # not the sweep's error
+        assert 0 not in pool.spares and spare.exitcode is not None
+        pool.start(0)  # no spare: a process started afresh, whose failure the scheduler hears of
+        (slot, kind, message), = _events_until(pool, lambda seen: seen)
+        assert (slot, kind) == (0, "error") and "NoDeviceError" in message
+        assert 0 not in pool.spares
+    finally:
+        pool.close()

@@ -35,7 +35,7 @@ __all__ = ["sweep", "Candidate", "BenchOptions", "load_space", "candidates_from_
 
 def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = False, gpus: list[int] | None = None,
           backend: str | None = None, cluster: str | None = None, progress: bool | None = None,
-          timeout_floor_s: float = TIMEOUT_FLOOR_S, compile_workers: int = 2) -> SweepSummary:
+          timeout_floor_s: float = TIMEOUT_FLOOR_S, compile_workers: int = 2, standby: bool = True) -> SweepSummary:
     """Measures every candidate on every GPU and records each in the SQLite database `db`.
 
     `resume`: continue a database that already holds results, skipping the
@@ -46,6 +46,8 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
     `progress`: draw a progress bar (None: when stderr is a terminal).
     `timeout_floor_s`: the watchdog's least limit per candidate, seconds (see watchdog_s).
     `compile_workers`: processes compiling IR and C++ source ahead of the GPUs.
+    `standby`: (local sweeps) keep a spare worker process per GPU, its device open, to replace a worker
+    after a fault, hang or death without waiting for a process to start (one more device context per GPU).
     """
     candidates = list(candidates)
     for i, c in enumerate(candidates):
@@ -64,13 +66,15 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
                          "first that works")
     timeout_floor_s = real("timeout_floor_s", timeout_floor_s, above=0)
     compile_workers = integer("compile_workers", compile_workers, 1, 256)
+    if not isinstance(standby, bool):
+        raise BenchError(f"standby={show(standby)}: expected True or False")
     store = Store(Path(db), resume=resume)
     try:
         if cluster is not None:
             from .ray_cluster import RayCluster
             executor = RayCluster(cluster, backend, None if gpus is None else len(gpus))
         else:
-            executor = LocalPool(backend, gpus)
+            executor = LocalPool(backend, gpus, standby=standby)
         done = len(store.done_ids() & {c.id for c in candidates})
         bar = Progress(len({c.id for c in candidates}), done, show=progress)
         return run(candidates, store, executor, progress=bar, timeout_floor_s=timeout_floor_s,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -158,9 +159,11 @@ class Candidate:
                 "args": [str(a) for a in self.args], "shared_bytes": self.shared_bytes,
                 "bench": self.bench.to_json(), "timeout_s": self.timeout_s, "tags": self.tags}
 
-    @property
+    @cached_property
     def id(self) -> str:
-        """sha256 (hex, 32 digits) of the source's content and every other field: stable across runs."""
+        """sha256 (hex, 32 digits) of the source's content and every other field: stable across runs.
+        Hashed once, at first use (a sweep asks for it several times per candidate): a candidate is
+        immutable, its tags included."""
         identity = {"source": self.source.identity(), **self._fields()}
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
 

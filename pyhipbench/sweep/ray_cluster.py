@@ -6,7 +6,11 @@ its device is index 0. Results come back to the driver process, which alone
 writes the database. An actor that dies (an abort, a segfault) shows as
 RayActorError on its pending call; one that hangs is killed by the
 scheduler's watchdog (`ray.kill`); either is replaced by a new actor, which
-Ray gives the freed GPU. Ray is an optional dependency: without it a
+Ray gives the freed GPU. An actor runs its calls in turn, so a task the
+scheduler sends ahead waits in the actor's queue; the calls of a replaced
+actor are forgotten. There is no standby actor: each asks Ray for a whole GPU
+(`num_gpus=1`), so a spare would hold a GPU of its own, or need fractional
+GPUs pinned to the node of the actor it stands in for. Ray is an optional dependency: without it a
 NoDeviceError says how to install it.
 """
 from __future__ import annotations
@@ -103,8 +107,9 @@ class RayCluster:
             time.sleep(timeout)
             return []
         ready, _ = self.ray.wait(list(self.pending), num_returns=len(self.pending), timeout=timeout)
+        ready = set(ready)
         out = []
-        for ref in ready:
+        for ref in [r for r in self.pending if r in ready]:  # in the order sent: an actor's outcomes in turn
             slot = self.pending.pop(ref)
             try:
                 out.append((slot, *self.ray.get(ref)))

@@ -11,7 +11,17 @@ device, ("outcome", Outcome) and ("died", reason).
   GPUs are, each source once; code objects are ready at once; a source
   compiled in the worker (Triton) travels with each of its tasks. Workers
   take ready candidates in order; a code object travels to a worker once,
-  and again only after the worker unloaded it (it keeps the 64 it used last).
+  and again only after the worker unloaded it (it keeps the 64 it used last;
+  the scheduler mirrors that LRU, so it knows before the worker's outcome).
+- Pipelining: a busy worker is sent its next task ahead (one), so it starts
+  it as soon as it sends an outcome, without waiting for the scheduler to
+  record that outcome; only while more candidates are ready than there are
+  workers (at a sweep's end no candidate waits behind one that may hang), and
+  never behind a candidate that failed once. A task sent ahead starts, for
+  the watchdog and its attempt count, when the outcome before it arrives; if
+  its worker is replaced first it goes back to the front of the ready queue,
+  not counted as an attempt. After an outcome the next task goes out before
+  the result is committed.
 - Watchdog: a candidate may run for `timeout_s` if it set one, else
   max(`timeout_floor_s`, WATCHDOG_FACTOR x 2 x bench's max_time_s) (the
   timed phase is capped at max_time_s and the warm-up stops sooner; module
@@ -28,7 +38,7 @@ device, ("outcome", Outcome) and ("died", reason).
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -58,8 +68,10 @@ class Executor(Protocol):
         """Slots to add once the first worker is up (a local pool learns the GPU count from it)."""
     def start(self, slot: int) -> None:
         """Starts the slot's worker, killing the one before if still there; it reports "ready"."""
-    def submit(self, slot: int, task: Task) -> None: ...
-    def kill(self, slot: int) -> None: ...
+    def submit(self, slot: int, task: Task) -> None:
+        """Sends `task` to the slot's worker, which may be busy: it runs its tasks in the order sent."""
+    def kill(self, slot: int) -> None:
+        """Ends the slot's worker; the next one started on the slot measures nothing before it is gone."""
     def events(self, timeout: float) -> list[tuple[int, str, Any]]: ...
     def close(self) -> None: ...
 
@@ -100,11 +112,22 @@ def _compile(source: Source, target: CompileTarget) -> tuple[str, Any]:
 
 
 @dataclass
+class _Running:
+    """A candidate a worker is running: its watchdog deadline (monotonic, s) and when it started (ISO 8601)."""
+    candidate: Candidate
+    deadline: float
+    started_at: str
+
+
+@dataclass
 class _Slot:
     facts: DeviceFacts | None = None
     fresh: bool = True                      # has run no task yet: where retries go
-    digests: set[str] = field(default_factory=set)  # code objects the worker holds: sent once, until unloaded
-    running: tuple[Candidate, float, str] | None = None  # candidate, deadline (monotonic), started_at
+    # The code objects the worker holds, least recently used first, as its own LRU will have them once it has
+    # read every task sent: digest -> whether an outcome confirmed the load (until then its code goes again).
+    modules: OrderedDict[str, bool] = field(default_factory=OrderedDict)
+    running: _Running | None = None
+    queued: Candidate | None = None         # sent ahead: starts when `running`'s outcome arrives
     startup_deadline: float = 0.0
 
 
@@ -126,6 +149,7 @@ class _Run:
         self.first_failures: dict[str, tuple[str, str]] = {}  # id -> (reason, error) of a failure being retried
         self.target: CompileTarget | None = None
         self.slots: dict[int, _Slot] = {}
+        self.replaced: set[int] = set()  # slots whose worker was replaced while handling this batch of events
         for c in candidates:
             self.uncompiled.setdefault(c.source.digest, []).append(c)
             self.sources[c.source.digest] = c.source
@@ -232,37 +256,66 @@ class _Run:
         self.summary.gpus = len(self.slots)
 
     def _dispatch(self) -> None:
+        """Idle workers first (a fresh one takes a retry first), then one task ahead per busy worker while
+        more candidates are ready than there are workers."""
         for slot, state in self.slots.items():
             if state.facts is None or state.running is not None:
                 continue
             queue = self.retries if state.fresh and self.retries else self.ready
-            if not queue:
-                continue
-            candidate = queue.popleft()
-            digest = candidate.source.digest
-            if candidate.source.compiled_in_worker:
-                task = Task(candidate.id, candidate.kernel, candidate.grid, candidate.block, candidate.args,
-                            candidate.shared_bytes, candidate.bench.to_json(), digest, None, candidate.source)
+            if queue:
+                candidate = queue.popleft()
+                self._send(slot, state, candidate)
+                self._begin(state, candidate)
+        for slot, state in self.slots.items():
+            if len(self.ready) <= len(self.slots):
+                return
+            if (state.running is not None and state.queued is None
+                    and self.attempts[state.running.candidate.id] == 1):  # not behind one that failed once
+                state.queued = self.ready.popleft()
+                self._send(slot, state, state.queued)
+
+    def _send(self, slot: int, state: _Slot, candidate: Candidate) -> None:
+        digest = candidate.source.digest
+        if candidate.source.compiled_in_worker:
+            task = Task(candidate.id, candidate.kernel, candidate.grid, candidate.block, candidate.args,
+                        candidate.shared_bytes, candidate.bench.to_json(), digest, None, candidate.source)
+        else:
+            code = self.code[digest]
+            if state.modules.get(digest):  # held, and confirmed by an outcome
+                state.modules.move_to_end(digest)
+                data = None
             else:
-                code = self.code[digest]
-                task = Task(candidate.id, code.kernel_name(candidate.kernel), candidate.grid, candidate.block,
-                            candidate.args, candidate.shared_bytes, candidate.bench.to_json(), digest,
-                            None if digest in state.digests else code.data)
-            self.attempts[candidate.id] = self.attempts.get(candidate.id, 0) + 1
-            state.fresh = False
-            state.digests.add(digest)
-            state.running = (candidate, time.monotonic() + watchdog_s(candidate, self.timeout_floor_s), now())
-            self.executor.submit(slot, task)
+                if digest not in state.modules:  # the worker will unload its least recently used to load it
+                    while len(state.modules) >= state.facts.modules_kept:
+                        state.modules.popitem(last=False)
+                    state.modules[digest] = False
+                state.modules.move_to_end(digest)
+                data = code.data
+            task = Task(candidate.id, code.kernel_name(candidate.kernel), candidate.grid, candidate.block,
+                        candidate.args, candidate.shared_bytes, candidate.bench.to_json(), digest, data)
+        state.fresh = False
+        self.executor.submit(slot, task)
+
+    def _begin(self, state: _Slot, candidate: Candidate) -> None:
+        """`candidate` starts on the slot's worker now: an attempt, and the watchdog's clock."""
+        self.attempts[candidate.id] = self.attempts.get(candidate.id, 0) + 1
+        state.running = _Running(candidate, time.monotonic() + watchdog_s(candidate, self.timeout_floor_s), now())
 
     def _replace(self, slot: int) -> None:
+        """Kills the slot's worker and starts another; a task sent ahead, never started, goes back first in
+        line without counting as an attempt."""
+        queued = self.slots[slot].queued
+        if queued is not None:
+            self.ready.appendleft(queued)
         self.executor.kill(slot)
         self._start(slot)
+        self.replaced.add(slot)
 
     def _watchdog(self) -> None:
         clock = time.monotonic()
         for slot, state in list(self.slots.items()):
-            if state.running is not None and clock > state.running[1]:
-                candidate, deadline, started_at = state.running
+            if state.running is not None and clock > state.running.deadline:
+                candidate, started_at = state.running.candidate, state.running.started_at
                 limit = watchdog_s(candidate, self.timeout_floor_s)
                 self._replace(slot)
                 self._failed(candidate, started_at, TIMEOUT, f"no result after {limit:.1f} s (the watchdog's "
@@ -277,26 +330,33 @@ class _Run:
         elif kind == "error":
             raise NoDeviceError(f"a worker could not open its GPU (slot {slot}): {value}")
         elif kind == "outcome":
-            candidate, _deadline, started_at = state.running
-            state.running = None
-            state.digests.difference_update(value.unloaded)
+            done, state.running = state.running, None
+            digest = done.candidate.source.digest
+            for unloaded in value.unloaded:
+                state.modules.pop(unloaded, None)
+            if digest in state.modules:
+                state.modules[digest] = True
             self.summary.busy_s += value.busy_s
-            if value.result is not None:
-                self._record(candidate, started_at, outcome=value, device=state.facts.label)
-            else:
-                self._failed(candidate, started_at, value.reason, value.error, state.facts.label)
             if value.replace_worker:
                 self._replace(slot)
+            elif state.queued is not None:
+                self._begin(state, state.queued)
+                state.queued = None
+            self._dispatch()  # the workers' next tasks go out before this result is committed
+            if value.result is not None:
+                self._record(done.candidate, done.started_at, outcome=value, device=state.facts.label)
+            else:
+                self._failed(done.candidate, done.started_at, value.reason, value.error, state.facts.label)
         elif kind == "died":
             if state.running is None and state.facts is None:
                 raise NoDeviceError(f"a worker died opening its GPU (slot {slot}): {value}")
             running = state.running
             self._replace(slot)
             if running is not None:
-                self._failed(running[0], running[2], DIED, value, state.facts.label)
+                self._failed(running.candidate, running.started_at, DIED, value, state.facts.label)
 
     def _timeout(self) -> float:
-        deadlines = [s.running[1] for s in self.slots.values() if s.running is not None]
+        deadlines = [s.running.deadline for s in self.slots.values() if s.running is not None]
         deadlines += [s.startup_deadline for s in self.slots.values() if s.facts is None]
         wait = max(0.0, min(deadlines) - time.monotonic()) if deadlines else 1.0
         return min(wait, POLL_S) if self.compiles else wait
@@ -308,8 +368,10 @@ class _Run:
             while self.remaining:
                 self._collect_compiles()
                 self._dispatch()
+                self.replaced.clear()
                 for slot, kind, value in self.executor.events(self._timeout()):
-                    self._handle(slot, kind, value)
+                    if slot not in self.replaced:  # else it is the replaced worker's (a Ray actor's second call)
+                        self._handle(slot, kind, value)
                 self._watchdog()
         finally:
             if self.pool is not None:

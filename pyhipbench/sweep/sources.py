@@ -27,6 +27,7 @@ import importlib
 import json
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -92,9 +93,10 @@ class Source:
         and `unload()`; BenchError / CodegenError when it cannot be compiled."""
         raise NotImplementedError
 
-    @property
+    @cached_property
     def digest(self) -> str:
-        """sha256 of the identity, hex: what workers cache loaded modules by."""
+        """sha256 of the identity, hex: what workers cache loaded modules by (hashed once: a source is
+        immutable)."""
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()
 
 

@@ -81,6 +81,7 @@ class DeviceFacts:
     target: CompileTarget
     device_count: int  # devices the backend sees: how many workers the sweep starts by default
     place: str = ""    # where it is beyond this machine's device index (a Ray node and GPU id)
+    modules_kept: int = MODULES_KEPT  # code objects the worker keeps loaded (the scheduler mirrors its LRU)
 
     @property
     def label(self) -> str:
@@ -103,7 +104,8 @@ class Worker:
         backend = self.device.backend
         driver_version = backend.driver_version() if backend.name == "cuda" else None
         return DeviceFacts(backend.name, self.device.properties.index, self.device.name,
-                           CompileTarget(self.device.arch, driver_version), backend.device_count)
+                           CompileTarget(self.device.arch, driver_version), backend.device_count,
+                           modules_kept=MODULES_KEPT)
 
     def _kernel(self, task: Task):
         if task.code_digest in self.modules:
