@@ -30,6 +30,7 @@ from pyhipbench.sweep.store import Row, now
 require_hip_python()
 REPO = Path(__file__).resolve().parent.parent
 COPY_PTX = REPO / "pyhipbench" / "kernels" / "copy.ptx"
+EMPTY_PTX = REPO / "pyhipbench" / "kernels" / "empty.ptx"
 
 
 @pytest.fixture
@@ -669,7 +670,7 @@ def test_a_worker_unloads_old_modules_and_the_scheduler_sends_their_code_again(t
     candidates = [Candidate(sources[name], "k", 1, 64, tags={"i": i}) for i, name in enumerate(order)]
     run = scheduler._Run(candidates, Store(tmp_path / "r.db"), executor, Progress(6, show=False),
                          scheduler.SweepSummary(str(tmp_path / "r.db"), 6, 0), 10.0, 1)
-    run.ready.extend(candidates)  # in this order (the scheduler groups candidates by source)
+    run.ready.add(candidates)
     run.uncompiled.clear()
     run.code = {source.digest: Code(source.data) for source in sources.values()}
     run.target = CompileTarget("gfx942")
@@ -767,7 +768,26 @@ def test_a_busy_worker_gets_one_task_ahead_only_while_more_are_ready_than_worker
     assert executor.sent[3][1].code is None  # slot 1's outcome confirmed its load: the code is not sent again
 
 
-def test_a_task_sent_ahead_goes_back_first_in_line_without_an_attempt_when_its_worker_is_replaced(tmp_path):
+def test_workers_take_candidates_in_the_spaces_order_whatever_source_they_come_from(tmp_path):
+    from pyhipbench.sweep import scheduler
+    from pyhipbench.sweep.worker import DeviceFacts
+    copy, empty = CodeObjectSource.from_file(COPY_PTX), CodeObjectSource.from_file(EMPTY_PTX)
+    # Ready at once, source by source (copy's, then empty's); handed out as listed, interleaved.
+    candidates = [Candidate(source, kernel, 1, 64, args, tags={"i": i}) for i, (source, kernel, args) in
+                  enumerate([(copy, "copy", ARGS), (empty, "empty", ()), (copy, "copy", ARGS), (empty, "empty", ())])]
+    executor = _HeldExecutor(1)
+    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), executor, Progress(4, show=False),
+                         scheduler.SweepSummary(str(tmp_path / "r.db"), 4, 0), 10.0, 1)
+    run._start(0)
+    run._handle(0, "ready", DeviceFacts("hip", 0, "Held", CompileTarget("gfx942"), 1))
+    run._dispatch()
+    for _ in range(3):
+        run._handle(0, "outcome", _ok(executor.sent[len(run.store.done_ids())][1]))
+        run._dispatch()
+    assert [task.candidate_id for _slot, task in executor.sent] == [c.id for c in candidates]
+
+
+def test_a_task_sent_ahead_goes_back_in_line_without_an_attempt_when_its_worker_is_replaced(tmp_path):
     from pyhipbench.sweep.worker import FAULT, Outcome
     run, executor, candidates = _held_run(tmp_path, 6)
     ahead = run.slots[0].queued
@@ -775,12 +795,12 @@ def test_a_task_sent_ahead_goes_back_first_in_line_without_an_attempt_when_its_w
     faulted = Outcome(candidates[0].id, reason=FAULT, error="KernelFault: boom", replace_worker=True)
     run._handle(0, "outcome", faulted)
     assert executor.kills == [0] and run.slots[0].facts is None  # replaced: the new worker has not said ready
-    assert run.ready[0] is ahead and ahead.id not in run.attempts
+    assert next(iter(run.ready)) is ahead and ahead.id not in run.attempts
     assert list(run.retries) == [candidates[0]] and run.attempts[candidates[0].id] == 1
     # A death and a timeout give back what was sent ahead just the same.
     behind_death = run.slots[1].queued
     run._handle(1, "died", "the worker process was killed by SIGSEGV")
-    assert run.ready[0] is behind_death and behind_death.id not in run.attempts
+    assert list(run.ready)[:2] == [ahead, behind_death] and behind_death.id not in run.attempts  # space order
     assert executor.kills == [0, 1]
 
 
@@ -799,7 +819,7 @@ def test_the_watchdog_of_a_task_sent_ahead_starts_when_the_one_before_it_ends(tm
     assert ahead is candidates[4]
     run.slots[0].running.deadline = time.monotonic() - 0.001
     run._watchdog()
-    assert executor.kills == [0] and run.ready[0] is ahead and ahead.id not in run.attempts
+    assert executor.kills == [0] and next(iter(run.ready)) is ahead and ahead.id not in run.attempts
     assert list(run.retries) == [candidates[2]] and run.attempts[candidates[2].id] == 1
 
 

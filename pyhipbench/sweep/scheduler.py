@@ -10,7 +10,10 @@ device, ("outcome", Outcome) and ("died", reason).
   compiled in a CPU process pool as soon as the first worker says what the
   GPUs are, each source once; code objects are ready at once; a source
   compiled in the worker (Triton) travels with each of its tasks. Workers
-  take ready candidates in order; a code object travels to a worker once,
+  take ready candidates in the space's order (whatever order their code
+  became ready in: a tuner may list its likeliest candidates first, and a
+  slow or hanging one it placed early is not left to the end, where it would
+  run alone while the other GPUs idle); a code object travels to a worker once,
   and again only after the worker unloaded it (it keeps the 64 it used last;
   the scheduler mirrors that LRU, so it knows before the worker's outcome).
 - Pipelining: a busy worker is sent its next task ahead (one), so it starts
@@ -19,7 +22,7 @@ device, ("outcome", Outcome) and ("died", reason).
   workers (at a sweep's end no candidate waits behind one that may hang), and
   never behind a candidate that failed once. A task sent ahead starts, for
   the watchdog and its attempt count, when the outcome before it arrives; if
-  its worker is replaced first it goes back to the front of the ready queue,
+  its worker is replaced first it goes back into the ready queue at its place,
   not counted as an attempt. After an outcome the next task goes out before
   the result is committed.
 - Watchdog: a candidate may run for `timeout_s` if it set one, else
@@ -37,6 +40,7 @@ device, ("outcome", Outcome) and ("died", reason).
 """
 from __future__ import annotations
 
+import heapq
 import time
 from collections import OrderedDict, deque
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -131,13 +135,35 @@ class _Slot:
     startup_deadline: float = 0.0
 
 
+class _ReadyQueue:
+    """Candidates whose code is ready, handed out in the order the space lists them."""
+
+    def __init__(self, space: list[Candidate]) -> None:
+        self.position = {c.id: i for i, c in enumerate(space)}
+        self.heap: list[tuple[int, Candidate]] = []
+
+    def add(self, candidates: list[Candidate]) -> None:
+        for c in candidates:
+            heapq.heappush(self.heap, (self.position[c.id], c))
+
+    def pop(self) -> Candidate:
+        return heapq.heappop(self.heap)[1]
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+    def __iter__(self):
+        """The candidates in the order they will be handed out."""
+        return iter([c for _, c in sorted(self.heap, key=lambda entry: entry[0])])
+
+
 class _Run:
     def __init__(self, candidates: list[Candidate], store: Store, executor: Executor, progress: Progress,
                  summary: SweepSummary, timeout_floor_s: float, compile_workers: int) -> None:
         self.store, self.executor, self.progress, self.summary = store, executor, progress, summary
         self.timeout_floor_s, self.compile_workers = timeout_floor_s, compile_workers
         self.remaining = len(candidates)
-        self.ready: deque[Candidate] = deque()
+        self.ready = _ReadyQueue(candidates)
         self.retries: deque[Candidate] = deque()
         self.uncompiled: dict[str, list[Candidate]] = {}   # digest -> candidates waiting for its code
         self.sources: dict[str, Source] = {}
@@ -187,7 +213,7 @@ class _Run:
         """The code of a source, now that the target is known: in the CPU pool, here if it needs no
         compiler, or none for a source the worker compiles."""
         if self.sources[digest].compiled_in_worker:
-            self.ready.extend(self.uncompiled.pop(digest))
+            self.ready.add(self.uncompiled.pop(digest))
             return
         if self.sources[digest].needs_compiler:
             self._submit_compile(digest)
@@ -201,7 +227,7 @@ class _Run:
         waiting = self.uncompiled.pop(digest)
         if status == "ok":
             self.code[digest] = value
-            self.ready.extend(waiting)
+            self.ready.add(waiting)
         else:
             for c in waiting:
                 self._record(c, now(), reason=INVALID, error=value)
@@ -261,17 +287,20 @@ class _Run:
         for slot, state in self.slots.items():
             if state.facts is None or state.running is not None:
                 continue
-            queue = self.retries if state.fresh and self.retries else self.ready
-            if queue:
-                candidate = queue.popleft()
-                self._send(slot, state, candidate)
-                self._begin(state, candidate)
+            if state.fresh and self.retries:
+                candidate = self.retries.popleft()
+            elif self.ready:
+                candidate = self.ready.pop()
+            else:
+                continue
+            self._send(slot, state, candidate)
+            self._begin(state, candidate)
         for slot, state in self.slots.items():
             if len(self.ready) <= len(self.slots):
                 return
             if (state.running is not None and state.queued is None
                     and self.attempts[state.running.candidate.id] == 1):  # not behind one that failed once
-                state.queued = self.ready.popleft()
+                state.queued = self.ready.pop()
                 self._send(slot, state, state.queued)
 
     def _send(self, slot: int, state: _Slot, candidate: Candidate) -> None:
@@ -306,7 +335,7 @@ class _Run:
         line without counting as an attempt."""
         queued = self.slots[slot].queued
         if queued is not None:
-            self.ready.appendleft(queued)
+            self.ready.add([queued])
         self.executor.kill(slot)
         self._start(slot)
         self.replaced.add(slot)
