@@ -208,10 +208,19 @@ def summarize(rows: list[dict]) -> dict:
             summary["pick_slower_than_winner_by_do_bench"] = gap
             summary["pick_is_winner_or_within_noise"] = (
                 pick is winner or pick["do_bench"]["median_us"] <= winner["do_bench"]["p80_us"])
-        hb_wall = statistics.mean(r["pyhipbench"]["wall_ms"] for r in ran_hb)
-        db_wall = statistics.mean(r["do_bench"]["wall_ms"] for r in ran_db)
+        hb_walls = [r["pyhipbench"]["wall_ms"] for r in ran_hb]
+        db_walls = [r["do_bench"]["wall_ms"] for r in ran_db]
+        hb_wall, db_wall = statistics.mean(hb_walls), statistics.mean(db_walls)
         summary.update(pyhipbench_wall_ms_per_candidate=hb_wall, do_bench_wall_ms_per_candidate=db_wall,
-                       wall_ratio_do_bench_over_pyhipbench=db_wall / hb_wall)
+                       wall_ratio_do_bench_over_pyhipbench=db_wall / hb_wall,
+                       pyhipbench_wall_ms_median=statistics.median(hb_walls),
+                       do_bench_wall_ms_median=statistics.median(db_walls),
+                       wall_ratio_of_medians=statistics.median(db_walls) / statistics.median(hb_walls))
+        if len(hb_walls) >= 2 and len(db_walls) >= 2:
+            # The first candidate also pays the process's one-time set-up (libcupti, CUPTI, the clean
+            # step's buffer): the mean a long tuning run converges to leaves it out.
+            summary["wall_ratio_of_means_after_the_first"] = (statistics.mean(db_walls[1:])
+                                                               / statistics.mean(hb_walls[1:]))
     return summary
 
 
