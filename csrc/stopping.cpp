@@ -90,48 +90,49 @@ Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule, std::o
   // Appends the timed part of a run (its samples from `from` on) and says why to stop, if it is time.
   const auto started = std::chrono::steady_clock::now();
   Summary summary;
+  // Never past max_samples: a settled warm-up chunk, timed, may hold more than a fixed count asks for.
   auto keep = [&](const Timings& run, size_t from) {
     const size_t n = run.times_us.size();
-    if (from >= n) return;
-    m.times_us.insert(m.times_us.end(), run.times_us.begin() + static_cast<std::ptrdiff_t>(from), run.times_us.end());
-    m.host_us += run.host_us * static_cast<double>(n - from) / static_cast<double>(n);
+    const size_t to = std::min(n, from + (rule.max_samples - m.times_us.size()));
+    if (from >= to) return;
+    m.times_us.insert(m.times_us.end(), run.times_us.begin() + static_cast<std::ptrdiff_t>(from),
+                      run.times_us.begin() + static_cast<std::ptrdiff_t>(to));
+    m.host_us += run.host_us * static_cast<double>(to - from) / static_cast<double>(n);
     summary = summarize(m.times_us);
     m.stop_reason = rule.stop_reason(summary, seconds_since(started));
     m.precision_reached = summary.rel_ci();
   };
   Timer::Session session(timer);
 
-  // The first run holds the warm-up and the first timed chunk: a kernel that
-  // settles at once costs one run (one synchronisation, one CUPTI flush)
-  // before the first stop check. Without a fixed `warmup`, the run is read
-  // as warm-up chunks until two consecutive chunk medians agree; the samples
-  // after them are timed, and a kernel still unsettled warms up in runs of
-  // one chunk each.
+  // The first run holds a warm-up chunk and the first timed chunk: a kernel
+  // that settles at once costs one run (one synchronisation, one CUPTI
+  // flush) before the first stop check. Without a fixed `warmup`, the run is
+  // read chunk by chunk until a chunk's median agrees with the one before it:
+  // that chunk is already in the steady state, so it and the samples after it
+  // are timed, and only the chunks before it were warm-up. A kernel still
+  // unsettled when the run ends warms up in runs of one chunk each.
   const size_t chunk = rule.warmup_chunk;
-  Timings run = take((warmup ? *warmup : 2 * chunk) + rule.first_chunk);
-  size_t timed_from = warmup ? *warmup : 0;
+  Timings run = take((warmup ? *warmup : chunk) + rule.first_chunk);
+  size_t timed_from = warmup ? *warmup : chunk;
+  m.warmup_samples = timed_from;
   if (!warmup) {
     auto chunk_median = [&](size_t from) {
       return median_of(std::vector<double>(run.times_us.begin() + static_cast<std::ptrdiff_t>(from),
                                            run.times_us.begin() + static_cast<std::ptrdiff_t>(from + chunk)));
     };
     double previous = chunk_median(0);
-    size_t warmed = chunk;  // warm-up samples so far, across runs
-    timed_from = chunk;     // where the next warm-up chunk starts in this run
-    for (;;) {
+    while (m.warmup_samples < rule.max_warmup_samples) {
       if (timed_from + chunk > run.times_us.size()) {
+        m.warmup_samples += run.times_us.size() - timed_from;  // a tail shorter than a chunk
         run = take(chunk);
         timed_from = 0;
       }
       const double median = chunk_median(timed_from);
-      timed_from += chunk;
-      warmed += chunk;
-      if (rule.settled(previous, median) || warmed >= rule.max_warmup_samples) break;
+      if (rule.settled(previous, median)) break;
       previous = median;
+      timed_from += chunk;
+      m.warmup_samples += chunk;
     }
-    m.warmup_samples = warmed;
-  } else {
-    m.warmup_samples = *warmup;
   }
   keep(run, timed_from);
 

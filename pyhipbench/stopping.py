@@ -11,12 +11,13 @@ at the first of:
 - "max-samples": `max_samples` taken;
 - "max-time": `max_time_s` of wall time spent (warm-up included, setup excluded).
 
-Warm-up reads chunks of `warmup_chunk` samples until two consecutive chunk
-medians agree within `settle` (clocks up, caches and TLBs in their steady
-state), or until `max_warmup_samples`. The first run of the timer holds two
-warm-up chunks and the first timed chunk (`first_chunk` samples); each later
-run is sized from the median's CI so far to reach the precision (the CI
-shrinks as 1/sqrt(n); at most 4x the samples so far), because every run
+Warm-up reads chunks of `warmup_chunk` samples until a chunk's median agrees
+within `settle` with the one before it (clocks up, caches and TLBs in their
+steady state), or until `max_warmup_samples`; that chunk is already steady,
+so it is the first timed one. The first run of the timer holds one warm-up
+chunk and the first timed chunk (`first_chunk` samples); each later run is
+sized from the median's CI so far to reach the precision (the CI shrinks as
+1/sqrt(n); at most 4x the samples so far), because every run
 costs a synchronisation and, for the cupti timer, a flush of its records.
 """
 from __future__ import annotations

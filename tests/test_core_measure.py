@@ -108,30 +108,39 @@ def sample_stream(values):
     return draw
 
 
-def test_warm_up_runs_until_two_chunk_medians_agree_and_is_not_timed():
-    # Chunks of 8 with medians 20, 12, 10.1, 10.0 (10.1 -> 10.0 is within 2 %): all inside the first run of
-    # 2 x 8 + 16 samples, so the warm-up ends with it and the timed samples come from the next run.
+def test_warm_up_runs_until_a_chunk_agrees_with_the_one_before_and_is_not_timed():
+    # Chunks of 8 with medians 20, 12, 10.1, 10.0 (10.1 -> 10.0 is within 2 %): three in the first run of
+    # 8 + 16 samples, the fourth in a run of its own, which is steady and so the first timed chunk.
     timer = Synthetic(sample_stream([20.0] * 8 + [12.0] * 8 + [10.1] * 8 + [10.0]))
     taken = _core.measure(timer, plan(), StopRule().core)
-    assert taken.warmup_samples == 32 and [n for n, _ in timer.runs] == [32, 16]
+    assert taken.warmup_samples == 24 and [n for n, _ in timer.runs] == [24, 8, 8]
     assert taken.host_us == 2.0 * 16  # the timed samples' host cost only
     np.testing.assert_array_equal(taken.times_us, np.full(16, 10.0))
 
 
 def test_a_kernel_that_settles_at_once_costs_one_run_before_its_first_check():
-    # Medians 10.1 then 10.0: settled after the second chunk, so the first run's last 16 samples are timed.
+    # Medians 10.1 then 10.0: the second chunk agrees with the first, so it and the rest of the run are timed.
     timer = Synthetic(sample_stream([10.1] * 8 + [10.0]))
     taken = _core.measure(timer, plan(), StopRule(precision=0, max_samples=16).core)
-    assert [n for n, _ in timer.runs] == [32] and taken.warmup_samples == 16
+    assert [n for n, _ in timer.runs] == [24] and taken.warmup_samples == 8
     np.testing.assert_array_equal(taken.times_us, np.full(16, 10.0))
 
 
+def test_a_fixed_count_smaller_than_a_chunk_takes_exactly_that_many_samples():
+    # iterations=3: the first run (8 + 3) is too short for a second chunk, so its 3-sample tail is warm-up
+    # too; the next run's chunk of 8 settles and is timed, but only 3 of its samples are kept.
+    timer = Synthetic(sample_stream([5.0]))
+    taken = _core.measure(timer, plan(), StopRule(precision=0, min_samples=3, max_samples=3, first_chunk=3).core)
+    assert len(taken.times_us) == 3 and taken.stop_reason == "max-samples" and taken.warmup_samples == 11
+    assert [n for n, _ in timer.runs] == [11, 8] and taken.host_us == 2.0 * 3
+
+
 def test_a_kernel_settling_late_warms_up_in_runs_of_one_chunk():
-    # Chunk medians 40, 39, ..., 35 never agree within 2 %, then 1.0, 1.0 do: chunks 1-4 come in the first
-    # run, chunks 5-8 in runs of their own.
+    # Chunk medians 40, 39, ..., 35 never agree within 2 %, then 1.0, 1.0 do: chunks 1-3 come in the first
+    # run, chunks 4-8 in runs of their own; the eighth is the first timed.
     timer = Synthetic(sample_stream([float(v) for v in range(40, 34, -1) for _ in range(8)] + [1.0]))
     taken = _core.measure(timer, plan(), StopRule(precision=0, max_samples=16).core)
-    assert [n for n, _ in timer.runs] == [32, 8, 8, 8, 8, 16] and taken.warmup_samples == 64
+    assert [n for n, _ in timer.runs] == [24, 8, 8, 8, 8, 8, 8] and taken.warmup_samples == 56
     np.testing.assert_array_equal(taken.times_us, np.full(16, 1.0))
 
 
@@ -338,7 +347,7 @@ def test_another_threads_run_waits_for_the_whole_cupti_session(cupti_timer, fake
 def test_each_chunk_takes_only_its_own_records(cupti_timer, fake_cupti):
     fake_cupti.lib.fake_cupti_set_foreign_records(2)  # other launches' kernel records between ours
     taken = _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=100).core, None)
-    assert len(taken.times_us) == 100 and taken.warmup_samples == 16
+    assert len(taken.times_us) == 100 and taken.warmup_samples == 8
     np.testing.assert_allclose(taken.times_us, KERNEL_US, atol=1e-9)
 
 

@@ -136,16 +136,17 @@ def test_cupti_clean_cold_keeps_the_clean_steps_out_of_the_samples(device, copy,
 
 def test_constant_times_stop_on_precision_after_a_settled_warm_up(device, copy):
     res = hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm")
-    assert res.stop_reason == "precision" and res.warmup == 16        # two 8-sample chunks agree at once
+    assert res.stop_reason == "precision" and res.warmup == 8  # the second 8-sample chunk agrees: it is timed
     assert res.samples == 16 and res.stats.rel_ci == 0.0
 
 
 def test_drifting_times_keep_warming_up(device, copy, fake_driver):
     # Every launch 0.1 µs slower than the last (from 4 µs): consecutive 8-sample chunks' medians are
-    # 0.8 µs apart, within the 2 % settle band only once they pass 40 µs, after 376 launches.
+    # 0.8 µs apart, within the 2 % settle band only once the earlier passes 40 µs: the chunk from launch
+    # 368 on is the first to agree with the one before, and the first timed.
     fake_driver.lib.fake_set_launch_ms_step(0.0001)
     res = hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm", max_time_s=0.05)
-    assert res.warmup == 376
+    assert res.warmup == 368
 
 
 class Alternating(_core.Timer):
@@ -168,8 +169,8 @@ def test_warm_up_is_capped():
     plan = _core.LaunchPlan(0xF00, "kern", (1, 1, 1), (1, 1, 1), 0, 0, [bytes(8)], [0])
     taken = _core.measure(timer, plan, StopRule().core)
     assert taken.warmup_samples == 1000   # max_warmup_samples, in 8-sample chunks that never agree
-    # The first run (4 warm-up chunks), 121 runs of one chunk, then one timed run of constant times.
-    assert timer.runs == 1 + 121 + 1 and len(taken.times_us) == 16
+    # The first run (3 warm-up chunks), 122 runs of one chunk, then one timed run of constant times.
+    assert timer.runs == 1 + 122 + 1 and len(taken.times_us) == 16
 
 
 def test_a_noisy_kernel_is_stopped_by_the_time_cap(device, copy, fake_driver):

@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
   }
   for (Timer* timer : timers) {
     const Measurement m = measure(*timer, rotating, StopRule{});
-    if (m.stop_reason != "precision" || m.warmup_samples != 16 || m.times_us.size() != 16 ||
+    if (m.stop_reason != "precision" || m.warmup_samples != 8 || m.times_us.size() != 16 ||
         summarize(m.times_us).median <= 0) {
       return fails("measure: wrong stop");
     }

@@ -4,11 +4,12 @@
 // from one run to the next, under one Timer::Session:
 //
 //   1. warm-up: `warmup` untimed samples, or (none given) chunks of
-//      `warmup_chunk` until two consecutive chunk medians agree within
-//      `settle` (clocks up, caches and TLBs in their steady state; at least
-//      two chunks, then at most `max_warmup_samples`). The first run holds
-//      two warm-up chunks and the first timed chunk (`first_chunk`), so a
-//      kernel that settles at once costs one run before its first check;
+//      `warmup_chunk` until a chunk's median agrees within `settle` with the
+//      chunk's before it (clocks up, caches and TLBs in their steady state;
+//      at most `max_warmup_samples`): that chunk is already steady and is
+//      the first timed one, so the warm-up is at least one chunk. The first
+//      run holds one warm-up chunk and the first timed chunk (`first_chunk`),
+//      so a kernel that settles at once costs one run before its first check;
 //   2. timed runs, each sized from the median's CI so far to reach the
 //      precision (its half-width shrinks as 1/sqrt(n); at most 4x the
 //      samples so far; doubling without a precision target), until the first of
