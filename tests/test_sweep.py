@@ -431,12 +431,15 @@ def test_space_in_yaml(tmp_path, monkeypatch):
         load_space(path)
 
 
-def test_scaling_benchmark_space():
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import sweep_scaling
-    finally:
-        sys.path.remove(str(REPO / "bench"))
+@pytest.fixture
+def sweep_scaling(monkeypatch):
+    """bench/sweep_scaling.py, imported as its own directory's script."""
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    import sweep_scaling
+    return sweep_scaling
+
+
+def test_scaling_benchmark_space(sweep_scaling):
     space = sweep_scaling.candidates(max_time_s=0.1, hang_timeout_s=5)
     assert len(space) >= 500 and len({c.id for c in space}) == len(space)
     assert [c.tags for c in space if "fault" in c.tags] == [{"fault": 0}, {"fault": 1}, {"fault": 2}]
@@ -444,12 +447,7 @@ def test_scaling_benchmark_space():
     assert {c.kernel for c in space} == {"copy", "fma", "spin"}
 
 
-def test_scaling_benchmark_orders_and_report(fake_gpus, tmp_path, capsys):
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import sweep_scaling
-    finally:
-        sys.path.remove(str(REPO / "bench"))
+def test_scaling_benchmark_orders_and_report(sweep_scaling, fake_gpus, tmp_path, capsys):
     listed = sweep_scaling.candidates(max_time_s=0.1, hang_timeout_s=5)
     shuffled = sweep_scaling.ordered(listed, "shuffled")
     assert shuffled == sweep_scaling.ordered(listed, "shuffled") and sorted(c.id for c in shuffled) == sorted(
@@ -467,32 +465,21 @@ def test_scaling_benchmark_orders_and_report(fake_gpus, tmp_path, capsys):
     assert "serial tail" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("orders", ["", "listed,listed", "random"])
-def test_scaling_benchmark_refuses_orders_it_does_not_know(orders, monkeypatch, capsys, tmp_path):
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import sweep_scaling
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-    monkeypatch.setattr(sys, "argv", ["sweep_scaling.py", "--out", str(tmp_path / "out"), "--orders", orders])
+@pytest.mark.parametrize("option, value, message", [
+    ("--orders", "", "expected listed and/or shuffled"),
+    ("--orders", "listed,listed", "expected listed and/or shuffled"),
+    ("--orders", "random", "expected listed and/or shuffled"),
+    ("--gpus", "0", "expected two or more device indices, each once"),
+    ("--gpus", "0,x", "expected two or more device indices, each once"),
+    ("--gpus", "1,1", "expected two or more device indices, each once"),
+])
+def test_scaling_benchmark_refuses_what_it_cannot_compare(sweep_scaling, option, value, message, monkeypatch,
+                                                          capsys, tmp_path):
+    monkeypatch.setattr(sys, "argv", ["sweep_scaling.py", "--out", str(tmp_path / "out"), option, value])
     with pytest.raises(SystemExit) as exit_:
         sweep_scaling.main()
     assert exit_.value.code == 2 and not (tmp_path / "out").exists()
-    assert f"--orders {orders!r}: expected listed and/or shuffled" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("gpus", ["0", "0,x", "1,1"])
-def test_scaling_benchmark_refuses_gpus_it_cannot_compare(gpus, monkeypatch, capsys, tmp_path):
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import sweep_scaling
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-    monkeypatch.setattr(sys, "argv", ["sweep_scaling.py", "--out", str(tmp_path / "out"), "--gpus", gpus])
-    with pytest.raises(SystemExit) as exit_:
-        sweep_scaling.main()
-    assert exit_.value.code == 2 and not (tmp_path / "out").exists()
-    assert f"--gpus {gpus!r}: expected two or more device indices, each once" in capsys.readouterr().err
+    assert f"{option} {value!r}: {message}" in capsys.readouterr().err
 
 
 class ScriptedExecutor:
