@@ -61,8 +61,10 @@ size_t StopRule::next_chunk(const Summary& summary) const {
     const double target = std::max(precision * summary.median, tick_us / 2);
     const double half_width = (summary.ci_high - summary.ci_low) / 2;
     const double ratio = target > 0 ? half_width / target : 2.0;
-    const auto needed = static_cast<size_t>(std::ceil(static_cast<double>(taken) * ratio * ratio * 1.1));
-    wanted = std::min(needed > taken ? needed - taken : 0, 3 * taken);
+    // In doubles until capped: a tiny target can make the estimate overflow a size_t.
+    const double needed = std::min(std::ceil(static_cast<double>(taken) * ratio * ratio * 1.1),
+                                   4.0 * static_cast<double>(taken));
+    wanted = needed > static_cast<double>(taken) ? static_cast<size_t>(needed) - taken : 0;
     wanted = std::max({wanted, first_chunk / 2, min_samples > taken ? min_samples - taken : 0});
   }
   return std::max<size_t>(1, std::min(wanted, left));

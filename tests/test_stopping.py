@@ -83,6 +83,11 @@ def test_a_chunk_asks_for_the_samples_the_ci_says_the_precision_needs(n, width):
     assert rule.core.next_chunk(s) == expected
 
 
+def test_an_interval_far_wider_than_the_target_asks_for_at_most_four_times_the_samples():
+    rule = StopRule(precision=1e-9, first_chunk=16, tick_us=0.0)  # (h / target)^2 ~ 1e16: past any count
+    assert rule.core.next_chunk(summarize(spread(32, 3.0))) == 96
+
+
 def test_a_precise_chunk_short_of_min_samples_asks_for_the_rest():
     rule = StopRule(min_samples=100, first_chunk=16)
     assert rule.core.next_chunk(summarize(np.full(30, 5.0))) == 70
