@@ -114,9 +114,19 @@ Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule, std::o
   // are timed, and only the chunks before it were warm-up. A kernel still
   // unsettled when the run ends warms up in runs of one chunk each.
   const size_t chunk = rule.warmup_chunk;
-  Timings run = take((warmup ? *warmup : chunk) + rule.first_chunk);
-  size_t timed_from = warmup ? *warmup : chunk;
-  m.warmup_samples = timed_from;
+  size_t lead = warmup ? *warmup : chunk;  // the untimed samples the first run opens with
+  if (lead > chunk) {
+    // A longer fixed warm-up runs alone, so that no run holds much more than
+    // the largest count a caller asked for (a run's events, or CUPTI records,
+    // are held until its end).
+    take(lead);
+    m.warmup_samples = lead;
+    lead = 0;
+  }
+  // Without a fixed warm-up, at least a chunk after the lead: two chunks to compare in this run.
+  Timings run = take(lead + (warmup ? rule.first_chunk : std::max(rule.first_chunk, chunk)));
+  size_t timed_from = lead;
+  m.warmup_samples += lead;
   if (!warmup) {
     auto chunk_median = [&](size_t from) {
       return median_of(std::vector<double>(run.times_us.begin() + static_cast<std::ptrdiff_t>(from),

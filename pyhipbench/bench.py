@@ -105,11 +105,16 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
                   target=kernel.module.target)
 
 
+# A fixed count is taken whatever the time: the time cap (which counts the
+# warm-up sharing the first run) must never cut it short.
+_FIXED_COUNT_TIME_CAP_S = 1e9
+
+
 def _stop_rule(precision: float, max_time_s: float, iterations: int | None) -> StopRule:
     if iterations is None:
         return StopRule(precision=precision, max_time_s=max_time_s)
     n = integer("iterations", iterations, 1, MAX_LAUNCHES)
-    return StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n)
+    return StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n, max_time_s=_FIXED_COUNT_TIME_CAP_S)
 
 
 def _expectation(expect: Expect, args: list[Argument], kernel_name: str, atol: float | None,

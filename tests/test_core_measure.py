@@ -127,12 +127,27 @@ def test_a_kernel_that_settles_at_once_costs_one_run_before_its_first_check():
 
 
 def test_a_fixed_count_smaller_than_a_chunk_takes_exactly_that_many_samples():
-    # iterations=3: the first run (8 + 3) is too short for a second chunk, so its 3-sample tail is warm-up
-    # too; the next run's chunk of 8 settles and is timed, but only 3 of its samples are kept.
+    # iterations=3: the first run still holds two chunks to compare; the second settles and is timed, but
+    # only 3 of its samples are kept.
     timer = Synthetic(sample_stream([5.0]))
     taken = _core.measure(timer, plan(), StopRule(precision=0, min_samples=3, max_samples=3, first_chunk=3).core)
-    assert len(taken.times_us) == 3 and taken.stop_reason == "max-samples" and taken.warmup_samples == 11
-    assert [n for n, _ in timer.runs] == [11, 8] and taken.host_us == 2.0 * 3
+    assert len(taken.times_us) == 3 and taken.stop_reason == "max-samples" and taken.warmup_samples == 8
+    assert [n for n, _ in timer.runs] == [16] and taken.host_us == 2.0 * 3
+
+
+def test_iterations_take_exactly_that_many_samples_whatever_the_time():
+    from pyhipbench.bench import _stop_rule
+    rule = _stop_rule(0.01, 0.001, 40)  # max_time_s is the precision target's cap, not a fixed count's
+    assert (rule.precision, rule.min_samples, rule.max_samples) == (0, 40, 40) and rule.max_time_s >= 1e9
+    timer = Synthetic(sample_stream([20.0] * 8 + [12.0] * 8 + [10.0]), seconds=0.002)
+    taken = _core.measure(timer, plan(), rule.core)
+    assert len(taken.times_us) == 40 and taken.stop_reason == "max-samples" and taken.warmup_samples == 24
+
+
+def test_a_long_fixed_warm_up_runs_alone():
+    timer = Synthetic(lambda n: np.full(n, 1.0))
+    taken = _core.measure(timer, plan(), StopRule(precision=0, max_samples=16, first_chunk=16).core, 100)
+    assert [n for n, _ in timer.runs] == [100, 16] and taken.warmup_samples == 100 and len(taken.times_us) == 16
 
 
 def test_a_kernel_settling_late_warms_up_in_runs_of_one_chunk():

@@ -638,6 +638,11 @@ class _InProcessExecutor(ScriptedExecutor):
     def initial_slots(self):
         return [0]
 
+    def start(self, slot):
+        from pyhipbench.sweep import worker
+        self.events_due.append((slot, "ready", worker.DeviceFacts("hip", slot, "InProcess", CompileTarget("gfx942"),
+                                                                  1, modules_kept=worker.MODULES_KEPT)))
+
     def submit(self, slot, task):
         self.events_due.append((slot, "outcome", self.worker.run(task)))
 
@@ -668,6 +673,49 @@ def test_a_worker_unloads_old_modules_and_the_scheduler_sends_their_code_again(t
     assert rows == [(0, "failed", refused), (1, "failed", refused)] + [(i, "ok", None) for i in range(2, 6)]
     assert device.loaded == [b"a", b"b", b"c", b"a"] and device.held == 2
     assert set(run.slots[0].modules) == set(executor.worker.modules) == {sources["c"].digest, sources["a"].digest}
+
+
+class _PipelinedInProcessExecutor(_InProcessExecutor):
+    """Like _InProcessExecutor, but the worker runs what it was sent one task per events() call, in order,
+    so the scheduler sends a task ahead while the one before it has not yet reported."""
+
+    def __init__(self, worker) -> None:
+        super().__init__(worker)
+        self.queue: list = []
+
+    def submit(self, slot, task):
+        self.queue.append(task)
+
+    def events(self, timeout):
+        due = super().events(timeout)
+        if not due and self.queue:
+            due = [(0, "outcome", self.worker.run(self.queue.pop(0)))]
+        return due
+
+
+def test_with_tasks_sent_ahead_the_scheduler_still_knows_which_code_the_worker_holds(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from pyhipbench.sweep import scheduler, worker
+    monkeypatch.setattr(worker, "MODULES_KEPT", 2)
+    monkeypatch.setattr(worker, "bench", lambda kernel, *args, **options: SimpleNamespace(
+        to_dict=lambda: {"kernel": kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
+    executor = _PipelinedInProcessExecutor(worker.Worker(_StubDevice()))
+    sources = {name: _StubSource(name.encode()) for name in "abcd"}
+    # The worker unloads a while running c, but the a sent ahead already carries a's code again: c's outcome
+    # must not make the scheduler forget a, or it sends the second c without code after the worker dropped it.
+    order = "abcadcabcdabcd"
+    candidates = [Candidate(sources[name], "k", 1, 64, tags={"i": i}) for i, name in enumerate(order)]
+    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), executor, Progress(len(order), show=False),
+                         scheduler.SweepSummary(str(tmp_path / "r.db"), len(order), 0), 10.0, 1)
+    run.ready.add(candidates)
+    run.uncompiled.clear()
+    run.code = {source.digest: Code(source.data) for source in sources.values()}
+    run.target = CompileTarget("gfx942")
+    run.loop()
+    statuses = run.store.db.execute("SELECT status, error FROM results").fetchall()
+    assert statuses == [("ok", None)] * len(order)
+    assert set(run.slots[0].modules) == set(executor.worker.modules)
 
 
 class _RaisingSource(_StubSource):

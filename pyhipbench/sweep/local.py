@@ -17,7 +17,10 @@ exit, which releases the old context, so nothing of it runs while the new
 one measures (the wait counts toward the task's watchdog limit). The cost:
 one more process and device context per GPU, idle. A spare that cannot open
 its device, or dies waiting, turns the standby off for that GPU: replacements
-are then started afresh, as without it. A candidate that faults twice in a
+are then started afresh, as without it. A spare promoted before it has opened
+its device (two replacements within its start-up) is from then on a worker
+like a freshly started one: if it cannot open the device, that is the
+sweep's error, as it would be for any worker. A candidate that faults twice in a
 row uses the spare for its first replacement; the second waits for the rest
 of the new spare's start.
 

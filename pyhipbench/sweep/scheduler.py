@@ -360,10 +360,13 @@ class _Run:
             raise NoDeviceError(f"a worker could not open its GPU (slot {slot}): {value}")
         elif kind == "outcome":
             done, state.running = state.running, None
+            # The worker's evictions are mirrored as tasks are sent (_send); what only the outcome can tell
+            # is a load that failed. Applying its other evictions here would undo a later send that carried
+            # the evicted code again, and a task after it would then lack code the worker no longer holds.
             digest = done.candidate.source.digest
-            for unloaded in value.unloaded:
-                state.modules.pop(unloaded, None)
-            if digest in state.modules:
+            if digest in value.unloaded:
+                state.modules.pop(digest, None)
+            elif digest in state.modules:
                 state.modules[digest] = True
             self.summary.busy_s += value.busy_s
             if value.replace_worker:

@@ -68,8 +68,9 @@ class Outcome:
     error: str | None = None
     replace_worker: bool = False  # the device context may be unusable: start a fresh worker
     busy_s: float = 0.0           # the measurement's wall time on the GPU, seconds
-    unloaded: tuple[str, ...] = ()  # code digests the worker no longer holds (unloaded, or failed to load):
-                                    # a later task of one carries its code again
+    unloaded: tuple[str, ...] = ()  # code digests the worker no longer holds (unloaded, or failed to load);
+                                    # the scheduler mirrors the unloads as it sends tasks and reads this for
+                                    # the task's own code when its load failed
 
 
 @dataclass(frozen=True)
