@@ -226,13 +226,14 @@ def _strings(what: str, values: object) -> tuple[str, ...]:
     return tuple(values)
 
 
+@dataclass(frozen=True)
 class _CppSource(Source):
     """What CUDA C++ and HIP C++ sources share: text compiled by pyhipbench.source.compile_source
     (NVRTC / hiprtc, no GPU needed) in the CPU pool; a candidate's kernel is a name expression."""
     text: str
-    options: tuple[str, ...]
-    name_expressions: tuple[str, ...]
-    path: str | None
+    options: tuple[str, ...] = ()
+    name_expressions: tuple[str, ...] = ()
+    path: str | None = None
     language: ClassVar[str]   # "cuda" or "hip": the vendor whose compiler takes it
     suffix: ClassVar[str]     # the file suffix `pyhipbench run` knows the language by
     needs_compiler: ClassVar[bool] = True
@@ -295,10 +296,6 @@ class CudaSource(_CppSource):
     the GPUs). `name_expressions`: C++ names of kernels ("scale<float>"); a candidate whose
     kernel is one is launched by its lowered (mangled) name, any other kernel by its own name.
     JSON: {"kind": "cuda-source", "path": "k.cu" (or "text"), "options": [...], "name_expressions": [...]}."""
-    text: str
-    options: tuple[str, ...] = ()
-    name_expressions: tuple[str, ...] = ()
-    path: str | None = None
     kind: ClassVar[str] = "cuda-source"
     language: ClassVar[str] = "cuda"
     suffix: ClassVar[str] = ".cu"
@@ -309,10 +306,6 @@ class CudaSource(_CppSource):
 class HipSource(_CppSource):
     """HIP C++ compiled by hiprtc for the sweep's AMD GPUs (an HSACO), in the CPU pool; fields as CudaSource's.
     JSON: {"kind": "hip-source", "path": "k.hip" (or "text"), "options": [...], "name_expressions": [...]}."""
-    text: str
-    options: tuple[str, ...] = ()
-    name_expressions: tuple[str, ...] = ()
-    path: str | None = None
     kind: ClassVar[str] = "hip-source"
     language: ClassVar[str] = "hip"
     suffix: ClassVar[str] = ".hip"
