@@ -360,11 +360,9 @@ class _Run:
             raise NoDeviceError(f"a worker could not open its GPU (slot {slot}): {value}")
         elif kind == "outcome":
             done, state.running = state.running, None
-            # The worker's evictions are mirrored as tasks are sent (_send); what only the outcome can tell
-            # is a load that failed. Applying its other evictions here would undo a later send that carried
-            # the evicted code again, and a task after it would then lack code the worker no longer holds.
+            # The worker's unloads are mirrored as tasks are sent (_send); only a failed load is news.
             digest = done.candidate.source.digest
-            if digest in value.unloaded:
+            if value.load_failed:
                 state.modules.pop(digest, None)
             elif digest in state.modules:
                 state.modules[digest] = True

@@ -68,9 +68,8 @@ class Outcome:
     error: str | None = None
     replace_worker: bool = False  # the device context may be unusable: start a fresh worker
     busy_s: float = 0.0           # the measurement's wall time on the GPU, seconds
-    unloaded: tuple[str, ...] = ()  # code digests the worker no longer holds (unloaded, or failed to load);
-                                    # the scheduler mirrors the unloads as it sends tasks and reads this for
-                                    # the task's own code when its load failed
+    load_failed: bool = False     # the task's code object did not load, so the worker does not hold it
+                                  # (its other unloads the scheduler mirrors as it sends tasks)
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,6 @@ class Worker:
     """One GPU's measurements. `Worker.open(backend, index)` opens the device."""
     device: Device
     modules: OrderedDict = field(default_factory=OrderedDict)  # code digest -> Module, least recently used first
-    unloaded: list[str] = field(default_factory=list)  # the current task's: code digests it no longer holds
     arguments: OrderedDict = field(default_factory=OrderedDict)
 
     @classmethod
@@ -115,9 +113,7 @@ class Worker:
             if task.code is None:
                 raise BenchError(f"the code object {task.code_digest[:12]} was never sent to this worker")
             while len(self.modules) >= MODULES_KEPT:
-                digest, module = self.modules.popitem(last=False)
-                module.unload()
-                self.unloaded.append(digest)
+                self.modules.popitem(last=False)[1].unload()
             self.modules[task.code_digest] = self.device.load_module(task.code)
         return self.modules[task.code_digest].kernel(task.kernel)
 
@@ -144,12 +140,11 @@ class Worker:
 
     def run(self, task: Task) -> Outcome:
         """Measures `task`'s candidate; every pyhipbench error (and any other exception) becomes an outcome,
-        which lists the code objects the worker no longer holds."""
-        self.unloaded = []
+        which says whether the task's code object failed to load."""
         outcome = self._measure(task)
         if task.source is None and task.code_digest not in self.modules:
-            self.unloaded.append(task.code_digest)  # its load failed
-        return replace(outcome, unloaded=tuple(self.unloaded)) if self.unloaded else outcome
+            return replace(outcome, load_failed=True)
+        return outcome
 
     def _measure(self, task: Task) -> Outcome:
         started = time.perf_counter()
