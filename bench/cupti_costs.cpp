@@ -98,6 +98,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int reps = argc > 2 ? std::atoi(argv[2]) : 25;
+  if (reps < 1) {
+    std::fprintf(stderr, "reps '%s': expected a whole number >= 1\n", argv[2]);
+    return 2;
+  }
   check_cu(cuInit(0), "cuInit");
   CUdevice device;
   check_cu(cuDeviceGet(&device, 0), "cuDeviceGet");

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pyhipbench.cache import CACHE_STATES
+
 from fidelity import MiB, run_do_bench, setup  # bench/fidelity.py: the same kernels, grids and arguments
 
 COPY_MIB = (1, 4, 16, 64)
@@ -120,11 +122,15 @@ def main() -> None:
     options = parser.parse_args()
     if options.candidates < 1 or options.repeats < 1:
         parser.error(f"--candidates {options.candidates} --repeats {options.repeats}: expected counts >= 1")
+    caches = options.caches.split(",")
+    if any(c not in CACHE_STATES + ("auto",) for c in caches) or len(set(caches)) != len(caches):
+        parser.error(f"--caches {options.caches!r}: expected cache states among auto, {', '.join(CACHE_STATES)}, "
+                     "comma-separated, each once")
 
     throughput = []
     for case in cases():
         do_bench_ms = do_bench_wall_ms(case)
-        for cache in options.caches.split(","):
+        for cache in caches:
             throughput.append(dict(per_candidate(case, options.candidates, cache), do_bench_wall_ms=do_bench_ms))
     print("| case | timer | cache | wall ms / candidate (max) | median µs | ±CI | samples | warm-up | stopped "
           "| do_bench wall ms | do_bench / pyhipbench |")
