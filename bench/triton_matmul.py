@@ -14,9 +14,12 @@ For each config, in this order:
 Outputs are checked against torch.matmul (atol = rtol = 1e-2, fp16). Then: the Spearman rank
 agreement of the medians over the configs both ran, the config each picks, whether pyhipbench's
 pick is do_bench's winner or within do_bench's noise (its do_bench median at most the winner's
-p80), the wall time per candidate of both, and pyhipbench.triton.autotune over the same space
-(its pick, the winner launched through Triton, the output checked). Prints a markdown table;
---out FILE.json keeps everything.
+p80), the wall time per candidate of both; then the space again as a racing tuner runs it
+(each config freshly loaded, timed with slower_than_us = the lowest CI upper bound so far: its
+wall per candidate against do_bench's, and whether it picks what the full pass picked); and
+pyhipbench.triton.autotune over the same space (racing, its default: its pick, the winner
+launched through Triton, the output checked). Prints a markdown table; --out FILE.json keeps
+everything.
 
     python bench/triton_matmul.py [--size 2048] [--timer auto] [--cache auto] [--out FILE.json]
 
@@ -119,20 +122,33 @@ def spearman(x: list[float], y: list[float]) -> float:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def run_config(config: triton.Config, device: hb.Device, tensors: dict, reference: torch.Tensor,
-               bench_options: dict) -> dict:
+def matmul_args(tensors: dict) -> list:
     a, b, c = tensors["a"], tensors["b"], tensors["c"]
     size = a.shape[0]
-    args = [a, b, c, size, size, size, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)]
-    meta = {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+    return [a, b, c, size, size, size, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)]
+
+
+def meta_of(config: triton.Config) -> dict:
+    return {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+
+
+def compile_config(config: triton.Config, device: hb.Device, args: list) -> ht.TritonKernel:
+    return ht.compile(matmul_kernel, [view(device, t) if isinstance(t, torch.Tensor) else t for t in args],
+                      device, **meta_of(config))
+
+
+def run_config(config: triton.Config, device: hb.Device, tensors: dict, reference: torch.Tensor,
+               bench_options: dict) -> dict:
+    c = tensors["c"]
+    args = matmul_args(tensors)
+    meta = meta_of(config)
     row: dict = {"config": label(config), "meta": meta}
 
     # pyhipbench: Triton compiles, the core times.
     c.zero_()
     started = time.perf_counter()
     try:
-        kernel = ht.compile(matmul_kernel, [view(device, t) if isinstance(t, torch.Tensor) else t for t in args],
-                            device, **meta)
+        kernel = compile_config(config, device, args)
     except hb.Error as e:
         row["pyhipbench"] = {"error": f"{type(e).__name__}: {e}"}
     else:
@@ -169,6 +185,54 @@ def run_config(config: triton.Config, device: hb.Device, tensors: dict, referenc
                            "p20_us": float(np.quantile(times_us, 0.2)), "p80_us": float(np.quantile(times_us, 0.8)),
                            "samples": len(times_us), "wall_ms": wall_ms, "output": output}
     return row
+
+
+def run_raced(device: hb.Device, tensors: dict, bench_options: dict) -> list[dict]:
+    """The space again as a racing tuner runs it: each config compiled (Triton's cache: fast) and
+    freshly loaded, then timed with slower_than_us = the lowest CI upper bound so far; the wall
+    of each bench call, ms."""
+    args = matmul_args(tensors)
+    raced: list[dict] = []
+    for config in configs():
+        row: dict = {"config": label(config)}
+        bounds = [r["ci_us"][1] for r in raced if "ci_us" in r]
+        race = {"slower_than_us": min(bounds)} if bounds else {}
+        try:
+            kernel = compile_config(config, device, args)
+        except hb.Error as e:
+            raced.append({**row, "error": f"{type(e).__name__}: {e}"})
+            continue
+        started = time.perf_counter()
+        try:
+            result = ht.bench_compiled(kernel, grid, **bench_options, **race)
+            torch.cuda.synchronize()
+            row.update(median_us=result.median_us, ci_us=list(result.ci_us), samples=result.samples,
+                       stop_reason=result.stop_reason, bound_us=race.get("slower_than_us"),
+                       wall_ms=(time.perf_counter() - started) * 1e3)
+        except hb.Error as e:
+            row["error"] = f"{type(e).__name__}: {e}"
+        finally:
+            kernel.unload()
+        raced.append(row)
+    return raced
+
+
+def summarize_raced(raced: list[dict], rows: list[dict]) -> dict:
+    """The raced pass against do_bench's walls of the same configs, and its pick against the full pass's."""
+    ran = [r for r in raced if "median_us" in r]
+    db_walls = [r["do_bench"]["wall_ms"] for r in rows if "wall_ms" in r.get("do_bench", {})]
+    full = [r for r in rows if "median_us" in r.get("pyhipbench", {})]
+    if not (ran and db_walls and full):
+        return {}
+    walls = [r["wall_ms"] for r in ran]
+    return {"raced_wall_ms_per_candidate": statistics.mean(walls),
+            "raced_wall_ms_median": statistics.median(walls),
+            "raced_wall_ratio_do_bench_over_raced_means": statistics.mean(db_walls) / statistics.mean(walls),
+            "raced_wall_ratio_of_medians": statistics.median(db_walls) / statistics.median(walls),
+            "raced_stopped_slower": sum(r["stop_reason"] == "slower" for r in ran),
+            "raced_pick": min(ran, key=lambda r: r["median_us"])["config"],
+            "raced_pick_is_full_pick": min(ran, key=lambda r: r["median_us"])["config"]
+            == min(full, key=lambda r: r["pyhipbench"]["median_us"])["config"]}
 
 
 def run_autotune(device: hb.Device, tensors: dict, reference: torch.Tensor, bench_options: dict) -> dict:
@@ -266,6 +330,8 @@ def main() -> None:
         rows.append(run_config(config, device, tensors, reference, bench_options))
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     summary = summarize(rows)
+    raced = run_raced(device, tensors, bench_options)
+    summary.update(summarize_raced(raced, rows))
     try:
         autotune = run_autotune(device, tensors, reference, bench_options)
     except hb.Error as e:
@@ -275,7 +341,7 @@ def main() -> None:
         with open(options.out, "w") as out:
             json.dump({"device": device.name, "size": options.size, "triton": triton.__version__,
                        "torch": torch.__version__, "pyhipbench": hb.__version__, "bench_options": bench_options,
-                       "rows": rows, "summary": summary, "autotune": autotune}, out, indent=1)
+                       "rows": rows, "raced": raced, "summary": summary, "autotune": autotune}, out, indent=1)
 
 
 if __name__ == "__main__":

@@ -216,9 +216,10 @@ PYBIND11_MODULE(_core, m) {
   const StopRule defaults;
   py::class_<StopRule>(m, "StopRule", "Targets and caps of one measurement (pyhipbench/stopping.hpp).")
       .def(py::init([](double precision, size_t min_samples, size_t max_samples, double max_time_s, double settle,
-                       size_t max_warmup_samples, size_t warmup_chunk, size_t first_chunk, double tick_us) {
+                       size_t max_warmup_samples, size_t warmup_chunk, size_t first_chunk, double tick_us,
+                       double slower_than_us) {
              StopRule rule{precision, min_samples, max_samples, max_time_s, settle, max_warmup_samples,
-                           warmup_chunk, first_chunk, tick_us};
+                           warmup_chunk, first_chunk, tick_us, slower_than_us};
              rule.validate();
              return rule;
            }),
@@ -226,7 +227,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("max_samples") = defaults.max_samples, py::arg("max_time_s") = defaults.max_time_s,
            py::arg("settle") = defaults.settle, py::arg("max_warmup_samples") = defaults.max_warmup_samples,
            py::arg("warmup_chunk") = defaults.warmup_chunk, py::arg("first_chunk") = defaults.first_chunk,
-           py::arg("tick_us") = defaults.tick_us)
+           py::arg("tick_us") = defaults.tick_us, py::arg("slower_than_us") = defaults.slower_than_us)
       .def_readonly("precision", &StopRule::precision)
       .def_readonly("min_samples", &StopRule::min_samples)
       .def_readonly("max_samples", &StopRule::max_samples)
@@ -236,6 +237,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("warmup_chunk", &StopRule::warmup_chunk)
       .def_readonly("first_chunk", &StopRule::first_chunk)
       .def_readonly("tick_us", &StopRule::tick_us)
+      .def_readonly("slower_than_us", &StopRule::slower_than_us)
       .def("stop_reason",
            [](const StopRule& rule, const Summary& summary, double elapsed_s) -> std::optional<std::string> {
              std::string reason = rule.stop_reason(summary, elapsed_s);
@@ -243,7 +245,7 @@ PYBIND11_MODULE(_core, m) {
              return reason;
            },
            py::arg("summary"), py::arg("elapsed_s"),
-           "Why to stop after a chunk ('precision', 'max-samples', 'max-time'), or None to go on.")
+           "Why to stop after a chunk ('precision', 'slower', 'max-samples', 'max-time'), or None to go on.")
       .def("next_chunk", &StopRule::next_chunk, py::arg("summary"),
            "Samples to ask for next, given the summary of the timed samples so far.")
       .def("settled", &StopRule::settled, py::arg("previous_median_us"), py::arg("median_us"));

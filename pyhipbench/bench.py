@@ -14,7 +14,8 @@
 4. There, warm up until two chunk medians agree (or `warmup` samples); then
    take runs, each sized to reach the precision, until the stopping rule
    (stopping.py) is met: the median's 95 % CI within ±`precision`, or
-   `max_time_s`, or the sample cap; `iterations` fixes the count instead.
+   (racing) wholly above `slower_than_us`, or `max_time_s`, or the sample
+   cap; `iterations` fixes the count instead.
 5. Free the copies; return the samples with what made them (result.py).
 """
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .rotation import plan_rotation
 from .stopping import StopRule
 from .stream import Stream
 from .timers import PER_KERNEL_TIMERS, check_timer, default_timer, min_launches_per_sample, timer_for
-from .values import integer, show
+from .values import integer, real, show
 
 # Every launch of a chunk holds its driver events until the chunk's one
 # synchronisation, so a chunk, and a fixed count, is bounded.
@@ -45,7 +46,7 @@ MAX_LAUNCHES = 1_000_000
 def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
           timer: str = "auto", cache: str = "auto", precision: float = 0.01, max_time_s: float = 1.0,
           iterations: int | None = None, warmup: int | None = None, rotate: int | str = "auto",
-          shared_bytes: int = 0, stream: Stream | None = None, expect: Expect = None,
+          slower_than_us: float | None = None, shared_bytes: int = 0, stream: Stream | None = None, expect: Expect = None,
           atol: float | None = None, rtol: float | None = None) -> Result:
     """Times `kernel` (µs per launch) until its median is known to ±`precision` (95 % CI).
 
@@ -55,6 +56,10 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     `max_time_s`: wall-time cap of the measurement (warm-up included), s. `iterations`:
     take exactly this many samples instead (no precision target).
     `warmup`: untimed samples first; None warms up until the times settle.
+    `slower_than_us`: racing, for tuners: stop (stop_reason "slower") as soon
+    as the median's 95 % CI lies wholly above this time, µs, typically the
+    best candidate's CI upper bound so far; a candidate that is surely slower
+    then costs a few samples instead of the precision's.
     `rotate`: dirty-cold's set count R ("auto": from the last-level cache and
     free memory; 1 = warm). Arrays wrapped in `shared()` never rotate.
     `stream`: a `Device.stream()` (None = the default stream).
@@ -67,7 +72,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     device, config, args = _checked_launch(kernel, grid, block, args, shared_bytes, stream)
     expectation = _expectation(expect, args, kernel.name, atol, rtol)
     timer, cache = check_timer(timer), check_cache_state(cache)
-    rule = _stop_rule(precision, max_time_s, iterations)
+    rule = _stop_rule(precision, max_time_s, iterations, slower_than_us)
     warmup = None if warmup is None else integer("warmup", warmup, 0, MAX_LAUNCHES)
     rotate = _checked_rotate(rotate)
     if cache == "auto":
@@ -110,9 +115,15 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
 _FIXED_COUNT_TIME_CAP_S = 1e9
 
 
-def _stop_rule(precision: float, max_time_s: float, iterations: int | None) -> StopRule:
+def _stop_rule(precision: float, max_time_s: float, iterations: int | None,
+               slower_than_us: float | None) -> StopRule:
     if iterations is None:
-        return StopRule(precision=precision, max_time_s=max_time_s)
+        return StopRule(precision=precision, max_time_s=max_time_s,
+                        slower_than_us=0 if slower_than_us is None else real("slower_than_us", slower_than_us,
+                                                                                   above=0))
+    if slower_than_us is not None:
+        raise BenchError(f"slower_than_us={show(slower_than_us)} with iterations={show(iterations)}: racing stops "
+                         "a run early, a fixed count never does; expected one of them")
     n = integer("iterations", iterations, 1, MAX_LAUNCHES)
     return StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n, max_time_s=_FIXED_COUNT_TIME_CAP_S)
 

@@ -29,7 +29,7 @@ class Result:
     times_us: np.ndarray = field(repr=False)  # per sample, µs per kernel
     timer: str                    # "cupti", "events", "graph" or "batched"
     cache_state: str              # "warm", "dirty-cold" or "clean-cold"
-    stop_reason: str              # "precision", "max-time", "max-samples" or "iterations"
+    stop_reason: str              # "precision", "slower" (racing), "max-time", "max-samples" or "iterations"
     precision: float              # the target: relative half-width of the median's 95 % CI (0: none)
     warmup: int                   # untimed samples run first
     launches_per_sample: int

@@ -8,6 +8,10 @@ at the first of:
 - "precision": the median's 95 % confidence interval is within ±`precision`
   of the median (default ±1 %), or no wider than one tick of the timer's
   clock (`tick_us`), once `min_samples` are in;
+- "slower" (racing, when `slower_than_us` is set): the median's 95 % CI lies
+  wholly above `slower_than_us`, once `min_samples` are in: a tuner passes the
+  best candidate's CI upper bound so far, and a candidate surely slower than
+  it stops without reaching the precision (pyhipbench.triton.autotune does);
 - "max-samples": `max_samples` taken;
 - "max-time": `max_time_s` of wall time spent (warm-up included, setup excluded).
 
@@ -17,7 +21,8 @@ steady state), or until `max_warmup_samples`; that chunk is already steady,
 so it is the first timed one. The first run of the timer holds one warm-up
 chunk and the first timed chunk (`first_chunk` samples); each later run is
 sized from the median's CI so far to reach the precision (the CI shrinks as
-1/sqrt(n); at most 4x the samples so far), because every run
+1/sqrt(n); at most doubling the samples so far; racing, to lift the CI above
+`slower_than_us` if that takes fewer), because every run
 costs a synchronisation and, for the cupti timer, a flush of its records.
 """
 from __future__ import annotations
@@ -44,12 +49,14 @@ class StopRule:
     # CUPTI's timestamps tick every 32 ns on the H200 (docs/measurement.md): an
     # interval one tick wide is as narrow as a sub-µs kernel's samples can show.
     tick_us: float = _DEFAULT.tick_us
+    slower_than_us: float = _DEFAULT.slower_than_us  # racing: stop once the CI is wholly above this, µs; 0 = never
 
     def __post_init__(self) -> None:
         real("precision", self.precision, minimum=0, below=1)
         real("max_time_s", self.max_time_s, above=0)
         real("settle", self.settle, above=0, below=1)
         real("tick_us", self.tick_us, minimum=0)
+        real("slower_than_us", self.slower_than_us, minimum=0)
         integer("min_samples", self.min_samples, 1)
         integer("max_samples", self.max_samples, self.min_samples)
         integer("max_warmup_samples", self.max_warmup_samples, 0)

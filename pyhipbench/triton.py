@@ -427,13 +427,17 @@ class Autotuner:
     Calling `kernel[grid](*args, **kwargs)` tunes once per distinct key (the
     values of the `key` arguments and every argument's dtype, as Triton's
     autotuner) and launches the fastest config through Triton. `tune` tunes
-    without launching; `tunings` holds every key's Tuning.
+    without launching; `tunings` holds every key's Tuning. With `race`, each
+    config after the first stops as soon as its median's CI lies wholly above
+    the lowest CI upper bound so far (bench's `slower_than_us`, stop_reason
+    "slower"): the winner is measured to the precision, a config surely
+    slower only until that is sure.
     """
 
     def __init__(self, fn: "JITFunction", configs: Sequence[Any], key: Sequence[str], device: Device | None,
-                 bench_options: dict[str, Any], icache_flush: bool | None = None) -> None:
+                 bench_options: dict[str, Any], icache_flush: bool | None = None, race: bool = True) -> None:
         self.fn, self.configs, self.keys = fn, list(configs), list(key)
-        self.icache_flush = icache_flush
+        self.icache_flush, self.race = icache_flush, race
         self._device = device
         self.bench_options = bench_options
         self.tunings: dict[tuple, Tuning] = {}
@@ -459,16 +463,27 @@ class Autotuner:
         key = self.key_of(args, kwargs)
         if key in self.tunings:
             return self.tunings[key]
-        results = tuple(self._try(config, grid, args, kwargs) for config in self.configs)
+        results: list[ConfigResult] = []
+        for config in self.configs:
+            results.append(self._try(config, grid, args, kwargs, self._race_bound(results)))
         ran = [r for r in results if r.result is not None]
         if not ran:
             reasons = "; ".join(f"{r.config}: {r.error}" for r in results)
             raise BenchError(f"autotune of {self.fn.__name__!r} for key {key!r}: no config ran; {reasons}")
-        tuning = Tuning(key, results, min(ran, key=lambda r: r.result.median_us).config)
+        tuning = Tuning(key, tuple(results), min(ran, key=lambda r: r.result.median_us).config)
         self.tunings[key] = tuning
         return tuning
 
-    def _try(self, config: Any, grid: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> ConfigResult:
+    def _race_bound(self, results: list[ConfigResult]) -> dict[str, float]:
+        """Racing's bench option: the lowest CI upper bound so far, µs (none before a config ran,
+        without racing, or with a fixed iteration count)."""
+        bounds = [r.result.ci_us[1] for r in results if r.result is not None]
+        if not (self.race and bounds) or self.bench_options.get("iterations") is not None:
+            return {}
+        return {"slower_than_us": min(bounds)}
+
+    def _try(self, config: Any, grid: Any, args: Sequence[Any], kwargs: dict[str, Any],
+             race: dict[str, float]) -> ConfigResult:
         if config.pre_hook is not None:
             return ConfigResult(config, None, "Config.pre_hook runs Python before each launch, "
                                 "which the C++ loop cannot; tune this config with triton.autotune")
@@ -480,7 +495,7 @@ class Autotuner:
         try:
             kernel = compile(self.fn, list(args), self.device, icache_flush=self.icache_flush, **kwargs,
                              **config.all_kwargs())
-            return ConfigResult(config, bench_compiled(kernel, grid, **self.bench_options))
+            return ConfigResult(config, bench_compiled(kernel, grid, **self.bench_options, **race))
         except Error as e:
             return ConfigResult(config, None, f"{type(e).__name__}: {e}")
         finally:
@@ -500,12 +515,16 @@ class Autotuner:
 
 
 def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | None = None,
-             icache_flush: bool | None = None, **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
+             icache_flush: bool | None = None, race: bool = True,
+             **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
     """A decorator like `triton.autotune(configs, key)`, timing each config with pyhipbench.
 
     `bench_options`: pyhipbench.bench's options for every candidate (timer,
     cache, precision, max_time_s, ...). `device`: None opens `Device()` on
-    first use. `icache_flush`: as for `compile`. Apply it above `@triton.jit`.
+    first use. `icache_flush`: as for `compile`. `race`: stop each config
+    once it is surely slower than the best so far (Autotuner; False measures
+    every config to the precision; a fixed `iterations` never races).
+    Apply it above `@triton.jit`.
     Of `triton.autotune`'s other arguments none is taken: `prune_configs_by`,
     `reset_to_zero`, `restore_value` and `pre_hook` run Python around each
     launch, which the C++ loop does not; `warmup`/`rep` are pyhipbench's
@@ -519,10 +538,16 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
         raise BenchError(f"configs={show(configs)}: expected a non-empty list of triton.Config")
     if isinstance(key, str) or not isinstance(key, (list, tuple)) or not all(isinstance(k, str) for k in key):
         raise BenchError(f"key={show(key)}: expected a list of argument names")
-    unknown = sorted(set(bench_options) - set(BENCH_OPTIONS) | ({"shared_bytes"} & set(bench_options)))
+    if "slower_than_us" in bench_options:
+        raise BenchError(f"autotune option slower_than_us={show(bench_options['slower_than_us'])}: autotune sets "
+                         "it to the best config's CI so far; expected race=True (the default) or race=False")
+    own = {"shared_bytes", "slower_than_us"}  # Triton's; the race's
+    unknown = sorted(set(bench_options) - set(BENCH_OPTIONS) | (own & set(bench_options)))
     if unknown:
         raise BenchError(f"autotune option {unknown[0]!r}: expected pyhipbench.bench options "
-                         f"({', '.join(o for o in BENCH_OPTIONS if o != 'shared_bytes')})")
+                         f"({', '.join(o for o in BENCH_OPTIONS if o not in own)})")
+    if not isinstance(race, bool):
+        raise BenchError(f"race={show(race)}: expected True (the default) or False")
 
     def decorate(fn: "JITFunction") -> Autotuner:
         if not isinstance(fn, JITFunction):
@@ -531,6 +556,6 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
         if missing:
             raise BenchError(f"key names {', '.join(missing)}, not parameters of {fn.__name__!r} "
                              f"({', '.join(fn.arg_names)})")
-        return Autotuner(fn, configs, key, device, bench_options, icache_flush)
+        return Autotuner(fn, configs, key, device, bench_options, icache_flush, race)
 
     return decorate

@@ -118,6 +118,10 @@ BAD = [
     (dict(iterations=None, precision=1.5), "precision=1.5: out of range, expected a finite number >= 0 and < 1"),
     (dict(iterations=None, max_time_s=0), "max_time_s=0: out of range, expected a finite number > 0"),
     (dict(iterations=0), "iterations=0: out of range, expected an integer in \\[1, 1000000\\]"),
+    (dict(iterations=None, slower_than_us=0), "slower_than_us=0: out of range, expected a finite number > 0"),
+    (dict(iterations=None, slower_than_us="5us"), "slower_than_us='5us': expected a finite number > 0, got str"),
+    (dict(slower_than_us=5.0), "slower_than_us=5.0 with iterations=10: racing stops a run early, a fixed count "
+     "never does; expected one of them"),
     (dict(warmup=-1), "warmup=-1: out of range, expected an integer in \\[0, 1000000\\]"),
     (dict(rotate=0), "rotate=0: out of range, expected an integer >= 1 \\(argument sets, or 'auto'\\)"),
     (dict(rotate=100_000), "rotate=100000 sets of 8192 bytes cannot fit in device memory"),

@@ -53,13 +53,22 @@ def test_a_precise_kernel_stops_early_on_precision():
     assert taken.precision_reached == _core.summarize(taken.times_us).rel_ci
 
 
+def test_racing_stops_a_surely_slower_kernel_at_its_first_check():
+    # ±5 % noise, 10 % above the bound: one run of the first chunk, then "slower".
+    rng = np.random.default_rng(7)
+    timer = Synthetic(lambda n: rng.normal(10.0, 0.5, n))
+    taken = _core.measure(timer, plan(), StopRule(slower_than_us=9.0).core, 0)
+    assert taken.stop_reason == "slower" and len(timer.runs) == 1 and len(taken.times_us) == 16
+    assert _core.summarize(taken.times_us).ci_low > 9.0
+
+
 def test_a_noisy_kernel_takes_more_chunks_and_still_reaches_the_target():
     rng = np.random.default_rng(1)
     timer = Synthetic(lambda n: rng.lognormal(np.log(10.0), 0.2, n))
     taken = _core.measure(timer, plan(), StopRule().core, 0)
     assert taken.stop_reason == "precision" and len(taken.times_us) > 64
-    # ±20 % noise needs thousands of samples: each run asks for what the CI so far says, at most 4x the total
-    assert [n for n, _ in timer.runs][:4] == [16, 48, 192, 768]
+    # ±20 % noise needs thousands of samples: each run asks for what the CI so far says, at most doubling
+    assert [n for n, _ in timer.runs][:4] == [16, 16, 32, 64]
     assert _core.summarize(taken.times_us).rel_ci <= 0.01
 
 
@@ -137,7 +146,7 @@ def test_a_fixed_count_smaller_than_a_chunk_takes_exactly_that_many_samples():
 
 def test_iterations_take_exactly_that_many_samples_whatever_the_time():
     from pyhipbench.bench import _stop_rule
-    rule = _stop_rule(0.01, 0.001, 40)  # max_time_s is the precision target's cap, not a fixed count's
+    rule = _stop_rule(0.01, 0.001, 40, None)  # max_time_s is the precision target's cap, not a fixed count's
     assert (rule.precision, rule.min_samples, rule.max_samples) == (0, 40, 40) and rule.max_time_s >= 1e9
     timer = Synthetic(sample_stream([20.0] * 8 + [12.0] * 8 + [10.0]), seconds=0.002)
     taken = _core.measure(timer, plan(), rule.core)
@@ -187,6 +196,7 @@ def test_an_error_inside_a_chunk_keeps_its_class():
     ({"min_samples": 0}, "min_samples=0: out of range, expected an integer >= 1"),
     ({"min_samples": 20, "max_samples": 10}, "max_samples=10: out of range, expected an integer >= 20"),
     ({"warmup_chunk": 0}, "warmup_chunk=0: out of range, expected an integer >= 1"),
+    ({"slower_than_us": -2.0}, "slower_than_us=-2: out of range, expected a finite number >= 0 (µs; 0 = no racing)"),
 ])
 def test_the_core_refuses_a_bad_rule_naming_the_field(options, message):
     with pytest.raises(BenchError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -194,11 +204,12 @@ def test_the_core_refuses_a_bad_rule_naming_the_field(options, message):
 
 
 def test_python_rule_is_the_core_rule():
-    rule = StopRule(precision=0.02, max_samples=500, tick_us=0.0)
-    assert (rule.core.precision, rule.core.max_samples, rule.core.tick_us) == (0.02, 500, 0.0)
+    rule = StopRule(precision=0.02, max_samples=500, tick_us=0.0, slower_than_us=3.5)
+    assert (rule.core.precision, rule.core.max_samples, rule.core.tick_us, rule.core.slower_than_us) == \
+        (0.02, 500, 0.0, 3.5)
     assert StopRule() == StopRule(**{f: getattr(_core.StopRule(), f) for f in (
         "precision", "min_samples", "max_samples", "max_time_s", "settle", "max_warmup_samples", "warmup_chunk",
-        "first_chunk", "tick_us")})
+        "first_chunk", "tick_us", "slower_than_us")})
 
 
 # ---- statistics: the core against numpy and the order-statistics formula ----

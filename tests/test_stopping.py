@@ -73,19 +73,19 @@ def spread(n: int, width: float) -> np.ndarray:
 
 @pytest.mark.parametrize("n, width", [(32, 0.7), (32, 1.0), (64, 1.2), (100, 3.0)])
 def test_a_chunk_asks_for_the_samples_the_ci_says_the_precision_needs(n, width):
-    # The CI's half-width shrinks as 1/sqrt(n): n (h / target)^2, 10 % more, minus what is taken;
-    # at least first_chunk / 2, at most 3 x taken (4x the total).
+    # The CI's half-width shrinks as 1/sqrt(n): n (h / target)^2 minus what is taken;
+    # at least first_chunk / 2, at most as many as taken (doubling the total).
     rule = StopRule(first_chunk=16)
     s = summarize(spread(n, width))
     ratio = (s.ci_high - s.ci_low) / 2 / (0.01 * s.median)
     assert ratio > 1  # not yet precise
-    expected = min(max(int(np.ceil(n * ratio**2 * 1.1)) - n, 8), 3 * n)
+    expected = min(max(int(np.ceil(n * ratio**2)) - n, 8), n)
     assert rule.core.next_chunk(s) == expected
 
 
-def test_an_interval_far_wider_than_the_target_asks_for_at_most_four_times_the_samples():
+def test_an_interval_far_wider_than_the_target_at_most_doubles_the_samples():
     rule = StopRule(precision=1e-9, first_chunk=16, tick_us=0.0)  # (h / target)^2 ~ 1e16: past any count
-    assert rule.core.next_chunk(summarize(spread(32, 3.0))) == 96
+    assert rule.core.next_chunk(summarize(spread(32, 3.0))) == 32
 
 
 def test_a_precise_chunk_short_of_min_samples_asks_for_the_rest():
@@ -99,12 +99,39 @@ def test_a_tick_limited_kernel_aims_at_a_one_tick_interval():
     rule = StopRule(first_chunk=16, tick_us=0.032)
     s = summarize(np.r_[np.full(10, 0.544), np.full(12, 0.576), np.full(10, 0.608)])
     ratio = (s.ci_high - s.ci_low) / 2 / 0.016
-    assert rule.core.next_chunk(s) == min(max(int(np.ceil(32 * ratio**2 * 1.1)) - 32, 8), 96)
+    assert rule.core.next_chunk(s) == min(max(int(np.ceil(32 * ratio**2)) - 32, 8), 32)
 
 
 def test_settled():
     rule = StopRule(settle=0.02)
     assert rule.core.settled(10.0, 10.15) and not rule.core.settled(10.0, 10.3)
+
+
+def test_racing_stops_a_surely_slower_kernel_after_its_first_chunk():
+    # ±5 % noise: ±1 % would take hundreds of samples; 10 % above the bound is sure after one chunk.
+    rng = np.random.default_rng(5)
+    samples, reason = simulate(StopRule(slower_than_us=9.0), lambda n: rng.normal(10.0, 0.5, n))
+    assert reason == "slower" and len(samples) == 16
+    assert summarize(samples).ci_low > 9.0 and summarize(samples).rel_ci > 0.01
+    full, reason = simulate(StopRule(), lambda n: rng.normal(10.0, 0.5, n))
+    assert reason == "precision" and len(full) > 64
+
+
+def test_racing_never_stops_a_kernel_whose_interval_reaches_the_bound():
+    # The bound inside the spread: not surely slower, so it runs to the precision like any other.
+    rng = np.random.default_rng(6)
+    samples, reason = simulate(StopRule(slower_than_us=10.0), lambda n: rng.normal(10.0, 0.2, n))
+    assert reason == "precision" and summarize(samples).rel_ci <= 0.01
+
+
+def test_racing_sizes_the_next_run_to_lift_the_interval_above_the_bound():
+    # Median 10 µs, half-width ~0.6 µs: ±1 % needs ~(0.6 / 0.1)^2 x more samples; clearing a 9.5 µs
+    # bound needs the half-width under 0.5 µs, ~1.5x: the run asks for that, not for the precision.
+    s = summarize(np.linspace(9.0, 11.0, 32))
+    plain = StopRule(first_chunk=16).core.next_chunk(s)
+    raced = StopRule(first_chunk=16, slower_than_us=9.5).core.next_chunk(s)
+    half, target = (s.ci_high - s.ci_low) / 2, s.median - 9.5
+    assert raced == max(int(np.ceil(32 * (half / target) ** 2)) - 32, 8) < plain == 32
 
 
 @pytest.mark.parametrize("options, message", [
@@ -115,6 +142,8 @@ def test_settled():
     ({"min_samples": 0}, "min_samples=0: out of range, expected an integer >= 1"),
     ({"min_samples": 20, "max_samples": 10}, "max_samples=10: out of range, expected an integer >= 20"),
     ({"first_chunk": 2.0}, "first_chunk=2.0: expected an integer >= 1, got float"),
+    ({"slower_than_us": -1.0}, "slower_than_us=-1.0: out of range, expected a finite number >= 0"),
+    ({"slower_than_us": float("inf")}, "slower_than_us=inf: out of range, expected a finite number >= 0"),
 ])
 def test_bad_rules_are_refused(options, message):
     with pytest.raises(hb.BenchError, match=message.replace("(", r"\(").replace(")", r"\)")

@@ -221,6 +221,48 @@ def test_autotune_picks_the_fastest_config_once_per_key(device, fake_driver, bac
     assert len(runs) == 6 and set(tuned.tunings) == {tuning.key, (2048, "float32", "float32", "float32")}
 
 
+def test_autotune_races_each_config_against_the_best_so_far(device, fake_driver, backend_name, monkeypatch):
+    """After the first config, each gets the lowest CI upper bound so far as slower_than_us: a noisy
+    config well above it stops after one chunk ("slower"); one below it runs to the precision."""
+    warp = WARP[backend_name]
+    timing = {4 * warp: (5.0, 0.0), 8 * warp: (9.0, 0.05), 2 * warp: (4.0, 0.0)}  # µs, + µs per launch
+    options = []
+
+    def bench_with_fake_time(kernel, grid, block, args, **bench_options):
+        options.append(bench_options)
+        us, step_us = timing[block[0]]
+        fake_driver.lib.fake_set_launch_ms(us / 1000)
+        fake_driver.lib.fake_set_launch_ms_step(step_us / 1000)  # a ramp: never within ±1 %
+        return real(kernel, grid, block, args, **bench_options)
+
+    real = ht._bench
+    monkeypatch.setattr(ht, "_bench", bench_with_fake_time)
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4), triton.Config({"BLOCK": 512}, num_warps=8),
+               triton.Config({"BLOCK": 128}, num_warps=2)]
+    tuned = ht.autotune(configs, key=["n"], device=device, warmup=0, timer="events", cache="warm")(tk.add)
+    x, y, out = vectors(device)
+    tuning = tuned.tune((1,), x, y, out, 4096)
+    assert [o.get("slower_than_us") for o in options] == [None, pytest.approx(5.0), pytest.approx(5.0)]
+    fast, slow, fastest = (r.result for r in tuning.results)
+    assert (fast.stop_reason, slow.stop_reason, fastest.stop_reason) == ("precision", "slower", "precision")
+    assert slow.samples == 16 and slow.stats.ci_low > 5.0 and slow.stats.rel_ci > 0.01
+    assert tuning.best is configs[2] and tuning.results[1].to_dict()["stop_reason"] == "slower"
+
+
+@pytest.mark.parametrize("options", [{"race": False}, {"iterations": 4}])
+def test_autotune_without_racing_or_with_a_fixed_count_gives_no_bound(device, fake_driver, backend_name,
+                                                                      monkeypatch, options):
+    runs = timed_by_block(monkeypatch, fake_driver, {4 * WARP[backend_name]: 5.0})
+    passed = []
+    real = ht._bench
+    monkeypatch.setattr(ht, "_bench", lambda *a, **o: passed.append(o) or real(*a, **o))
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4)] * 3
+    tuned = ht.autotune(configs, key=["n"], device=device, warmup=0, timer="events", **options)(tk.add)
+    x, y, out = vectors(device)
+    tuned.tune((1,), x, y, out, 4096)
+    assert len(runs) == 3 and all("slower_than_us" not in o for o in passed)
+
+
 def test_autotune_records_failed_configs_with_the_reason(device, fake_driver, backend_name, monkeypatch):
     timed_by_block(monkeypatch, fake_driver, {4 * WARP[backend_name]: 6.0})
     configs = [triton.Config({"BLOCK": 100}),                                   # not a power of 2
@@ -261,6 +303,11 @@ def test_autotune_bad_arguments(device):
         ht.autotune([triton.Config({})], key=["n"], timers="events")
     with pytest.raises(hb.BenchError, match=r"autotune option 'shared_bytes'"):
         ht.autotune([triton.Config({})], key=["n"], shared_bytes=4)
+    with pytest.raises(hb.BenchError, match=r"autotune option slower_than_us=3.0: autotune sets it to the best "
+                                            r"config's CI so far; expected race=True \(the default\) or race=False"):
+        ht.autotune([triton.Config({})], key=["n"], slower_than_us=3.0)
+    with pytest.raises(hb.BenchError, match=r"race='yes': expected True \(the default\) or False"):
+        ht.autotune([triton.Config({})], key=["n"], race="yes")
     with pytest.raises(hb.BenchError, match=r"key names size, not parameters of 'add' \(x, y, out, n, BLOCK\)"):
         ht.autotune([triton.Config({})], key=["size"])(tk.add)
 
@@ -321,6 +368,16 @@ def test_the_matmul_scripts_space(monkeypatch):
     table = script.markdown(rows, summary, {"error": "BenchError: no config ran"})
     assert "| d | - | BenchError: shared_bytes=98304 | | | | 60.00 (60.00-61.00) |" in table
     assert "| c | - | 50.00 (50.00-50.00) | cupti / clean-cold | 10.0 | NO |" in table
+    raced = [{"config": "a", "median_us": 30.0, "ci_us": [29.9, 30.1], "samples": 40, "stop_reason": "precision",
+              "wall_ms": 3.0},
+             {"config": "b", "median_us": 31.0, "ci_us": [30.5, 31.5], "samples": 16, "stop_reason": "slower",
+              "wall_ms": 1.0},
+             {"config": "c", "error": "BenchError: out of resources"}]
+    assert script.summarize_raced(raced, rows) == {
+        "raced_wall_ms_per_candidate": 2.0, "raced_wall_ms_median": 2.0,
+        "raced_wall_ratio_do_bench_over_raced_means": 60.0, "raced_wall_ratio_of_medians": 60.0,
+        "raced_stopped_slower": 1, "raced_pick": "a", "raced_pick_is_full_pick": True}
+    assert script.summarize_raced([raced[2]], rows) == {}
 
 
 def test_icache_flush_choice(tmp_path, backend_name, device):

@@ -17,9 +17,12 @@
 // Each candidate block size is measured by every per-kernel timer the backend
 // has (cupti and events on CUDA, events on HIP) on the same rotated buffers,
 // by the core's adaptive measure(): warm-up until settled, then samples until
-// the median's 95 % CI is within ±1 % (or the sample or time cap). The table
-// shows each one's median, its CI, the samples taken, why it stopped and the
-// bandwidth; the winner is the fastest median by the first timer that ran.
+// the median's 95 % CI is within ±1 % (or the sample or time cap). Candidates
+// race: each stops ("slower") once its CI lies wholly above the lowest CI upper
+// bound the same timer has measured so far (StopRule::slower_than_us), so a
+// block size that surely loses costs a few samples. The table shows each
+// one's median, its CI, the samples taken, why it stopped and the bandwidth;
+// the winner is the fastest median by the first timer that ran.
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -30,6 +33,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -149,6 +153,7 @@ int main(int argc, char** argv) {
     }
 
     std::vector<Row> rows;
+    std::map<std::string, double> best_ci_high_us;  // per timer, the race's bound (0: none yet)
     for (uint32_t block : {64u, 128u, 256u, 512u, 1024u}) {
       pyhipbench::LaunchConfig config;
       const uint64_t blocks = (elements + block - 1) / block;
@@ -156,8 +161,13 @@ int main(int argc, char** argv) {
       config.block = {block, 1, 1};
       pyhipbench::LaunchPlan plan(copy, "copy", config, arg_sets, {0, 8, 16});
       for (const auto& timer : timers) {
-        const pyhipbench::Measurement m = pyhipbench::measure(*timer, plan, rule);
-        rows.push_back({block, config.grid[0], timer->name(), pyhipbench::summarize(m.times_us), m.stop_reason});
+        double& bound = best_ci_high_us[timer->name()];
+        pyhipbench::StopRule race = rule;
+        race.slower_than_us = bound;
+        const pyhipbench::Measurement m = pyhipbench::measure(*timer, plan, race);
+        const pyhipbench::Summary summary = pyhipbench::summarize(m.times_us);
+        bound = bound == 0 ? summary.ci_high : std::min(bound, summary.ci_high);
+        rows.push_back({block, config.grid[0], timer->name(), summary, m.stop_reason});
       }
     }
 

@@ -11,13 +11,17 @@
 //      run holds one warm-up chunk and the first timed chunk (`first_chunk`),
 //      so a kernel that settles at once costs one run before its first check;
 //   2. timed runs, each sized from the median's CI so far to reach the
-//      precision (its half-width shrinks as 1/sqrt(n); at most 4x the
-//      samples so far; doubling without a precision target), until the first of
+//      precision (its half-width shrinks as 1/sqrt(n); at most doubling the
+//      samples so far, and doubling without a precision target), until the first of
 //      - "precision": the median's 95 % CI within ±`precision` of the median,
 //        or no wider than one tick of the timer's clock (`tick_us`), once
 //        `min_samples` are in;
 //      - "max-samples": `max_samples` taken;
-//      - "max-time": `max_time_s` of wall time spent, warm-up included.
+//      - "max-time": `max_time_s` of wall time spent, warm-up included;
+//      - "slower" (racing, when `slower_than_us` is set): the median's 95 % CI
+//        lies wholly above `slower_than_us`, once `min_samples` are in. A
+//        tuner passes the best candidate's CI upper bound so far: a candidate
+//        that is surely slower stops without reaching the precision.
 //
 // Each run costs a synchronisation (and for the cupti timer a flush of its
 // records) beside its samples, so fewer, well-sized runs cost less wall time.
@@ -52,14 +56,16 @@ struct PYHIPBENCH_API StopRule {
   // sub-µs kernel's samples take a few values one tick apart, and an interval
   // one tick wide is as narrow as such data can show.
   double tick_us = 0.032;
+  double slower_than_us = 0;        // racing: stop once the median's CI is wholly above this, µs; 0 = never
 
   // Throws std::invalid_argument naming the first field out of range and its value.
   void validate() const;
-  // Why to stop after a chunk ("precision", "max-samples", "max-time"), or empty to go on.
+  // Why to stop after a chunk ("precision", "slower", "max-samples", "max-time"), or empty to go on.
   std::string stop_reason(const Summary& summary, double elapsed_s) const;
   // Samples to ask for next, given the timed samples so far (`summary`): enough
-  // to reach `precision` by the 1/sqrt(n) law plus 10 %, within [first_chunk / 2,
-  // 3x taken]; doubling if precision is 0; never past max_samples.
+  // to reach `precision` (or, racing, to lift the CI above `slower_than_us`) by
+  // the 1/sqrt(n) law, within [first_chunk / 2, taken]; doubling if precision
+  // is 0; never past max_samples.
   size_t next_chunk(const Summary& summary) const;
   // Warm-up is over when two consecutive chunk medians (µs) agree within `settle`.
   bool settled(double previous_median_us, double median_us) const;
@@ -67,7 +73,7 @@ struct PYHIPBENCH_API StopRule {
 
 struct PYHIPBENCH_API Measurement {
   std::vector<double> times_us;      // the timed samples, µs per kernel
-  std::string stop_reason;           // "precision", "max-samples" or "max-time"
+  std::string stop_reason;           // "precision", "slower", "max-samples" or "max-time"
   size_t warmup_samples = 0;         // untimed samples run first
   size_t launches_per_sample = 1;
   double host_us = 0;                // host µs spent issuing the timed samples' launches
