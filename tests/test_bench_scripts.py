@@ -23,3 +23,18 @@ def test_throughput_refuses_bad_options(argv, message, monkeypatch, capsys):
         throughput.main()
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sizes", "64,x"], "--sizes '64,x' --reads '1.25,2,3,1.25': expected comma-separated numbers > 0"),
+    (["--reads", "1.25,0"], "--sizes '64,16' --reads '1.25,0': expected comma-separated numbers > 0"),
+    (["--samples", "1"], "--samples 1: expected at least 2"),
+])
+def test_clean_isolation_refuses_bad_options(argv, message, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import clean_isolation
+    monkeypatch.setattr(sys, "argv", ["clean_isolation.py", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        clean_isolation.main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and message in err and "Traceback" not in err
