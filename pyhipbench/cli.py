@@ -95,6 +95,16 @@ def _seconds(text: str) -> float:
     return _fraction(text, "a time in seconds above 0, at most a day", 0, 86400.000001)
 
 
+def _microseconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a time in µs above 0, such as 25.6")
+    return value
+
+
 def _shared_bytes(text: str) -> int:
     return _whole(text, "bytes of dynamic shared memory", 0, MAX_DIM)
 
@@ -403,7 +413,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     kernel_args = [materialize(spec, device) for spec in args.arg]
     result = bench(kernel, args.grid, args.block, kernel_args, timer=args.timer, cache=args.cache,
                    precision=args.precision, max_time_s=args.max_time, iterations=args.iterations,
-                   warmup=args.warmup, rotate=args.rotate, shared_bytes=args.shared_bytes,
+                   warmup=args.warmup, rotate=args.rotate, slower_than_us=args.slower_than,
+                   shared_bytes=args.shared_bytes,
                    expect=expected or None, atol=args.atol, rtol=args.rtol)
     print(result.summary())
     return _write_reports(args.out, [result.to_dict()])
@@ -562,6 +573,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--iterations", type=_iterations,
                      help=f"take exactly this many samples (1 to {MAX_ITERATIONS}) instead of --precision")
     run.add_argument("--warmup", type=_warmup, help="untimed samples first (default: until the times settle)")
+    run.add_argument("--slower-than", type=_microseconds, metavar="US",
+                     help="racing: stop (reason 'slower') once the median's 95%% CI lies wholly above this many "
+                          "µs, e.g. the best candidate's CI upper bound so far")
     run.add_argument("--rotate", type=_rotate, default="auto",
                      help="dirty-cold's argument-set count: 'auto' or a number (1 = warm)")
     run.add_argument("--expect", type=_expect, action="append", default=[], metavar="N=FILE.npy",

@@ -94,6 +94,20 @@ def test_run_a_code_object_on_the_fake(fake_gpu, tmp_path, capsys):
     assert result["rotation"]["sets"] == 3 and result["samples"] == 12 and result["grid"] == [4, 1, 1]
 
 
+def test_run_races_against_a_bound(fake_gpu, fake_driver, tmp_path, capsys):
+    """--slower-than: a kernel whose CI lies above the bound stops after its first chunk ("slower");
+    with --iterations it is refused, naming both."""
+    fake_driver.lib.fake_set_launch_ms_step(0.0001)  # launch k takes 4 + 0.1 k µs: never within ±1 % soon
+    out = tmp_path / "r.json"
+    run = ["run", str(COPY_PTX), "--kernel", "copy", "--grid", "4", "--block", "256", "--arg",
+           "array:float32:1024", "--arg", "array:float32:1024", "--arg", "int64:1024", "--cache", "warm"]
+    assert cli.main([*run, "--warmup", "0", "--slower-than", "3.5", "--out", str(out)]) == 0
+    [result] = json.loads(out.read_text())
+    assert result["stop_reason"] == "slower" and result["samples"] == 16 and result["stats_us"]["ci_low"] > 3.5
+    assert cli.main([*run, "--iterations", "8", "--slower-than", "3.5"]) == 2
+    assert "slower_than_us=3.5 with iterations=8: racing stops a run early" in capsys.readouterr().err
+
+
 def test_run_passes_random_integers_not_zeros(fake_gpu, capsys, monkeypatch):
     """`array:int32:N:random` reaches the kernel as random integers (it used to be all zeros)."""
     seen = []

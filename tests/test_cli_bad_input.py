@@ -108,6 +108,9 @@ OPTION_ERRORS = [
     (["run", "k.ptx", *RUN, "--precision", "2"], "argument --precision: '2': expected a relative precision"),
     (["run", "k.ptx", *RUN, "--precision", "0"], "argument --precision: '0': expected a relative precision"),
     (["run", "k.ptx", *RUN, "--max-time", "-1"], "argument --max-time: '-1': expected a time in seconds"),
+    (["run", "k.ptx", *RUN, "--slower-than", "0"], "argument --slower-than: '0': expected a time in µs above 0"),
+    (["run", "k.ptx", *RUN, "--slower-than", "nan"], "argument --slower-than: 'nan': expected a time in µs"),
+    (["run", "k.ptx", *RUN, "--slower-than", "5us"], "argument --slower-than: '5us': expected a time in µs"),
     (["run", "k.ptx", *RUN, "--timer", "clock"], "argument --timer: invalid choice: 'clock'"),
     (["run", "k.ptx", *RUN, "--cache", "cold"], "argument --cache: invalid choice: 'cold'"),
     # the --arg language (class 6/7), refused while parsing the options
