@@ -63,13 +63,17 @@ size_t StopRule::next_chunk(const Summary& summary) const {
     // run only its flush and synchronisation; an A/B on the H200 chose this
     // over 4x with a 10 % margin, docs/measurement.md), and never a chunk so
     // small that the run's fixed cost outweighs its samples.
-    double target = std::max(precision * summary.median, tick_us / 2);
-    // Racing: a CI narrower than the median's distance above the bound lifts it clear.
-    if (slower_than_us > 0 && summary.median > slower_than_us) {
-      target = std::max(target, summary.median - slower_than_us);
-    }
+    const double target = std::max(precision * summary.median, tick_us / 2);
     const double half_width = (summary.ci_high - summary.ci_low) / 2;
-    const double ratio = target > 0 ? half_width / target : 2.0;
+    double ratio = target > 0 ? half_width / target : 2.0;
+    // Racing stops once the CI's lower end clears the bound, whichever comes
+    // first: that end's distance below the median shrinks as 1/sqrt(n) too and
+    // must get under the median's distance above the bound. Not the half-width:
+    // a CI longer below the median than above (two clock states, the lower
+    // one rarer) would read as clear already and ask for only first_chunk / 2.
+    if (slower_than_us > 0 && summary.median > slower_than_us) {
+      ratio = std::min(ratio, (summary.median - summary.ci_low) / (summary.median - slower_than_us));
+    }
     // In doubles until capped: a tiny target can make the estimate overflow a size_t.
     const double needed = std::min(std::ceil(static_cast<double>(taken) * ratio * ratio),
                                    2.0 * static_cast<double>(taken));

@@ -149,6 +149,21 @@ def test_tuner_picks_the_fastest_candidate(tuner, fake_libraries):
     assert "winner: block 256 (grid 391), 3.000 µs by the cupti timer" in result.stdout
 
 
+def test_tuner_races_each_candidate_against_the_best_interval_so_far(tuner, fake_libraries):
+    # Blocks 128 and 512 take 7 and 5 µs ± 0.5, launch after launch: their median's CI never narrows to
+    # ±1 %, but it lies wholly above the 4 µs block 64 set first (per timer), so each stops at its first
+    # check ("slower"); without racing they would run to the sample or time cap.
+    launch_us = "64:4,128:7~0.5,256:3,512:5~0.5,1024:8"
+    result = run_tuner(tuner, fake_libraries, "cuda", str(COPY_PTX), "100000", launch_us=launch_us)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = rows_of(result.stdout)
+    assert [(b, timer, n, stop) for b, _, timer, _, _, n, stop, _ in rows] == [
+        (b, t, STOP.first_chunk, "slower" if b in (128, 512) else "precision") for b in BLOCKS
+        for t in ("cupti", "events")]
+    assert {(b, ci) for b, _, _, _, ci, _, _, _ in rows if b in (128, 512)} == {(128, (6.5, 7.5)), (512, (4.5, 5.5))}
+    assert "winner: block 256 (grid 391), 3.000 µs by the cupti timer" in result.stdout
+
+
 def test_tuner_without_cupti_uses_the_events_timer(tuner, fake_libraries):
     result = run_tuner(tuner, fake_libraries, "cuda", str(COPY_PTX), "4096", cupti=False)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -46,8 +46,8 @@ def test_max_time_caps_the_wall_time():
     rng = np.random.default_rng(3)
     rule = StopRule(precision=0.0001, max_time_s=0.01)
     samples, reason = simulate(rule, lambda n: rng.uniform(1.0, 2.0, n), seconds_per_sample=1e-4)
-    # Stopped at the first check past 10 ms (100 samples); a run at most quadruples the total.
-    assert reason == "max-time" and 100 <= len(samples) < 400
+    # Stopped at the first check past 10 ms (100 samples); a run at most doubles the total.
+    assert reason == "max-time" and 100 <= len(samples) < 200
 
 
 def test_precision_zero_runs_to_max_samples():
@@ -125,13 +125,25 @@ def test_racing_never_stops_a_kernel_whose_interval_reaches_the_bound():
 
 
 def test_racing_sizes_the_next_run_to_lift_the_interval_above_the_bound():
-    # Median 10 µs, half-width ~0.6 µs: ±1 % needs ~(0.6 / 0.1)^2 x more samples; clearing a 9.5 µs
-    # bound needs the half-width under 0.5 µs, ~1.5x: the run asks for that, not for the precision.
+    # Median 10 µs, CI from 9.645 µs, half-width 0.39 µs: ±1 % needs ~15x the samples (capped at doubling);
+    # lifting the CI's lower end over a 9.727 µs bound needs (0.355 / 0.273)^2 ~ 1.7x: the run asks for that.
     s = summarize(np.linspace(9.0, 11.0, 32))
+    bound = 9.727
+    assert s.ci_low < bound < s.median  # not yet surely slower
+    assert StopRule(slower_than_us=bound).core.stop_reason(s, 0.0) is None
     plain = StopRule(first_chunk=16).core.next_chunk(s)
-    raced = StopRule(first_chunk=16, slower_than_us=9.5).core.next_chunk(s)
-    half, target = (s.ci_high - s.ci_low) / 2, s.median - 9.5
-    assert raced == max(int(np.ceil(32 * (half / target) ** 2)) - 32, 8) < plain == 32
+    raced = StopRule(first_chunk=16, slower_than_us=bound).core.next_chunk(s)
+    assert raced == int(np.ceil(32 * ((s.median - s.ci_low) / (s.median - bound)) ** 2)) - 32 == 23
+    assert 8 < raced < plain == 32
+
+
+def test_racing_sizes_by_the_lower_end_of_a_lopsided_interval():
+    # Two clock states, 9 µs the rarer: median 10, CI 9-10 µs, so the half-width (0.5) is under the
+    # median's 0.8 µs above a 9.2 µs bound, but the lower end is 1 µs below the median and must
+    # shrink to 0.8: (1 / 0.8)^2 x 32 = 50 samples, 18 more; not first_chunk / 2 run after run.
+    s = summarize(np.r_[np.full(14, 9.0), np.full(18, 10.0)])
+    assert (s.median, s.ci_low, s.ci_high) == (10.0, 9.0, 10.0)
+    assert StopRule(slower_than_us=9.2).core.next_chunk(s) == 18
 
 
 @pytest.mark.parametrize("options, message", [

@@ -238,15 +238,21 @@ def test_autotune_races_each_config_against_the_best_so_far(device, fake_driver,
     real = ht._bench
     monkeypatch.setattr(ht, "_bench", bench_with_fake_time)
     configs = [triton.Config({"BLOCK": 256}, num_warps=4), triton.Config({"BLOCK": 512}, num_warps=8),
-               triton.Config({"BLOCK": 128}, num_warps=2)]
+               triton.Config({"BLOCK": 128}, num_warps=2), triton.Config({"BLOCK": 1024}, num_warps=8)]
     tuned = ht.autotune(configs, key=["n"], device=device, warmup=0, timer="events", cache="warm")(tk.add)
     x, y, out = vectors(device)
     tuning = tuned.tune((1,), x, y, out, 4096)
-    assert [o.get("slower_than_us") for o in options] == [None, pytest.approx(5.0), pytest.approx(5.0)]
-    fast, slow, fastest = (r.result for r in tuning.results)
-    assert (fast.stop_reason, slow.stop_reason, fastest.stop_reason) == ("precision", "slower", "precision")
+    # The bound is the lowest so far (4 µs once the third ran), not the first or the last.
+    assert [o.get("slower_than_us") for o in options] == [None, pytest.approx(5.0), pytest.approx(5.0),
+                                                          pytest.approx(4.0)]
+    fast, slow, fastest, slow_again = (r.result for r in tuning.results)
+    assert (fast.stop_reason, slow.stop_reason, fastest.stop_reason, slow_again.stop_reason) == \
+        ("precision", "slower", "precision", "slower")
     assert slow.samples == 16 and slow.stats.ci_low > 5.0 and slow.stats.rel_ci > 0.01
     assert tuning.best is configs[2] and tuning.results[1].to_dict()["stop_reason"] == "slower"
+    # Another key races afresh: its first config has no bound, its second the first's, not the other key's.
+    tuned.tune((1,), x, y, out, 2048)
+    assert [o.get("slower_than_us") for o in options[4:6]] == [None, pytest.approx(5.0)]
 
 
 @pytest.mark.parametrize("options", [{"race": False}, {"iterations": 4}])

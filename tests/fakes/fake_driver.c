@@ -432,15 +432,21 @@ int fake_live_modules(void) { return live_modules; }
 
 /* How long a launch of `block_x` threads per block takes, ms: launch_ms, or
  * the time FAKE_LAUNCH_US_BY_BLOCK gives that block size ("64:9,256:3": µs
- * per block size), so a tuner's candidates differ. */
+ * per block size), so a tuner's candidates differ. "128:7~0.5": 7 µs ± 0.5,
+ * launch after launch, a spread whose median's CI never narrows (racing). */
 static double launch_duration_ms(uint32_t block_x) {
+  static int jitter_up;
   const char* table = getenv("FAKE_LAUNCH_US_BY_BLOCK");
   for (const char* p = table; p && *p;) {
     char* end;
     const unsigned long block = strtoul(p, &end, 10);
     if (*end != ':') break;
     const double us = strtod(end + 1, &end);
-    if (block == block_x) return us / 1000;
+    const double jitter_us = *end == '~' ? strtod(end + 1, &end) : 0;
+    if (block == block_x) {
+      jitter_up = !jitter_up;
+      return (jitter_up ? us + jitter_us : us - jitter_us) / 1000;
+    }
     p = *end == ',' ? end + 1 : end;
   }
   return launch_ms;

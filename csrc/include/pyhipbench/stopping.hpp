@@ -63,9 +63,10 @@ struct PYHIPBENCH_API StopRule {
   // Why to stop after a chunk ("precision", "slower", "max-samples", "max-time"), or empty to go on.
   std::string stop_reason(const Summary& summary, double elapsed_s) const;
   // Samples to ask for next, given the timed samples so far (`summary`): enough
-  // to reach `precision` (or, racing, to lift the CI above `slower_than_us`) by
-  // the 1/sqrt(n) law, within [first_chunk / 2, taken]; doubling if precision
-  // is 0; never past max_samples.
+  // to reach `precision` (or, racing, to lift the CI's lower end above
+  // `slower_than_us`, if that takes fewer) by the 1/sqrt(n) law, within
+  // [first_chunk / 2, taken], or the rest of min_samples; doubling if
+  // precision is 0; never past max_samples.
   size_t next_chunk(const Summary& summary) const;
   // Warm-up is over when two consecutive chunk medians (µs) agree within `settle`.
   bool settled(double previous_median_us, double median_us) const;
