@@ -107,7 +107,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
                   launches_per_sample=taken.launches_per_sample,
                   host_us_per_kernel=taken.host_us / (len(times_us) * taken.launches_per_sample),
                   wall_s=time.perf_counter() - started, verified=expectation is not None,
-                  target=kernel.module.target)
+                  target=kernel.module.target, slower_than_us=rule.slower_than_us or None)
 
 
 # A fixed count is taken whatever the time: the time cap (which counts the

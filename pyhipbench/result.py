@@ -37,6 +37,7 @@ class Result:
     wall_s: float                 # the whole measurement, argument copies included, seconds
     target: str | None            # the processor the kernel's code was built for ("sm_90a"); None: not known
     verified: bool = False        # the outputs of one launch on every set were checked (bench's expect)
+    slower_than_us: float | None = None  # racing: the bound it ran against, µs (None: no racing)
 
     @cached_property
     def stats(self) -> Summary:
@@ -60,10 +61,11 @@ class Result:
         """One line: median and CI (µs), timer, cache state, rotation, why it stopped, cost."""
         s = self.stats
         built = f", code for {self.target}" if self.target else ""
+        raced = f", racing {self.slower_than_us:.3f} µs" if self.slower_than_us is not None else ""
         return (f"{self.kernel} on {self.device['name']} ({self.device['arch']}{built}): "
                 f"median {s.median:.3f} µs (95 % CI {s.ci_low:.3f}–{s.ci_high:.3f}, ±{100 * s.rel_ci:.2f} %), "
                 f"p10–p90 {s.p10:.3f}–{s.p90:.3f}, {s.outliers} outliers, {s.count} samples "
-                f"(stopped: {self.stop_reason}); timer {self.timer}, cache {self.cache_state}, "
+                f"(stopped: {self.stop_reason}{raced}); timer {self.timer}, cache {self.cache_state}, "
                 f"{self.rotation.sets} set(s): {self.rotation.reason}; host {self.host_us_per_kernel:.2f} "
                 f"µs/launch, {1e3 * self.wall_s:.1f} ms wall" + ("; outputs verified" if self.verified else ""))
 
@@ -80,6 +82,7 @@ class Result:
             "timer": self.timer,
             "cache_state": self.cache_state,
             "stop_reason": self.stop_reason,
+            "slower_than_us": self.slower_than_us,
             "precision": self.precision,
             "rotation": {"sets": r.sets, "wanted": r.wanted, "set_bytes": r.set_bytes,
                          "llc_bytes": r.llc_bytes, "reason": r.reason},

@@ -95,6 +95,7 @@ def test_result_statistics_and_json(device, copy, fake_driver):
     assert len(data["times_us"]) == 10 and data["timer"] == "events" and data["stop_reason"] == "iterations"
     assert data["samples"] == 10 and data["warmup"] == 1 and data["stats_us"]["median"] == pytest.approx(10.0)
     assert "median 10.000 µs" in res.summary() and "2 set(s)" in res.summary()
+    assert data["slower_than_us"] is None and "racing" not in res.summary()
 
 
 # ---- bad input: one clear error, nothing launched ---------------------------
