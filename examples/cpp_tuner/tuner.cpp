@@ -174,7 +174,8 @@ int main(int argc, char** argv) {
     std::printf("copy of %zu floats (%zu bytes), last-level cache %llu bytes (%s)\n", elements, bytes,
                 static_cast<unsigned long long>(llc_bytes), llc_argument ? "given" : "the driver's L2");
     std::printf("rotation: R = %zu (%s)\n", rotation.sets, rotation.reason.c_str());
-    std::printf("stopping: the median's 95 %% CI within ±%g %%, %zu to %zu samples, at most %g s each\n",
+    std::printf("stopping: the median's 95 %% CI within ±%g %%, %zu to %zu samples, at most %g s each; "
+                "racing: a candidate stops once its CI lies above the best one's so far\n",
                 rule.precision * 100, rule.min_samples, rule.max_samples, rule.max_time_s);
     std::printf("%6s %6s %7s %11s %21s %8s %-11s %8s\n", "block", "grid", "timer", "median µs", "95 % CI µs",
                 "samples", "stop", "GB/s");
