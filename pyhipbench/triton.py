@@ -400,13 +400,15 @@ class ConfigResult:
         return None if self.result is None else self.result.median_us
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable: the config, and the median, CI (µs), timer, cache state, or the error."""
+        """JSON-serialisable: the config, and the median, CI (µs), timer, cache state, samples, why it
+        stopped and the race's bound (µs; None: not raced), or the error."""
         out: dict[str, Any] = {"config": {**self.config.all_kwargs()}}
         if self.result is None:
             return {**out, "error": self.error}
         r = self.result
         return {**out, "median_us": r.median_us, "ci_us": list(r.ci_us), "timer": r.timer,
-                "cache_state": r.cache_state, "samples": r.samples, "stop_reason": r.stop_reason}
+                "cache_state": r.cache_state, "samples": r.samples, "stop_reason": r.stop_reason,
+                "slower_than_us": r.slower_than_us}
 
 
 @dataclass(frozen=True)

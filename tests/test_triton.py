@@ -250,6 +250,9 @@ def test_autotune_races_each_config_against_the_best_so_far(device, fake_driver,
         ("precision", "slower", "precision", "slower")
     assert slow.samples == 16 and slow.stats.ci_low > 5.0 and slow.stats.rel_ci > 0.01
     assert tuning.best is configs[2] and tuning.results[1].to_dict()["stop_reason"] == "slower"
+    # Each config's JSON names the bound it raced against (none for the first).
+    assert [r.to_dict()["slower_than_us"] for r in tuning.results] == [None, pytest.approx(5.0),
+                                                                        pytest.approx(5.0), pytest.approx(4.0)]
     # Another key races afresh: its first config has no bound, its second the first's, not the other key's.
     tuned.tune((1,), x, y, out, 2048)
     assert [o.get("slower_than_us") for o in options[4:6]] == [None, pytest.approx(5.0)]
