@@ -1,11 +1,16 @@
-"""bench/ scripts refuse bad options with one line naming the value, before touching a GPU."""
+"""bench/ scripts refuse bad options with one line naming the value, before touching a GPU; clean_isolation.py
+runs end to end on the fake driver."""
 from __future__ import annotations
 
 import importlib
 import sys
+from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import pyhipbench as hb
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -30,3 +35,37 @@ def test_scripts_refuse_bad_options(script, argv, message, monkeypatch, capsys):
         module.main()
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("backend_name", ["cuda"])
+def test_clean_isolation_times_each_read_size_on_the_fake(device, fake_driver, monkeypatch, capsys):
+    """clean_isolation.py end to end on the fake driver (its setup swapped for a small copy on the fake
+    device): per size and read, `--samples` timed clean-cold samples after 16 warm-up, the clean step
+    reading the asked multiple of the LLC before every launch, and one table row each."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import clean_isolation
+    copy = device.load_module((resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()).kernel("copy")
+
+    def setup(case):
+        n = case["bytes"] // (4 << 10)  # 1/1024 of the case: the fake's memory is the host's
+        src = device.array(np.ones(n, np.float32))
+        return device, copy, 4, 256, [src, device.empty_like(src), hb.int64(n)], [src]
+
+    monkeypatch.setattr(clean_isolation, "setup", setup)
+    monkeypatch.setattr(sys, "argv", ["clean_isolation.py", "--samples", "40", "--sizes", "64,16", "--reads", "1.25,2"])
+    fake_driver.read_args(2)
+    fake_driver.lib.fake_set_launch_ms_step(2e-6)  # each launch 2 ns longer: a rising series
+    clean_isolation.main()
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "MiB" in line]
+    assert [row.split(" | ")[:2] for row in rows] == [["| 64 MiB", "1.25"], ["| 64 MiB", "2"],
+                                                      ["| 16 MiB", "1.25"], ["| 16 MiB", "2"]]
+    # A rising series: lag-1 correlation 1, a slow sample always followed by a slow one.
+    assert all(row.split(" | ")[5:7] == ["+1.00", "1.00"] for row in rows)
+    launches = fake_driver.records("cuLaunchKernel")
+    timed = [r for r in launches if r.function == copy.handle]
+    clean = [r for r in launches if r.function != copy.handle]
+    assert len(timed) == len(clean) == 4 * (16 + 40) and len(launches) == 2 * len(timed)
+    assert all(a.function != copy.handle and b.function == copy.handle for a, b in zip(launches[::2], launches[1::2]))
+    llc = device.properties.llc_bytes
+    read_floats = [int(read * llc) // 16 * 16 // 4 for read in (1.25, 2)]
+    assert [clean[i * 56].arg_values[1] for i in range(4)] == read_floats * 2
