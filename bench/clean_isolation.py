@@ -18,6 +18,8 @@ import argparse
 
 import numpy as np
 
+from pyhipbench.bench import MAX_LAUNCHES
+
 from fidelity import MiB, setup  # bench/fidelity.py: the same kernels, grids and arguments
 
 SLOW = 1.012  # a sample this far above the median counts as slow
@@ -52,8 +54,9 @@ def main() -> None:
     except ValueError:
         parser.error(f"--sizes {options.sizes!r} --reads {options.reads!r}: expected comma-separated numbers > 0 "
                      "(MiB per buffer, integers; reads in x LLC)")
-    if options.samples < 2:
-        parser.error(f"--samples {options.samples}: expected at least 2 (a lag-1 correlation needs two)")
+    if not 2 <= options.samples <= MAX_LAUNCHES:
+        parser.error(f"--samples {options.samples}: expected 2 (a lag-1 correlation needs two) to {MAX_LAUNCHES} "
+                     "(one run holds every launch's events)")
 
     from pyhipbench import _core
     from pyhipbench.argument_sets import ArgumentSets

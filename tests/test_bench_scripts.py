@@ -25,7 +25,9 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
      "numbers > 0"),
     ("clean_isolation", ["--reads", "1.25,0"], "--sizes '64,16' --reads '1.25,0': expected comma-separated "
      "numbers > 0"),
-    ("clean_isolation", ["--samples", "1"], "--samples 1: expected at least 2"),
+    ("clean_isolation", ["--samples", "1"], "--samples 1: expected 2 (a lag-1 correlation needs two) to 1000000"),
+    ("clean_isolation", ["--samples", "1000001"], "--samples 1000001: expected 2 (a lag-1 correlation needs two) "
+     "to 1000000"),
 ])
 def test_scripts_refuse_bad_options(script, argv, message, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(BENCH))
