@@ -453,7 +453,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         render(path, [])  # an unknown format is refused before any work
     candidates = load_space(args.space)
     summary = sweep(candidates, args.out, resume=args.resume, gpus=args.gpus, backend=args.backend,
-                    cluster=args.ray, timeout_floor_s=args.timeout_floor)
+                    cluster=args.ray, timeout_floor_s=args.timeout_floor, race=args.race)
     print(f"{summary.measured} measured, {summary.failed} failed, {summary.skipped} already in {args.out}; "
           f"{summary.wall_s:.1f} s wall on {summary.gpus} GPU(s), GPU busy {summary.busy_s:.1f} s "
           f"({100 * summary.utilisation:.0f} %)")
@@ -467,8 +467,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"... and {len(failures) - MAX_FAILURES_LISTED} more failed (the database's results table has "
                   "each, with status 'failed')")
         for r in store.best(args.best):
+            raced = " (raced: stopped as slower, a less precise median)" if r.get("stop_reason") == "slower" else ""
             print(f"best {r['candidate_id'][:12]} {r['kernel']} grid {'x'.join(map(str, r['grid']))} block "
-                  f"{'x'.join(map(str, r['block']))} {r['tags'] or ''}: median {r['stats_us']['median']:.3f} µs")
+                  f"{'x'.join(map(str, r['block']))} {r['tags'] or ''}: median {r['stats_us']['median']:.3f} µs"
+                  f"{raced}")
         status = 0
         for path in args.export:
             text = export_best(store, path, args.best)
@@ -612,6 +614,10 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_.add_argument("--backend", choices=("hip", "cuda"))
     sweep_.add_argument("--timeout-floor", type=_seconds, default=TIMEOUT_FLOOR_S,
                        help=f"the watchdog's least limit per candidate, s (default {TIMEOUT_FLOOR_S:.0f})")
+    sweep_.add_argument("--race", action="store_true",
+                       help="racing: stop each candidate once its median's 95%% CI lies wholly above the lowest "
+                            "CI upper bound measured so far (stop reason 'slower'); for candidates solving one "
+                            "problem: the best is measured to the precision, the others' medians less precisely")
     sweep_.add_argument("--best", type=_iterations, default=10, help="how many of the fastest to list and export")
     sweep_.add_argument("--export", type=Path, action="append", default=[],
                        help="write the fastest candidates as JSON, CSV or a markdown table by the suffix "

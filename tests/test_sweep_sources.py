@@ -158,6 +158,24 @@ def test_a_sweep_of_cuda_source_and_triton_candidates(tmp_path, cuda_device, fak
     assert {(r.grid[0], r.block[0]) for r in launches} == {(16, 256), (16, 128)}  # copy; scale<2> and add
 
 
+def test_a_racing_sweep_passes_the_bound_to_a_triton_kernel_compiled_in_the_worker(tmp_path, cuda_device,
+                                                                                     monkeypatch):
+    # The fake driver times num_warps 4 (128 threads) at 2 µs a launch, 8 (256) at 7 ± 0.5 µs, alternating.
+    monkeypatch.setenv("FAKE_LAUNCH_US_BY_BLOCK", "128:2,256:7~0.5")
+    candidates = candidates_from_json({
+        "defaults": {"bench": {"cache": "warm", "max_time_s": 0.5, "timer": "events"}, "grid": [16],
+                     "args": TRITON_ARGS},
+        "candidates": [{"source": TRITON_ADD}, {"source": {**TRITON_ADD, "num_warps": 8}}]})
+    summary = run(candidates, Store(tmp_path / "r.db"), InProcess(cuda_device), race=True)
+    assert (summary.measured, summary.failed) == (2, 0)
+    rows = {cid: (stop, ci_high, json.loads(result)["slower_than_us"], json.loads(result)["block"]) for
+            cid, stop, ci_high, result in sqlite3.connect(tmp_path / "r.db").execute(
+                "SELECT candidate_id, stop_reason, ci_high_us, result FROM results")}
+    fast, slow = (rows[c.id] for c in candidates)
+    assert fast[0] == "precision" and fast[2] is None and fast[3] == [128, 1, 1]
+    assert slow[0] == "slower" and slow[2] == fast[1] and slow[3] == [256, 1, 1]  # raced the first's bound
+
+
 def test_cuda_source_compiles_on_the_cpu_and_names_its_kernels():
     require_nvrtc()
     source = CudaSource(CUDA, name_expressions=("scale<2>",))

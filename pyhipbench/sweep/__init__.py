@@ -35,7 +35,8 @@ __all__ = ["sweep", "Candidate", "BenchOptions", "load_space", "candidates_from_
 
 def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = False, gpus: list[int] | None = None,
           backend: str | None = None, cluster: str | None = None, progress: bool | None = None,
-          timeout_floor_s: float = TIMEOUT_FLOOR_S, compile_workers: int = 2, standby: bool = True) -> SweepSummary:
+          timeout_floor_s: float = TIMEOUT_FLOOR_S, compile_workers: int = 2, standby: bool = True,
+          race: bool = False) -> SweepSummary:
     """Measures every candidate on every GPU and records each in the SQLite database `db`.
 
     `resume`: continue a database that already holds results, skipping the
@@ -48,6 +49,11 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
     `compile_workers`: processes compiling IR and C++ source ahead of the GPUs.
     `standby`: (local sweeps) keep a spare worker process per GPU, its device open, to replace a worker
     after a fault, hang or death without waiting for a process to start (one more device context per GPU).
+    `race`: racing, for a space of candidates solving one problem: each candidate's bench() gets
+    `slower_than_us`, the lowest CI upper bound (µs) measured so far in `db` (resumed results included;
+    none before the first result, nor for a fixed `iterations`), and stops (stop_reason "slower") once
+    surely slower than that. The best candidate is still measured to its precision; the medians of those
+    stopped as slower are less precise.
     """
     candidates = list(candidates)
     for i, c in enumerate(candidates):
@@ -68,6 +74,8 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
     compile_workers = integer("compile_workers", compile_workers, 1, 256)
     if not isinstance(standby, bool):
         raise BenchError(f"standby={show(standby)}: expected True or False")
+    if not isinstance(race, bool):
+        raise BenchError(f"race={show(race)}: expected True or False")
     store = Store(Path(db), resume=resume)
     try:
         if cluster is not None:
@@ -78,7 +86,7 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
         done = len(store.done_ids() & {c.id for c in candidates})
         bar = Progress(len({c.id for c in candidates}), done, show=progress)
         return run(candidates, store, executor, progress=bar, timeout_floor_s=timeout_floor_s,
-                   compile_workers=compile_workers)
+                   compile_workers=compile_workers, race=race)
     finally:
         store.close()
 

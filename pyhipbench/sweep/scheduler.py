@@ -36,6 +36,12 @@ device, ("outcome", Outcome) and ("died", reason).
   retried once, on a fresh worker (one that has run nothing yet), then
   recorded as failed with its reason. Bad input (the kernel, launch,
   arguments or IR cannot work) is recorded at once: retrying cannot help.
+- Racing (opt-in, `race`): each task's bench options carry `slower_than_us`,
+  the lowest CI upper bound (µs) of the results measured so far in the
+  database (on resume, those already stored; none before the first result,
+  nor for a candidate with a fixed `iterations`), so a candidate surely
+  slower than the best stops early with stop_reason "slower". The bound is
+  added to the options sent, not to the candidate: its id does not change.
 - Every candidate is recorded in the store as soon as it is known.
 """
 from __future__ import annotations
@@ -159,9 +165,12 @@ class _ReadyQueue:
 
 class _Run:
     def __init__(self, candidates: list[Candidate], store: Store, executor: Executor, progress: Progress,
-                 summary: SweepSummary, timeout_floor_s: float, compile_workers: int) -> None:
+                 summary: SweepSummary, timeout_floor_s: float, compile_workers: int, race: bool = False) -> None:
         self.store, self.executor, self.progress, self.summary = store, executor, progress, summary
         self.timeout_floor_s, self.compile_workers = timeout_floor_s, compile_workers
+        self.race = race
+        # Racing's bound: the lowest CI upper bound measured in the database so far, µs (None: none yet).
+        self.race_bound: float | None = store.lowest_ci_high() if race else None
         self.remaining = len(candidates)
         self.ready = _ReadyQueue(candidates)
         self.retries: deque[Candidate] = deque()
@@ -207,6 +216,22 @@ class _Run:
         if first is not None and first != (reason, error):
             error = f"{error} (attempt 1: {first[0]}: {first[1]})"
         self._record(candidate, started_at, reason=reason, error=error, device=device)
+
+    def _lower_race_bound(self, result: dict[str, Any]) -> None:
+        """Racing's bound after a measured result: its CI upper bound, µs, if lower."""
+        ci_high = result["stats_us"]["ci_high"]
+        if ci_high > 0 and (self.race_bound is None or ci_high < self.race_bound):  # bench takes a bound > 0 only
+            self.race_bound = ci_high
+
+    def _bench_options(self, candidate: Candidate) -> dict[str, Any]:
+        """The candidate's bench() options as its task carries them: with racing, and a bound known, plus
+        `slower_than_us` (a fixed `iterations` cannot race: bench refuses both). A task sent ahead carries
+        the bound of when it was sent; a result that arrives before it starts may have lowered the bound
+        since, but a looser bound is still valid: the candidate only races less."""
+        options = candidate.bench.to_json()
+        if self.race_bound is not None and candidate.bench.iterations is None:
+            options["slower_than_us"] = self.race_bound
+        return options
 
     # -- compiling ------------------------------------------------------------
     def _code_for_target(self, digest: str) -> None:
@@ -307,7 +332,7 @@ class _Run:
         digest = candidate.source.digest
         if candidate.source.compiled_in_worker:
             task = Task(candidate.id, candidate.kernel, candidate.grid, candidate.block, candidate.args,
-                        candidate.shared_bytes, candidate.bench.to_json(), digest, None, candidate.source)
+                        candidate.shared_bytes, self._bench_options(candidate), digest, None, candidate.source)
         else:
             code = self.code[digest]
             if state.modules.get(digest):  # held, and confirmed by an outcome
@@ -321,7 +346,7 @@ class _Run:
                 state.modules.move_to_end(digest)
                 data = code.data
             task = Task(candidate.id, code.kernel_name(candidate.kernel), candidate.grid, candidate.block,
-                        candidate.args, candidate.shared_bytes, candidate.bench.to_json(), digest, data)
+                        candidate.args, candidate.shared_bytes, self._bench_options(candidate), digest, data)
         state.fresh = False
         self.executor.submit(slot, task)
 
@@ -367,6 +392,8 @@ class _Run:
             elif digest in state.modules:
                 state.modules[digest] = True
             self.summary.busy_s += value.busy_s
+            if self.race and value.result is not None:  # before the next tasks go out, so they race against it
+                self._lower_race_bound(value.result)
             if value.replace_worker:
                 self._replace(slot)
             elif state.queued is not None:
@@ -409,8 +436,9 @@ class _Run:
 
 
 def run(candidates: list[Candidate], store: Store, executor: Executor, *, progress: Progress | None = None,
-        timeout_floor_s: float = TIMEOUT_FLOOR_S, compile_workers: int = 2) -> SweepSummary:
-    """Runs every candidate not yet in `store` on `executor`'s workers; returns what it did."""
+        timeout_floor_s: float = TIMEOUT_FLOOR_S, compile_workers: int = 2, race: bool = False) -> SweepSummary:
+    """Runs every candidate not yet in `store` on `executor`'s workers; returns what it did. `race`: each
+    candidate races the lowest CI upper bound so far (see the module docstring)."""
     started = time.perf_counter()
     done = store.done_ids()
     todo = list({c.id: c for c in candidates if c.id not in done}.values())  # a candidate listed twice runs once
@@ -418,7 +446,7 @@ def run(candidates: list[Candidate], store: Store, executor: Executor, *, progre
     progress = progress or Progress(len(todo), show=False)
     try:
         if todo:
-            _Run(todo, store, executor, progress, summary, timeout_floor_s, compile_workers).loop()
+            _Run(todo, store, executor, progress, summary, timeout_floor_s, compile_workers, race).loop()
     finally:
         executor.close()
         progress.close()

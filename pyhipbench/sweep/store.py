@@ -146,6 +146,11 @@ class Store:
         """Ids of the candidates recorded, ok or failed: a resumed sweep runs the others."""
         return {row[0] for row in self.db.execute("SELECT candidate_id FROM results")}
 
+    def lowest_ci_high(self) -> float | None:
+        """The lowest upper bound of a measured median's 95 % CI, µs (racing's bound; None: no result yet)."""
+        return self.db.execute("SELECT MIN(ci_high_us) FROM results WHERE status = ? AND ci_high_us > 0",
+                               (OK,)).fetchone()[0]
+
     def record(self, row: Row) -> None:
         """Commits one candidate; BenchError if it is already recorded (the UNIQUE id)."""
         r = row.result or {}
