@@ -543,9 +543,9 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
     if "slower_than_us" in bench_options:
         raise BenchError(f"autotune option slower_than_us={show(bench_options['slower_than_us'])}: autotune sets "
                          "it to the best config's CI so far; expected race=True (the default) or race=False")
-    own = {"shared_bytes", "slower_than_us"}  # Triton's; the race's
-    unknown = sorted(set(bench_options) - set(BENCH_OPTIONS) | (own & set(bench_options)))
+    unknown = sorted(set(bench_options) - set(BENCH_OPTIONS) | ({"shared_bytes"} & set(bench_options)))
     if unknown:
+        own = ("shared_bytes", "slower_than_us")  # Triton's; the race's
         raise BenchError(f"autotune option {unknown[0]!r}: expected pyhipbench.bench options "
                          f"({', '.join(o for o in BENCH_OPTIONS if o not in own)})")
     if not isinstance(race, bool):

@@ -26,6 +26,9 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
     ("clean_isolation", ["--reads", "1.25,0"], "--sizes '64,16' --reads '1.25,0': expected comma-separated "
      "numbers > 0"),
     ("clean_isolation", ["--samples", "1"], "--samples 1: expected 2 (a lag-1 correlation needs two) to 1000000"),
+    ("sweep_host_overhead", ["--gpus", "0"], "--candidates 500, --gpus 0, --iterations 20, --replacements 5: "
+     "expected positive counts"),
+    ("sweep_host_overhead", ["--replacements", "-1"], "--replacements -1: expected positive counts"),
     ("clean_isolation", ["--samples", "1000001"], "--samples 1000001: expected 2 (a lag-1 correlation needs two) "
      "to 1000000"),
 ])

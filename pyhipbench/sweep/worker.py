@@ -103,8 +103,7 @@ class Worker:
         backend = self.device.backend
         driver_version = backend.driver_version() if backend.name == "cuda" else None
         return DeviceFacts(backend.name, self.device.properties.index, self.device.name,
-                           CompileTarget(self.device.arch, driver_version), backend.device_count,
-                           modules_kept=MODULES_KEPT)
+                           CompileTarget(self.device.arch, driver_version), backend.device_count)
 
     def _kernel(self, task: Task):
         if task.code_digest in self.modules:
