@@ -18,7 +18,7 @@ import argparse
 
 import numpy as np
 
-from pyhipbench.bench import MAX_LAUNCHES
+from pyhipbench._measure.bench import MAX_LAUNCHES
 
 from fidelity import MiB, setup  # bench/fidelity.py: the same kernels, grids and arguments
 
@@ -59,12 +59,12 @@ def main() -> None:
                      "(one run holds every launch's events)")
 
     from pyhipbench import _core
-    from pyhipbench.argument_sets import ArgumentSets
-    from pyhipbench.bench import make_plan
-    from pyhipbench.cache import CleanStep
-    from pyhipbench.launch_config import LaunchConfig
-    from pyhipbench.stopping import StopRule
-    from pyhipbench.timers import default_timer
+    from pyhipbench._launch.argument_sets import ArgumentSets
+    from pyhipbench._measure.bench import make_plan
+    from pyhipbench._measure.cache import CleanStep
+    from pyhipbench._launch.launch_config import LaunchConfig
+    from pyhipbench._measure.stopping import StopRule
+    from pyhipbench._measure.timers import default_timer
     n = options.samples
     fixed_count = StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n, max_time_s=1e9).core
     print("| copy | clean read (x LLC) | median µs | p10–p90 µs | histogram of sample / median, 0.94–1.06 "

@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 
 import pyhipbench as hb
-from pyhipbench.argument_sets import ArgumentSets
-from pyhipbench.bench import make_plan
-from pyhipbench.launch_config import LaunchConfig
+from pyhipbench._launch.argument_sets import ArgumentSets
+from pyhipbench._measure.bench import make_plan
+from pyhipbench._launch.launch_config import LaunchConfig
 
 HERE = Path(__file__).parent
 

@@ -20,7 +20,7 @@ from importlib import resources
 import numpy as np
 
 import pyhipbench as hb
-from pyhipbench.archs import MiB
+from pyhipbench._device.archs import MiB
 
 KERNELS = resources.files("pyhipbench") / "kernels"
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pyhipbench.cache import CACHE_STATES
+from pyhipbench._measure.cache import CACHE_STATES
 
 from fidelity import MiB, run_do_bench, setup  # bench/fidelity.py: the same kernels, grids and arguments
 
@@ -68,13 +68,13 @@ def per_candidate(case: dict, candidates: int, cache: str) -> dict:
 def clean_read_sweep(case: dict, repeats: int) -> list[dict]:
     """Clean-cold medians of `case` with the clean step reading each of CLEAN_READ_PER_LLC x the LLC."""
     from pyhipbench import _core
-    from pyhipbench.argument_sets import ArgumentSets
-    from pyhipbench.bench import make_plan
-    from pyhipbench.cache import CleanStep
-    from pyhipbench.launch_config import LaunchConfig
-    from pyhipbench.stats import summarize
-    from pyhipbench.stopping import StopRule
-    from pyhipbench.timers import default_timer
+    from pyhipbench._launch.argument_sets import ArgumentSets
+    from pyhipbench._measure.bench import make_plan
+    from pyhipbench._measure.cache import CleanStep
+    from pyhipbench._launch.launch_config import LaunchConfig
+    from pyhipbench._measure.stats import summarize
+    from pyhipbench._measure.stopping import StopRule
+    from pyhipbench._measure.timers import default_timer
     device, kernel, grid, block, args, arrays = setup(case)
     config = LaunchConfig.checked(grid, block, 0, device.properties)
     timer = device.timer(default_timer(device))

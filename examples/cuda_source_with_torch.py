@@ -1,9 +1,9 @@
 """A CUDA C++ row softmax compiled with NVRTC and timed by pyhipbench on torch tensors, in two cache states.
 
-The kernel below is a template (element type, threads per block): pyhipbench.source.compile_source
+The kernel below is a template (element type, threads per block): pyhipbench.codegen.source.compile_source
 compiles it with NVRTC into a cubin for the GPU (sm_90a on an H200), with the name expression
 "row_softmax<float, 256>" and the option -DFAST_EXP (the exponential as __expf). x and y are torch
-tensors, passed to the kernel through DLPack. pyhipbench.bench times one block per row,
+tensors, passed to the kernel through DLPack. pyhipbench._measure.bench times one block per row,
 cache "clean-cold" (the L2 flushed before each launch) and "warm" (x and y left in it), and
 before timing checks the kernel's y against torch.softmax (expect=, rtol 1e-4: __expf is not
 expf). It prints each result's summary line and its effective bandwidth (x read, y written).
@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 import pyhipbench as hb
-from pyhipbench.source import compile_source
+from pyhipbench.codegen.source import compile_source
 
 SOURCE = r"""
 #ifdef FAST_EXP
@@ -79,7 +79,7 @@ def bench_softmax(kernel: hb.Kernel, x, y, *, reference: np.ndarray | None, **be
 
     `reference`: the host array y must hold after one launch, checked by bench's expect= on every
     argument set before timing (OutputMismatch if not); None checks nothing (the tests' fake
-    driver runs no kernel). `bench_options`: pyhipbench.bench's other options.
+    driver runs no kernel). `bench_options`: pyhipbench._measure.bench's other options.
     """
     rows, cols = x.shape
     verify = {} if reference is None else {"expect": {1: reference}, "atol": ATOL, "rtol": RTOL}

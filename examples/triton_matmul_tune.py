@@ -72,7 +72,7 @@ def label(config: triton.Config) -> str:
 
 
 def tune(device: hb.Device, a, b, c, *, check_output: bool, **bench_options) -> tuple[ht.Tuning, bool | None]:
-    """Times every config for c = a @ b on `device` (pyhipbench.bench's `bench_options` for each).
+    """Times every config for c = a @ b on `device` (pyhipbench._measure.bench's `bench_options` for each).
 
     `check_output`: launch the winner through Triton and compare c with torch.matmul(a, b)
     (a, b, c torch tensors on the GPU); False where kernels do not run (the tests' fake driver).

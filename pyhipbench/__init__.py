@@ -8,18 +8,18 @@ rotation count, statistics.
 """
 from importlib.metadata import version as _distribution_version
 
-from .args import Pointer, Scalar, float16, float32, float64, int8, int16, int32, int64, shared
-from .args import uint8, uint16, uint32, uint64
-from .bench import bench
-from .cpp import cmake_dir, include_dir
-from .device import Device, available_backends
+from ._launch.args import Pointer, Scalar, float16, float32, float64, int8, int16, int32, int64, shared
+from ._launch.args import uint8, uint16, uint32, uint64
+from ._measure.bench import bench
+from ._cpp import cmake_dir, include_dir
+from ._device.device import Device, available_backends
 from .errors import (BenchError, CodegenError, DriverError, Error, IRError, KernelFault, LibraryError,
                      MeasurementError, NoDeviceError, OutputMismatch, ToolchainError, VerificationError)
-from .launch_config import LaunchConfig
-from .memory import DeviceArray
-from .module import Kernel, Module
-from .result import Result
-from .rotation import Rotation, RotationCapped, plan_rotation
+from ._launch.launch_config import LaunchConfig
+from ._device.memory import DeviceArray
+from ._device.module import Kernel, Module
+from ._measure.result import Result
+from ._measure.rotation import Rotation, RotationCapped, plan_rotation
 from . import sweep  # a callable package: hb.sweep(candidates, db=...), hb.sweep.Candidate
 
 __version__ = _distribution_version("pyhipbench")  # pyproject.toml holds the one version

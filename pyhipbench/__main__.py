@@ -1,4 +1,4 @@
-"""`python -m pyhipbench`: the `pyhipbench` command (pyhipbench/cli.py)."""
+"""`python -m pyhipbench`: the `pyhipbench` command (pyhipbench/cli/)."""
 import sys
 
 from .cli import main

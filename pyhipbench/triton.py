@@ -12,7 +12,7 @@ Triton's metadata: block = num_warps x warp size, dynamic shared memory,
 the two scratch pointers Triton 3.x appends to every kernel.
 
 `bench(fn, grid, args, **meta_and_bench_options)` times it with
-`pyhipbench.bench` (the C++ loop, rotation, cache states, timers).
+`pyhipbench._measure.bench` (the C++ loop, rotation, cache states, timers).
 `autotune(configs, key)` tunes like `triton.autotune`, each config timed by
 pyhipbench, and launches the winner through Triton. Triton's own Autotuner
 takes a `do_bench` hook instead, but the hook is handed a Python closure that
@@ -33,16 +33,16 @@ from typing import Any
 
 import numpy as np
 
-from . import codeobject
-from .args import Argument, Pointer, Scalar, Shared, shared
-from .bench import bench as _bench
+from ._codeobject import image as codeobject
+from ._launch.args import Argument, Pointer, Scalar, Shared, shared
+from ._measure.bench import bench as _bench
 from .codegen import compile_ir
-from .device import Device
+from ._device.device import Device
 from .errors import BenchError, CodegenError, Error, ToolchainError
-from .memory import DeviceArray
-from .module import Kernel, Module
-from .result import Result
-from .values import show
+from ._device.memory import DeviceArray
+from ._device.module import Kernel, Module
+from ._measure.result import Result
+from ._values import show
 
 _IMPORT_ERROR = ""
 try:
@@ -70,7 +70,7 @@ SCALAR_DTYPES = {
 }
 # Triton 3.x appends these pointer parameters to every kernel, after the user's.
 SCRATCH_PARAMS = ("global_scratch", "profile_scratch")
-# pyhipbench.bench's own keyword options, told apart from meta-parameters by name.
+# pyhipbench._measure.bench's own keyword options, told apart from meta-parameters by name.
 BENCH_OPTIONS = tuple(name for name, p in inspect.signature(_bench).parameters.items()
                       if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
@@ -347,11 +347,11 @@ def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str,
 
 def bench(fn: "JITFunction", grid: int | Sequence[int] | Callable[[dict[str, Any]], Any], args: Sequence[Any], *,
           device: Device | None = None, **meta_and_options: Any) -> Result:
-    """Compiles `fn` (see `compile`) and times it with pyhipbench.bench (µs per launch).
+    """Compiles `fn` (see `compile`) and times it with pyhipbench._measure.bench (µs per launch).
 
     `grid`: programs per axis, or a callable of the meta-parameters (a dict
     of the arguments and meta-parameters by name), like Triton's grid lambdas.
-    Keywords named like pyhipbench.bench's options (timer, cache, precision,
+    Keywords named like pyhipbench._measure.bench's options (timer, cache, precision,
     max_time_s, iterations, warmup, rotate, stream) go to it, unless the kernel
     has a parameter of that name; the rest are the kernel's meta-parameters and
     Triton's compile options (num_warps=4, num_stages=3, BLOCK=128, ...).
@@ -374,7 +374,7 @@ def bench(fn: "JITFunction", grid: int | Sequence[int] | Callable[[dict[str, Any
 
 def bench_compiled(kernel: TritonKernel, grid: int | Sequence[int] | Callable[[dict[str, Any]], Any],
                    **bench_options: Any) -> Result:
-    """Times an already compiled TritonKernel with pyhipbench.bench (µs per launch)."""
+    """Times an already compiled TritonKernel with pyhipbench._measure.bench (µs per launch)."""
     launch_grid = kernel.grid(grid)
     if not 1 <= len(launch_grid) <= 3 or \
             not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) and g >= 1 for g in launch_grid):
@@ -521,7 +521,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
              **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
     """A decorator like `triton.autotune(configs, key)`, timing each config with pyhipbench.
 
-    `bench_options`: pyhipbench.bench's options for every candidate (timer,
+    `bench_options`: pyhipbench._measure.bench's options for every candidate (timer,
     cache, precision, max_time_s, ...). `device`: None opens `Device()` on
     first use. `icache_flush`: as for `compile`. `race`: stop each config
     once it is surely slower than the best so far (Autotuner; False measures
@@ -546,7 +546,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
     unknown = sorted(set(bench_options) - set(BENCH_OPTIONS) | ({"shared_bytes"} & set(bench_options)))
     if unknown:
         own = ("shared_bytes", "slower_than_us")  # Triton's; the race's
-        raise BenchError(f"autotune option {unknown[0]!r}: expected pyhipbench.bench options "
+        raise BenchError(f"autotune option {unknown[0]!r}: expected pyhipbench._measure.bench options "
                          f"({', '.join(o for o in BENCH_OPTIONS if o not in own)})")
     if not isinstance(race, bool):
         raise BenchError(f"race={show(race)}: expected True (the default) or False")

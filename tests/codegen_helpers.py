@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pyhipbench.toolchain import Toolchain, ToolchainError, find_toolchain
+from pyhipbench.codegen.toolchain import Toolchain, ToolchainError, find_toolchain
 
 IR_DATA = Path(__file__).parent / "data" / "ir"
 AMD_TARGETS = ("gfx90a", "gfx942", "gfx950", "gfx1100")

@@ -1,4 +1,4 @@
-"""The `--arg` language (pyhipbench.arg_spec): parsed without a device, made on one."""
+"""The `--arg` language (pyhipbench._launch.arg_spec): parsed without a device, made on one."""
 from __future__ import annotations
 
 import math
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
-from pyhipbench import arg_spec
-from pyhipbench.arg_spec import ArraySpec, ScalarSpec, materialize, parse_arg
+from pyhipbench._launch import arg_spec
+from pyhipbench._launch.arg_spec import ArraySpec, ScalarSpec, materialize, parse_arg
 
 
 @pytest.mark.parametrize("text, spec", [
@@ -113,7 +113,7 @@ def test_arrays_are_filled_as_asked(device, fill, expected):
 
 def test_shared_arrays_are_not_rotated(device):
     made = materialize(parse_arg("shared:int8:4:ones"), device)
-    assert isinstance(made, hb.args.Shared)
+    assert isinstance(made, hb._launch.args.Shared)
     np.testing.assert_array_equal(made.array.to_numpy(), np.ones(4, np.int8))
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
-from pyhipbench.args import check_args, pack_args
-from pyhipbench.backends import KernelParam
+from pyhipbench._launch.args import check_args, pack_args
+from pyhipbench._device.backends import KernelParam
 
 
 @pytest.mark.parametrize("make,value,packed", [

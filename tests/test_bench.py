@@ -45,7 +45,7 @@ def test_each_launch_gets_its_sets_copies_in_turn(device, copy, fake_driver, bac
 
 def test_copies_start_with_the_originals_contents(device, copy):
     src, dst = arrays(device)
-    sets = hb.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
+    sets = hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
     with sets:
         for s in range(3):
             assert np.array_equal(sets.array(s, src).to_numpy(), src.to_numpy())
@@ -201,7 +201,7 @@ def test_a_fault_with_rotated_sets_is_reported_not_the_failed_frees(device, copy
 
 def test_free_tries_every_copy_and_raises_the_first_failure(device, copy):
     src, dst = arrays(device)
-    sets = hb.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
+    sets = hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
     device.backend.free_error = RuntimeError("cannot free")
     with pytest.raises(RuntimeError, match="cannot free"):
         sets.free()

@@ -17,7 +17,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import example, given, settings, strategies as st  # noqa: E402
 
 import pyhipbench as hb  # noqa: E402
-from pyhipbench import arg_spec, cli  # noqa: E402
+from pyhipbench import cli
+from pyhipbench._launch import arg_spec  # noqa: E402
 
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
 

@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from codegen_helpers import IR_DATA, require_toolchain
-from pyhipbench import ir
+from pyhipbench.codegen import ir
 from pyhipbench.codegen import CodegenError, compile_ir, emit
 
 # Verifies everywhere, selects only on processors with MFMA (gfx90a/gfx942/gfx950).

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from codegen_helpers import IR_DATA
-from pyhipbench import ir
+from pyhipbench.codegen import ir
 from pyhipbench.codegen import CodegenError, compile_ir
 
 LEGACY = """

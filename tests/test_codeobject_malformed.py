@@ -22,8 +22,8 @@ from code_objects import (COPY_METADATA, EM_AMDGPU, EM_CUDA, IR_DATA, SHT_NOTE, 
 from codegen_helpers import require_toolchain
 from pyhipbench.codegen import compile_ir
 from pyhipbench.codegen.verify import _descriptors
-from pyhipbench.codeobject import check_fatbin, kernels
-from pyhipbench.elf import ElfFile
+from pyhipbench._codeobject.image import check_fatbin, kernels
+from pyhipbench._codeobject.elf import ElfFile
 
 FLIPS_PER_OBJECT = 1500
 
@@ -68,7 +68,7 @@ def only_bench_errors(data: bytes, hsaco_descriptors: bool = False):
 
 def test_real_objects_parse(real_objects):
     assert kernels(real_objects["amdgpu.hsaco"])["copy"] == [
-        hb.backends.KernelParam("src", 0, 8), hb.backends.KernelParam("dst", 8, 8), hb.backends.KernelParam("n", 16, 8)]
+        hb._device.backends.KernelParam("src", 0, 8), hb._device.backends.KernelParam("dst", 8, 8), hb._device.backends.KernelParam("n", 16, 8)]
     assert set(_descriptors(real_objects["amdgpu.hsaco"])) == {"copy", "empty", "spin", "clean"}
     assert [p.offset for p in kernels(real_objects["copy_sm_90.ptx"])["copy"]] == [0, 8, 16]
     assert kernels(real_objects["minimal.cubin"]) is None and kernels(real_objects["copy.fatbin"]) is None
@@ -211,8 +211,8 @@ def test_metadata_with_missing_or_wrong_fields(change, message):
 
 def test_the_metadata_fixture_itself_parses():
     assert kernels(hsaco_with_metadata(msgpack(COPY_METADATA))) == {"copy": [
-        hb.backends.KernelParam("src", 0, 8), hb.backends.KernelParam("dst", 8, 8),
-        hb.backends.KernelParam("n", 16, 8)]}
+        hb._device.backends.KernelParam("src", 0, 8), hb._device.backends.KernelParam("dst", 8, 8),
+        hb._device.backends.KernelParam("n", 16, 8)]}
 
 
 @pytest.mark.parametrize("document,message", [

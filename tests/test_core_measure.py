@@ -18,7 +18,7 @@ import pytest
 from fakes.host_backend import FAKE_CUDA_CONTEXT
 from pyhipbench import _core
 from pyhipbench.errors import BenchError, DriverError, KernelFault, MeasurementError
-from pyhipbench.stopping import StopRule
+from pyhipbench._measure.stopping import StopRule
 
 KERNEL_US = 4.0  # the fake driver's default launch duration
 
@@ -145,7 +145,7 @@ def test_a_fixed_count_smaller_than_a_chunk_takes_exactly_that_many_samples():
 
 
 def test_iterations_take_exactly_that_many_samples_whatever_the_time():
-    from pyhipbench.bench import _stop_rule
+    from pyhipbench._measure.bench import _stop_rule
     rule = _stop_rule(0.01, 0.001, 40, None)  # max_time_s is the precision target's cap, not a fixed count's
     assert (rule.precision, rule.min_samples, rule.max_samples) == (0, 40, 40) and rule.max_time_s >= 1e9
     timer = Synthetic(sample_stream([20.0] * 8 + [12.0] * 8 + [10.0]), seconds=0.002)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyhipbench.backends.base import FunctionLimits
-from pyhipbench.backends.cuda import CudaBackend
+from pyhipbench._device.backends.base import FunctionLimits
+from pyhipbench._device.backends.cuda import CudaBackend
 from pyhipbench.errors import DriverError
 
 cu = pytest.importorskip("cuda.bindings.driver", reason='needs cuda-bindings (pip install -e ".[test]")')

@@ -11,8 +11,8 @@ from fakes.host_backend import HostBackend
 from fakes.tensors import FakeTensor, legacy
 
 import pyhipbench as hb
-from pyhipbench import dlpack
-from pyhipbench.memory import DeviceArray
+from pyhipbench._device import dlpack
+from pyhipbench._device.memory import DeviceArray
 
 
 @pytest.mark.parametrize("producer", [lambda a: a, legacy], ids=["dlpack-1.0", "dlpack-0.8"])

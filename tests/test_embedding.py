@@ -13,10 +13,10 @@ import pytest
 from codegen_helpers import require, require_toolchain
 
 import pyhipbench
-from pyhipbench.archs import MiB, last_level_cache_bytes
+from pyhipbench._device.archs import MiB, last_level_cache_bytes
 from pyhipbench.codegen import compile_ir
-from pyhipbench.rotation import RotationCapped, plan_rotation
-from pyhipbench.stopping import StopRule
+from pyhipbench._measure.rotation import RotationCapped, plan_rotation
+from pyhipbench._measure.stopping import StopRule
 
 ROOT = Path(__file__).parent.parent
 KERNELS = ROOT / "pyhipbench" / "kernels"

@@ -20,8 +20,9 @@ import pytest
 import pyhipbench as hb
 import pyhipbench.triton as ht
 from fakes.host_backend import HostBackend
-from pyhipbench import _core, elf
-from pyhipbench.backends.base import KernelParam
+from pyhipbench import _core
+from pyhipbench._codeobject import elf
+from pyhipbench._device.backends.base import KernelParam
 from test_source import require_nvrtc
 
 EXAMPLES = Path(__file__).parents[1] / "examples"

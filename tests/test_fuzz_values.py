@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyhipbench as hb
-from pyhipbench import cli, codeobject
+from pyhipbench import cli
+from pyhipbench._codeobject import image as codeobject
 
 from codegen_helpers import IR_DATA, require_toolchain
 

@@ -15,8 +15,8 @@ import pytest
 
 from fakes.build import FAKES
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python, run_with_fake  # noqa: F401 (fixture)
-from pyhipbench.backends import hip as hip_backend
-from pyhipbench.backends.hip import HIP_PYTHON_RELEASES, check_versions, decode_hip_version, import_hip_python
+from pyhipbench._device.backends import hip as hip_backend
+from pyhipbench._device.backends.hip import HIP_PYTHON_RELEASES, check_versions, decode_hip_version, import_hip_python
 from pyhipbench.errors import NoDeviceError
 
 MiB = 1 << 20
@@ -144,7 +144,7 @@ def test_fake_refuses_a_struct_revision_it_does_not_mirror():
 def test_properties_report_the_device_and_infinity_cache(fake_hip_library):
     out = run_hip(fake_hip_library, """
         from dataclasses import asdict
-        from pyhipbench.archs import base_arch
+        from pyhipbench._device.archs import base_arch
         p = HipBackend(0).properties()
         report(**asdict(p), base=base_arch(p.arch))
     """)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
-from pyhipbench.values import integer
+from pyhipbench._values import integer
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}

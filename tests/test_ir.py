@@ -8,7 +8,7 @@ import llvmlite.binding as llvm
 import pytest
 
 from codegen_helpers import IR_DATA
-from pyhipbench import ir
+from pyhipbench.codegen import ir
 
 PROLOGUE = "s_icache_inv\ns_nop 0"
 

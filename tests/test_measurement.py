@@ -10,7 +10,8 @@ import pytest
 import pyhipbench as hb
 from codegen_helpers import require_toolchain
 from fakes.driver import mapped_libraries
-from pyhipbench import _core, cli, report
+from pyhipbench import _core, cli
+from pyhipbench._measure import report
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
@@ -55,7 +56,7 @@ def test_clean_cold_runs_the_clean_step_before_every_launch_with_one_set(device,
 
 
 def test_the_clean_reads_size_is_a_parameter(device, fake_driver, clean_step_compiles):
-    from pyhipbench.cache import CleanStep
+    from pyhipbench._measure.cache import CleanStep
     llc = device.properties.llc_bytes
     step = CleanStep(device, int(1.25 * llc) + 7)
     assert step.nbytes == (int(1.25 * llc) + 7) // 16 * 16 and step.buffer.nbytes == step.nbytes
@@ -164,7 +165,7 @@ class Alternating(_core.Timer):
 
 
 def test_warm_up_is_capped():
-    from pyhipbench.stopping import StopRule
+    from pyhipbench._measure.stopping import StopRule
     timer = Alternating()
     plan = _core.LaunchPlan(0xF00, "kern", (1, 1, 1), (1, 1, 1), 0, 0, [bytes(8)], [0])
     taken = _core.measure(timer, plan, StopRule().core)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import pyhipbench
-from pyhipbench import cpp
+from pyhipbench import _cpp as cpp
 
 ROOT = Path(__file__).parent.parent
 PUBLIC_HEADERS = ROOT / "csrc" / "include" / "pyhipbench"

@@ -6,7 +6,7 @@ import warnings
 import pytest
 
 from pyhipbench import BenchError, RotationCapped, plan_rotation
-from pyhipbench.rotation import MIN_HEADROOM_BYTES
+from pyhipbench._measure.rotation import MIN_HEADROOM_BYTES
 
 MiB, GiB = 1 << 20, 1 << 30
 ROOMY = dict(free_bytes=100 * GiB, total_bytes=140 * GiB)

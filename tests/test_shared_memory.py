@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
-from pyhipbench.backends.base import FunctionLimits
+from pyhipbench._device.backends.base import FunctionLimits
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}

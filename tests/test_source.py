@@ -10,9 +10,11 @@ import pytest
 from fakes.host_backend import HostBackend
 
 import pyhipbench as hb
-from pyhipbench import cli, codeobject, elf, source
+from pyhipbench import cli
+from pyhipbench._codeobject import image as codeobject, elf
+from pyhipbench.codegen import source
 from pyhipbench.errors import CodegenError, ToolchainError
-from pyhipbench.source import CompiledSource, compile_source
+from pyhipbench.codegen.source import CompiledSource, compile_source
 
 SOURCE = """
 #include "scale.h"

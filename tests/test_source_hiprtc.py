@@ -54,7 +54,7 @@ def test_hip_source_compiles_loads_and_launches(fake_hip_library, fake_hiprtc, h
     out = run(fake_hip_library, fake_hiprtc, hsaco, f"""
 import ctypes
 import pyhipbench as hb
-from pyhipbench.source import compile_source
+from pyhipbench.codegen.source import compile_source
 from fakes.driver import FakeDriver
 
 device = hb.Device("hip")
@@ -83,7 +83,7 @@ report(format=code.format, target=code.target, kernels=list(code.kernels), lower
 def test_a_compile_error_carries_hiprtcs_log_and_frees_the_program(fake_hip_library, fake_hiprtc, hsaco):
     out = run(fake_hip_library, fake_hiprtc, hsaco, """
 import ctypes
-from pyhipbench.source import compile_source
+from pyhipbench.codegen.source import compile_source
 try:
     compile_source("gfx942", 'extern "C" __global__ void k() {}\\n#error TILE too large\\n', name="k.hip",
                    name_expressions=["k"])
@@ -97,7 +97,7 @@ except Exception as e:
 
 def test_warnings_are_kept_in_the_log(fake_hip_library, fake_hiprtc, hsaco):
     out = run(fake_hip_library, fake_hiprtc, hsaco, """
-from pyhipbench.source import compile_source
+from pyhipbench.codegen.source import compile_source
 report(log=compile_source("gfx942", '#warning untuned\\nextern "C" __global__ void copy() {}').log)
 """)
     assert out["log"] == "source.hip:1:2: warning: a warning [-W#warnings]"
@@ -105,7 +105,7 @@ report(log=compile_source("gfx942", '#warning untuned\\nextern "C" __global__ vo
 
 def test_without_libhiprtc_says_what_to_install(fake_hip_library, hsaco):
     out = run(fake_hip_library, None, hsaco, """
-from pyhipbench.source import compile_source
+from pyhipbench.codegen.source import compile_source
 try:
     compile_source("gfx942", 'extern "C" __global__ void k() {}')
 except Exception as e:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pyhipbench.stats import median_ci, summarize
+from pyhipbench._measure.stats import median_ci, summarize
 
 
 def test_median_ci_covers_the_true_median_at_the_stated_rate():

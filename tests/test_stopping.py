@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
-from pyhipbench.stats import summarize
-from pyhipbench.stopping import StopRule
+from pyhipbench._measure.stats import summarize
+from pyhipbench._measure.stopping import StopRule
 
 
 def simulate(rule: StopRule, draw, seconds_per_sample: float = 0.0):

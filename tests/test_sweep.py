@@ -21,7 +21,7 @@ from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa
 from sweep_helpers import ARGS, FAST, IR, space, sweep_environment
 
 from pyhipbench import BenchError, NoDeviceError
-from pyhipbench.arg_spec import parse_arg
+from pyhipbench._launch.arg_spec import parse_arg
 from pyhipbench.sweep import (BenchOptions, Candidate, Code, CodeObjectSource, CompileTarget, IRSource, Source, Store,
                               candidates_from_json, load_results, load_space, sweep, watchdog_s)
 from pyhipbench.sweep.progress import Progress

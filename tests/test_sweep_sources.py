@@ -15,8 +15,9 @@ triton = pytest.importorskip("triton", reason="Triton is not installed (pip inst
                                                 "sweep source's tests need it")
 
 import pyhipbench as hb  # noqa: E402
-from pyhipbench import BenchError, codeobject, elf  # noqa: E402
-from pyhipbench.backends.base import KernelParam  # noqa: E402
+from pyhipbench import BenchError
+from pyhipbench._codeobject import image as codeobject, elf  # noqa: E402
+from pyhipbench._device.backends.base import KernelParam  # noqa: E402
 from pyhipbench.errors import CodegenError  # noqa: E402
 from pyhipbench.sweep import (Candidate, CompileTarget, CudaSource, HipSource, Store, TritonSource,  # noqa: E402
                               candidates_from_json, load_space)
@@ -180,7 +181,7 @@ def test_cuda_source_compiles_on_the_cpu_and_names_its_kernels():
     require_nvrtc()
     source = CudaSource(CUDA, name_expressions=("scale<2>",))
     code = source.compile(CompileTarget("sm_90", 13000))
-    assert hb.codeobject.detect_format(code.data) == "cubin"
+    assert hb._codeobject.image.detect_format(code.data) == "cubin"
     assert code.kernel_name("scale<2>") == SCALE_LOWERED and code.kernel_name("copy") == "copy"
     with pytest.raises(CodegenError, match="cuda-source text: CUDA C.. compiles for NVIDIA GPUs; the sweep's "
                                            "GPUs are gfx942, expected a hip-source"):

@@ -11,7 +11,7 @@ import pytest
 from fakes.tensors import FakeTensor
 
 import pyhipbench as hb
-from pyhipbench import dlpack
+from pyhipbench._device import dlpack
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}

@@ -372,7 +372,7 @@ def test_the_amd_spin_kernel_reads_the_real_time_counter_and_rereads_the_host_wo
 
     from codegen_helpers import require_toolchain
     from pyhipbench.codegen import compile_ir
-    from pyhipbench.codeobject import kernels
+    from pyhipbench._codeobject.image import kernels
 
     toolchain = require_toolchain(arch)
     code = compile_ir(Path(resources.files("pyhipbench") / "kernels" / "amdgpu.ll"), arch)

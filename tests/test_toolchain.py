@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from codegen_helpers import require_toolchain
-from pyhipbench import toolchain
-from pyhipbench.toolchain import ENV_VAR, ToolchainError, find_toolchain
+from pyhipbench.codegen import toolchain
+from pyhipbench.codegen.toolchain import ENV_VAR, ToolchainError, find_toolchain
 
 
 def fake_tools(directory: Path, suffix: str = "", *, knows: str = "gfx942",

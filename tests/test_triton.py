@@ -116,7 +116,7 @@ def test_global_scratch_is_allocated_per_program(device, fake_driver):
     assert kernel.global_scratch_bytes == kernel.compiled.metadata.global_scratch_size > 0
     arguments, buffers = kernel.scratch((4,))
     assert buffers[0].nbytes == 4 * kernel.global_scratch_bytes and arguments[1] == hb.Pointer(0)
-    assert isinstance(arguments[0], hb.args.Shared) and arguments[0].array is buffers[0]
+    assert isinstance(arguments[0], hb._launch.args.Shared) and arguments[0].array is buffers[0]
     buffers[0].free()
     live = len(device.backend.live)
     ht.bench_compiled(kernel, (4,), iterations=2, warmup=0, timer="events", rotate=1)
@@ -308,7 +308,7 @@ def test_autotune_bad_arguments(device):
         ht.autotune([], key=["n"])
     with pytest.raises(hb.BenchError, match=r"key='n': expected a list of argument names"):
         ht.autotune([triton.Config({})], key="n")
-    with pytest.raises(hb.BenchError, match=r"autotune option 'timers': expected pyhipbench.bench options"):
+    with pytest.raises(hb.BenchError, match=r"autotune option 'timers': expected pyhipbench._measure.bench options"):
         ht.autotune([triton.Config({})], key=["n"], timers="events")
     with pytest.raises(hb.BenchError, match=r"autotune option 'shared_bytes'"):
         ht.autotune([triton.Config({})], key=["n"], shared_bytes=4)

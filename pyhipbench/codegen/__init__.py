@@ -15,7 +15,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numpy as np
 
-from .. import ir
+from . import ir
 from . import amdgpu, emit, nvptx
 from ..errors import CodegenError, VerificationError
 from .verify import KernelEntry, Verification

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from .. import ir
-from ..toolchain import Toolchain, find_toolchain
+from . import ir
+from .toolchain import Toolchain, find_toolchain
 from ..errors import CodegenError, IRError, VerificationError
 from . import emit
 from .verify import Verification, verify_entries

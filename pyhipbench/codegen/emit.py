@@ -31,7 +31,7 @@ from pathlib import Path
 
 import llvmlite
 
-from .. import ir
+from . import ir
 from ..errors import CodegenError
 from .emit_worker import read_message, write_message
 

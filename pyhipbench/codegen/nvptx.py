@@ -22,7 +22,7 @@ import re
 
 import llvmlite.binding as llvm
 
-from .. import ir
+from . import ir
 from ..errors import CodegenError, IRError
 from . import emit
 

@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..elf import ElfFile
+from .._codeobject.elf import ElfFile
 from ..errors import BenchError, CodegenError, VerificationError
 
 __all__ = ["KernelEntry", "Verification", "VerificationError", "verify_entries"]
@@ -78,7 +78,7 @@ class Verification:
 def _descriptors(image: bytes) -> dict[str, tuple[int, bytes]]:
     """Kernel descriptors of an HSACO: name -> (address, its 64 bytes).
 
-    Read through pyhipbench.elf, so a truncated or corrupt code object is a
+    Read through pyhipbench._codeobject.elf, so a truncated or corrupt code object is a
     BenchError naming what is wrong and where, and every descriptor returned
     is whole.
     """

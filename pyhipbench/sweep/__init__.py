@@ -17,9 +17,9 @@ import types
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..backends import BACKEND_NAMES
+from .._device.backends import BACKEND_NAMES
 from ..errors import BenchError
-from ..values import integer, real, show
+from .._values import integer, real, show
 from .candidate import BenchOptions, Candidate, candidates_from_json, load_space
 from .local import LocalPool
 from .progress import Progress

@@ -26,11 +26,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..arg_spec import ArgSpec, ArraySpec, ScalarSpec, parse_arg
-from ..cache import CACHE_STATES
+from .._launch.arg_spec import ArgSpec, ArraySpec, ScalarSpec, parse_arg
+from .._measure.cache import CACHE_STATES
 from ..errors import BenchError
-from ..timers import TIMERS
-from ..values import integer, real, show
+from .._measure.timers import TIMERS
+from .._values import integer, real, show
 from .sources import Source, TritonSource, source_from_json
 
 __all__ = ["BenchOptions", "Candidate", "load_space", "candidates_from_json"]

@@ -31,11 +31,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..args import Scalar
+from .._launch.args import Scalar
 from ..codegen import compile_for_target, nvptx, triple_of
-from ..codeobject import detect_format, read_image
+from .._codeobject.image import detect_format, read_image
 from ..errors import BenchError, CodegenError
-from ..values import integer, show
+from .._values import integer, show
 
 __all__ = ["Source", "CompileTarget", "Code", "CodeObjectSource", "IRSource", "CudaSource", "HipSource",
            "TritonSource", "SOURCE_KINDS", "register_source_kind", "source_from_json"]
@@ -228,7 +228,7 @@ def _strings(what: str, values: object) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class _CppSource(Source):
-    """What CUDA C++ and HIP C++ sources share: text compiled by pyhipbench.source.compile_source
+    """What CUDA C++ and HIP C++ sources share: text compiled by pyhipbench.codegen.source.compile_source
     (NVRTC / hiprtc, no GPU needed) in the CPU pool; a candidate's kernel is a name expression."""
     text: str
     options: tuple[str, ...] = ()
@@ -274,7 +274,7 @@ class _CppSource(Source):
         raise BenchError(f"source {show(data)}: expected exactly one of path, text (a string)")
 
     def compile(self, target: CompileTarget) -> Code:
-        from ..source import compile_source
+        from ..codegen.source import compile_source
         language = "cuda" if triple_of(target.arch) == nvptx.TRIPLE else "hip"
         if language != self.language:
             raise CodegenError(f"{self.kind} {self.path or 'text'}: {self.language.upper()} C++ compiles for "

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BenchError
-from ..report import render
+from .._measure.report import render
 
 __all__ = ["Store", "SCHEMA_VERSION", "SQLITE_MAGIC", "is_results_db", "refuse_non_database", "load_results",
            "export_best"]

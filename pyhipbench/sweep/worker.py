@@ -20,12 +20,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..arg_spec import ArgSpec, materialize
-from ..args import Shared
-from ..bench import bench
-from ..device import Device
+from .._launch.arg_spec import ArgSpec, materialize
+from .._launch.args import Shared
+from .._measure.bench import bench
+from .._device.device import Device
 from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
-from ..memory import DeviceArray
+from .._device.memory import DeviceArray
 from .sources import CompileTarget, Source
 
 __all__ = ["Task", "Outcome", "DeviceFacts", "Worker", "serve", "INVALID", "FAULT", "ERROR", "TIMEOUT", "DIED"]

@@ -41,7 +41,7 @@ def fake_hip_library(tmp_path_factory) -> Path:
 _PRELUDE = """
 import json, sys
 import numpy as np
-from pyhipbench.backends.hip import HipBackend
+from pyhipbench._device.backends.hip import HipBackend
 
 def report(**values):
     print(json.dumps(values))

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from pyhipbench.backends.base import DeviceProperties, FunctionLimits, KernelParam
-from pyhipbench.codeobject import kernels
+from pyhipbench._device.backends.base import DeviceProperties, FunctionLimits, KernelParam
+from pyhipbench._codeobject.image import kernels
 
 MiB = 1 << 20
 FAKE_CUDA_CONTEXT = 0xC0_0000

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pyhipbench import dlpack
+from pyhipbench._device import dlpack
 
 _new_capsule = ctypes.pythonapi.PyCapsule_New
 _new_capsule.restype = ctypes.py_object

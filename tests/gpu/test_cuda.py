@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
-from pyhipbench.argument_sets import ArgumentSets
-from pyhipbench.bench import make_plan
-from pyhipbench.launch_config import LaunchConfig
+from pyhipbench._launch.argument_sets import ArgumentSets
+from pyhipbench._measure.bench import make_plan
+from pyhipbench._launch.launch_config import LaunchConfig
 
 from gpu_bounds import hbm_floor_us, peak_time_us
 
@@ -86,7 +86,7 @@ def test_empty_kernel_overhead(cuda_device):
 
 def test_ptx_parameters_match_the_driver(cuda_device, copy):
     assert list(copy.params) == [
-        hb.backends.KernelParam(f"copy_param_{n}", 8 * i, 8) for i, n in enumerate(("src", "dst", "n"))]
+        hb._device.backends.KernelParam(f"copy_param_{n}", 8 * i, 8) for i, n in enumerate(("src", "dst", "n"))]
     reported = cuda_device.backend.kernel_params(copy.module.handle, copy.handle)
     assert [(p.offset, p.size) for p in reported] == [(p.offset, p.size) for p in copy.params]
 
@@ -146,7 +146,7 @@ def test_dynamic_shared_memory_up_to_the_opt_in_maximum(cuda_device):
 
 
 def test_cuda_source_through_nvrtc_runs_as_sm_90a(cuda_device):
-    from pyhipbench.source import compile_source
+    from pyhipbench.codegen.source import compile_source
     try:
         code = compile_source(cuda_device, (DATA / "scale.cu").read_text(), name_expressions=["scale<float>"],
                               options=["-DFACTOR=3", "-std=c++17"], name="scale.cu")

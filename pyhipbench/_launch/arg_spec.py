@@ -25,7 +25,7 @@ import numpy as np
 
 from . import args as scalars
 from .args import Argument, shared
-from .errors import BenchError
+from ..errors import BenchError
 
 __all__ = ["DTYPES", "FILLS", "ARG_FORMS", "ScalarSpec", "ArraySpec", "ArgSpec", "parse_arg", "materialize",
            "host_available_bytes"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from .errors import IRError
+from ..errors import IRError
 
 __all__ = [
     "IRError",

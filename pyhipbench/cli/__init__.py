@@ -17,23 +17,26 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, archs, codeobject, cpp, ir
-from .arg_spec import DTYPES, FILLS, ArgSpec, materialize, parse_arg
-from .args import int64
-from .bench import MAX_LAUNCHES, bench
-from .cache import CACHE_STATES, CLEAN_BYTES_PER_LLC
-from .codegen import CodeObject, compile_for_device, compile_ir, triple_of
-from .codegen.nvptx import TRIPLE as NVPTX_TRIPLE
-from .device import Device
-from .errors import BenchError, Error, IRError, NoDeviceError
-from .report import compare, load, render
-from .rotation import plan_rotation
-from .source import SOURCE_LANGUAGES, compile_source
-from .sweep import Store, export_best, load_space, sweep
-from .sweep.scheduler import TIMEOUT_FLOOR_S
-from .sweep.store import refuse_non_database
-from .sweep.worker import INVALID
-from .timers import TIMERS, default_timer
+from .. import __version__, _cpp as cpp
+from .._device import archs
+from .._codeobject import image as codeobject
+from ..codegen import ir
+from .._launch.arg_spec import DTYPES, FILLS, ArgSpec, materialize, parse_arg
+from .._launch.args import int64
+from .._measure.bench import MAX_LAUNCHES, bench
+from .._measure.cache import CACHE_STATES, CLEAN_BYTES_PER_LLC
+from ..codegen import CodeObject, compile_for_device, compile_ir, triple_of
+from ..codegen.nvptx import TRIPLE as NVPTX_TRIPLE
+from .._device.device import Device
+from ..errors import BenchError, Error, IRError, NoDeviceError
+from .._measure.report import compare, load, render
+from .._measure.rotation import plan_rotation
+from ..codegen.source import SOURCE_LANGUAGES, compile_source
+from ..sweep import Store, export_best, load_space, sweep
+from ..sweep.scheduler import TIMEOUT_FLOOR_S
+from ..sweep.store import refuse_non_database
+from ..sweep.worker import INVALID
+from .._measure.timers import TIMERS, default_timer
 
 MiB = archs.MiB
 MAX_SIZE = (1 << 63) - 1            # bytes: numpy's and the drivers' signed 64-bit sizes
@@ -342,7 +345,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     kind, source = _read_input(args.input)
     if kind == "source":
         raise BenchError(f"{args.input} is C++ source; compile takes LLVM IR (text or bitcode). `pyhipbench run` "
-                         "compiles .cu / .hip files itself, and pyhipbench.source.compile_source writes code objects")
+                         "compiles .cu / .hip files itself, and pyhipbench.codegen.source.compile_source writes code objects")
     if kind != "ir":
         raise BenchError(f"{args.input} is already a {codeobject.detect_format(source)} code object; "
                          "compile takes LLVM IR (text or bitcode)")
@@ -649,6 +652,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prefix} {where}{e.strerror or e}", file=sys.stderr)
         return 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

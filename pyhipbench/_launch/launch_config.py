@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backends.base import DeviceProperties, FunctionLimits
-from .errors import BenchError
-from .values import integer, show
+from .._device.backends.base import DeviceProperties, FunctionLimits
+from ..errors import BenchError
+from .._values import integer, show
 
 Dims = int | tuple[int, ...]
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..archs import last_level_cache_bytes
-from ..errors import NoDeviceError, driver_error
+from ...errors import NoDeviceError, driver_error
 from .base import DeviceProperties, FunctionLimits, KernelParam
 
 

@@ -28,7 +28,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ToolchainError
+from ..errors import ToolchainError
 
 __all__ = ["Toolchain", "ToolchainError", "find_toolchain", "ENV_VAR", "TOOLS"]
 

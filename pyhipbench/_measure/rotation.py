@@ -20,9 +20,9 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-from . import _core
-from .errors import BenchError
-from .values import integer
+from .. import _core
+from ..errors import BenchError
+from .._values import integer
 
 MIN_HEADROOM_BYTES: int = _core.MIN_HEADROOM_BYTES  # left free for the driver, code and the kernel's scratch
 HEADROOM_FRACTION: float = _core.HEADROOM_FRACTION  # of total device memory, when larger than the minimum

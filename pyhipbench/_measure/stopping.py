@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from . import _core
-from .values import integer, real
+from .. import _core
+from .._values import integer, real
 
 _DEFAULT = _core.StopRule()  # the defaults are the core's
 

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..archs import last_level_cache_bytes
-from ..errors import BenchError, NoDeviceError, driver_error
+from ...errors import BenchError, NoDeviceError, driver_error
 from .base import DeviceProperties, FunctionLimits, KernelParam
 
 HIP_LIBRARY_ENV = "PYHIPBENCH_HIP_LIBRARY"

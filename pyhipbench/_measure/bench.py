@@ -22,21 +22,21 @@ from __future__ import annotations
 
 import time
 
-from . import _core
-from .args import Argument, adopt_tensors, check_args
-from .argument_sets import ArgumentSets, rotated_arrays
-from .backends.base import DeviceProperties
+from .. import _core
+from .._launch.args import Argument, adopt_tensors, check_args
+from .._launch.argument_sets import ArgumentSets, rotated_arrays
+from .._device.backends.base import DeviceProperties
 from .cache import DEFAULT_CACHE_STATE, check_cache_state
-from .errors import BenchError
+from ..errors import BenchError
 from .expect import Expect, Expectation
-from .launch_config import Dims, LaunchConfig
-from .module import Kernel
+from .._launch.launch_config import Dims, LaunchConfig
+from .._device.module import Kernel
 from .result import Result
 from .rotation import plan_rotation
 from .stopping import StopRule
-from .stream import Stream
+from .._device.stream import Stream
 from .timers import PER_KERNEL_TIMERS, check_timer, default_timer, min_launches_per_sample, timer_for
-from .values import integer, real, show
+from .._values import integer, real, show
 
 # Every launch of a chunk holds its driver events until the chunk's one
 # synchronisation, so a chunk, and a fixed count, is bounded.

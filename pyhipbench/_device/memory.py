@@ -14,8 +14,8 @@ import numpy as np
 
 from . import dlpack
 from .backends.base import Backend
-from .errors import BenchError
-from .values import integer, show
+from ..errors import BenchError
+from .._values import integer, show
 
 # What a backend's device memory is, in DLPack's device types: (its own, others that kernels read as device memory)
 DLPACK_DEVICE_TYPES = {"cuda": (dlpack.CUDA, (dlpack.CUDA, dlpack.CUDA_MANAGED)),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _core
+from .. import _core
 
 Summary = _core.Summary  # count, median, ci_low, ci_high, confidence, mean, stdev, min, max, p10, p90,
 #                          outliers, rel_ci; all µs except the counts, confidence and rel_ci

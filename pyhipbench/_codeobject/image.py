@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from . import elf
-from .backends.base import KernelParam
-from .errors import BenchError
-from .values import show
+from .._device.backends.base import KernelParam
+from ..errors import BenchError
+from .._values import show
 
 EM_CUDA = 190
 EM_AMDGPU = 224

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from . import archs, codeobject
-from .codegen import CodeObject, nvptx, processor_of, triple_of
-from .errors import CodegenError, ToolchainError
-from .values import show
+from .._device import archs
+from .._codeobject import image as codeobject
+from . import CodeObject, nvptx, processor_of, triple_of
+from ..errors import CodegenError, ToolchainError
+from .._values import show
 
 if TYPE_CHECKING:
-    from .device import Device
+    from .._device.device import Device
 
 # File suffix -> source language, as `pyhipbench run` tells a source file by its name.
 SOURCE_LANGUAGES = {".cu": "cuda", ".hip": "hip"}

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .args import pack_args, uint64
-from .errors import BenchError
-from .values import integer, show
+from .._launch.args import pack_args, uint64
+from ..errors import BenchError
+from .._values import integer, show
 
 if TYPE_CHECKING:
-    from . import _core
-    from .device import Device
+    from .. import _core
+    from .._device.device import Device
 
 CACHE_STATES = ("warm", "dirty-cold", "clean-cold")
 DEFAULT_CACHE_STATE = "clean-cold"  # chosen from the H200 study: docs/measurement.md

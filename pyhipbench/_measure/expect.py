@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
-from . import _core
-from .args import Argument, Shared
-from .errors import BenchError, OutputMismatch
-from .memory import DeviceArray
-from .values import integer, real, show
+from .. import _core
+from .._launch.args import Argument, Shared
+from ..errors import BenchError, OutputMismatch
+from .._device.memory import DeviceArray
+from .._values import integer, real, show
 
 if TYPE_CHECKING:
-    from .argument_sets import ArgumentSets
-    from .device import Device
+    from .._launch.argument_sets import ArgumentSets
+    from .._device.device import Device
 
 Check = Callable[[list[Union[np.ndarray, None]]], bool]
 Expect = Union[Sequence, Mapping, Check, None]

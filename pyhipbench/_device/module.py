@@ -6,12 +6,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .backends.base import Backend, FunctionLimits, KernelParam
-from .errors import BenchError
-from .values import show
+from ..errors import BenchError
+from .._values import show
 
 if TYPE_CHECKING:
     from .device import Device
-    from .launch_config import LaunchConfig
+    from .._launch.launch_config import LaunchConfig
 
 
 @dataclass(frozen=True)

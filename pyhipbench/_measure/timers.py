@@ -18,12 +18,12 @@ from __future__ import annotations
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from . import _core
-from .errors import BenchError, Error
-from .values import show
+from .. import _core
+from ..errors import BenchError, Error
+from .._values import show
 
 if TYPE_CHECKING:
-    from .device import Device
+    from .._device.device import Device
 
 TIMERS = ("events", "cupti", "batched", "graph")
 PER_KERNEL_TIMERS = ("events", "cupti")   # one sample per launch; the only ones a clean step suits

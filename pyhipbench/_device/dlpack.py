@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import BenchError
+from ..errors import BenchError
 
 # DLDeviceType (dlpack.h)
 CPU, CUDA, CUDA_HOST, ROCM, ROCM_HOST, CUDA_MANAGED = 1, 2, 3, 10, 11, 13

@@ -15,11 +15,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .args import Argument, pack_args
-from .backends.base import KernelParam
-from .memory import DeviceArray
+from .._device.backends.base import KernelParam
+from .._device.memory import DeviceArray
 
 if TYPE_CHECKING:
-    from .device import Device
+    from .._device.device import Device
 
 ALIGNMENT = 256  # bytes: what cuMemAlloc and hipMalloc guarantee, enough for any vector access
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .launch_config import LaunchConfig
+from .._launch.launch_config import LaunchConfig
 from .rotation import Rotation
 from .stats import Summary, summarize
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backends.base import Backend, KernelParam
-from .errors import BenchError
-from .memory import DeviceArray
-from .values import integer, show
+from .._device.backends.base import Backend, KernelParam
+from ..errors import BenchError
+from .._device.memory import DeviceArray
+from .._values import integer, show
 
 
 SCALAR_DTYPES = tuple(np.dtype(name) for name in (

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from .errors import BenchError
+from ..errors import BenchError
 
 ELF_MAGIC = b"\x7fELF"
 ELF_HEADER_BYTES = 64

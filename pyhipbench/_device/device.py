@@ -7,17 +7,18 @@ from importlib import resources
 
 import numpy as np
 
-from . import _core, codeobject
+from .. import _core
+from .._codeobject import image as codeobject
 from .backends import BACKEND_NAMES, open_backend
 from .backends.base import Backend, DeviceProperties
-from .cache import CleanStep
-from .codegen import CodeObject, compile_ir
-from .errors import BenchError, NoDeviceError
+from .._measure.cache import CleanStep
+from ..codegen import CodeObject, compile_ir
+from ..errors import BenchError, NoDeviceError
 from .memory import DeviceArray
 from .module import Module
 from .stream import Stream
-from .timers import MAX_LAUNCHES_PER_SAMPLE, TIMERS
-from .values import integer, show
+from .._measure.timers import MAX_LAUNCHES_PER_SAMPLE, TIMERS
+from .._values import integer, show
 
 
 def available_backends() -> list[str]:
