@@ -18,7 +18,7 @@ import argparse
 
 import numpy as np
 
-from pyhipbench._measure.bench import MAX_LAUNCHES
+from pyhipbench._measure.options import MAX_LAUNCHES
 
 from fidelity import MiB, setup  # bench/fidelity.py: the same kernels, grids and arguments
 

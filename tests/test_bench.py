@@ -116,7 +116,7 @@ BAD = [
     (dict(cache="cold"), "cache='cold': expected one of warm, dirty-cold, clean-cold or 'auto'"),
     (dict(timer="clock"), "timer='clock': expected one of events, cupti, batched, graph or 'auto'"),
     (dict(timer="graph", cache="clean-cold"), "cache='clean-cold' with timer='graph': a graph sample spans"),
-    (dict(iterations=None, precision=1.5), "precision=1.5: out of range, expected a finite number >= 0 and < 1"),
+    (dict(iterations=None, precision=1.5), "precision=1.5: out of range, expected a finite number > 0 and < 1"),
     (dict(iterations=None, max_time_s=0), "max_time_s=0: out of range, expected a finite number > 0"),
     (dict(iterations=0), "iterations=0: out of range, expected an integer in \\[1, 1000000\\]"),
     (dict(iterations=None, slower_than_us=0), "slower_than_us=0: out of range, expected a finite number > 0"),

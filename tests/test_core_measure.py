@@ -145,8 +145,8 @@ def test_a_fixed_count_smaller_than_a_chunk_takes_exactly_that_many_samples():
 
 
 def test_iterations_take_exactly_that_many_samples_whatever_the_time():
-    from pyhipbench._measure.bench import _stop_rule
-    rule = _stop_rule(0.01, 0.001, 40, None)  # max_time_s is the precision target's cap, not a fixed count's
+    from pyhipbench._measure.options import BenchOptions
+    rule = BenchOptions(precision=0.01, max_time_s=0.001, iterations=40).stop_rule()  # max_time_s is the precision target's cap, not a fixed count's
     assert (rule.precision, rule.min_samples, rule.max_samples) == (0, 40, 40) and rule.max_time_s >= 1e9
     timer = Synthetic(sample_stream([20.0] * 8 + [12.0] * 8 + [10.0]), seconds=0.002)
     taken = _core.measure(timer, plan(), rule.core)

@@ -26,42 +26,29 @@ from .. import _core
 from .._launch.args import Argument, adopt_tensors, check_args
 from .._launch.argument_sets import ArgumentSets, rotated_arrays
 from .._device.backends.base import DeviceProperties
-from .cache import DEFAULT_CACHE_STATE, check_cache_state
 from ..errors import BenchError
 from .expect import Expect, Expectation
 from .._launch.launch_config import Dims, LaunchConfig
 from .._device.module import Kernel
 from .result import Result
 from .rotation import plan_rotation
-from .stopping import StopRule
+from .options import BenchOptions
 from .._device.stream import Stream
-from .timers import PER_KERNEL_TIMERS, check_timer, default_timer, min_launches_per_sample, timer_for
-from .._values import integer, real, show
-
-# Every launch of a chunk holds its driver events until the chunk's one
-# synchronisation, so a chunk, and a fixed count, is bounded.
-MAX_LAUNCHES = 1_000_000
+from .timers import default_timer, min_launches_per_sample, timer_for
+from .._values import show
 
 
 def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
           timer: str = "auto", cache: str = "auto", precision: float = 0.01, max_time_s: float = 1.0,
           iterations: int | None = None, warmup: int | None = None, rotate: int | str = "auto",
-          slower_than_us: float | None = None, shared_bytes: int = 0, stream: Stream | None = None, expect: Expect = None,
-          atol: float | None = None, rtol: float | None = None) -> Result:
+          slower_than_us: float | None = None, shared_bytes: int = 0, stream: Stream | None = None,
+          expect: Expect = None, atol: float | None = None, rtol: float | None = None) -> Result:
     """Times `kernel` (µs per launch) until its median is known to ±`precision` (95 % CI).
 
-    `timer`: "cupti", "events", "graph", "batched", or "auto" (cupti where it
-    loads, else events). `cache`: "warm", "dirty-cold", "clean-cold", or
-    "auto" (warm when rotate=1, dirty-cold when rotate > 1, else clean-cold).
-    `max_time_s`: wall-time cap of the measurement (warm-up included), s. `iterations`:
-    take exactly this many samples instead (no precision target).
-    `warmup`: untimed samples first; None warms up until the times settle.
-    `slower_than_us`: racing, for tuners: stop (stop_reason "slower") as soon
-    as the median's 95 % CI lies wholly above this time, µs, typically the
-    best candidate's CI upper bound so far; a candidate that is surely slower
-    then costs a few samples instead of the precision's.
-    `rotate`: dirty-cold's set count R ("auto": from the last-level cache and
-    free memory; 1 = warm). Arrays wrapped in `shared()` never rotate.
+    `timer`, `cache`, `precision`, `max_time_s` (s), `iterations`, `warmup`,
+    `rotate` and `slower_than_us` (µs) are the measurement's options
+    (`BenchOptions` documents each). Arrays wrapped in `shared()` never rotate.
+    `shared_bytes`: dynamic shared memory, bytes.
     `stream`: a `Device.stream()` (None = the default stream).
     `expect`: reference outputs (a list aligned with `args`, or a dict
     {argument index: host array}) or a callable check(outputs) -> bool; the
@@ -69,23 +56,22 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     (`atol`, `rtol`: numpy.isclose's tolerances) before anything is timed,
     raising OutputMismatch if wrong (expect.py).
     """
+    options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
+                           iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us)
+    return bench_with(kernel, grid, block, args, options, shared_bytes=shared_bytes, stream=stream,
+                      expect=expect, atol=atol, rtol=rtol)
+
+
+def bench_with(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], options: BenchOptions, *,
+               shared_bytes: int = 0, stream: Stream | None = None, expect: Expect = None,
+               atol: float | None = None, rtol: float | None = None) -> Result:
+    """bench() with its measurement options already checked (a sweep's candidate, autotune, the CLI)."""
     device, config, args = _checked_launch(kernel, grid, block, args, shared_bytes, stream)
     expectation = _expectation(expect, args, kernel.name, atol, rtol)
-    timer, cache = check_timer(timer), check_cache_state(cache)
-    rule = _stop_rule(precision, max_time_s, iterations, slower_than_us)
-    warmup = None if warmup is None else integer("warmup", warmup, 0, MAX_LAUNCHES)
-    rotate = _checked_rotate(rotate)
-    if cache == "auto":
-        cache = DEFAULT_CACHE_STATE if rotate == "auto" else "warm" if rotate == 1 else "dirty-cold"
-    if rotate != "auto" and (cache == "dirty-cold") != (rotate > 1):
-        raise BenchError(f"rotate={rotate} with cache={cache!r}: only dirty-cold rotates argument sets "
-                         "(rotate > 1); rotate=1 is warm")
-    timer = default_timer(device) if timer == "auto" else timer
-    if cache == "clean-cold" and timer not in PER_KERNEL_TIMERS:
-        raise BenchError(f"cache='clean-cold' with timer={timer!r}: a {timer} sample spans several "
-                         "launches, so it would time the clean step too; use timer='cupti' or 'events'")
+    rule, cache, rotate = options.stop_rule(), options.cache_state, options.rotate
+    timer = default_timer(device) if options.timer == "auto" else options.timer
     free, total = device.memory_info()
-    samples = (rule.max_warmup_samples if warmup is None else warmup) + rule.max_samples
+    samples = (rule.max_warmup_samples if options.warmup is None else options.warmup) + rule.max_samples
     launches = samples * min_launches_per_sample(timer)  # a graph or batched sample spans several
     rotation = plan_rotation(sum(a.nbytes for a in rotated_arrays(args)), device.properties.llc_bytes,
                              free, total, rotate if cache == "dirty-cold" else 1, max(launches, 2))
@@ -98,34 +84,16 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
             expectation.verify(device, plan, sets)
         if cache == "clean-cold":
             device.clean_step().attach(plan)
-        taken = _core.measure(core_timer, plan, rule.core, warmup)
+        taken = _core.measure(core_timer, plan, rule.core, options.warmup)
     times_us = taken.times_us
     return Result(kernel.name, _device_facts(device.properties), config, rotation, times_us,
                   timer=timer, cache_state="warm" if rotation.sets == 1 and cache == "dirty-cold" else cache,
-                  stop_reason="iterations" if iterations is not None else taken.stop_reason,
+                  stop_reason="iterations" if options.iterations is not None else taken.stop_reason,
                   precision=rule.precision, warmup=taken.warmup_samples,
                   launches_per_sample=taken.launches_per_sample,
                   host_us_per_kernel=taken.host_us / (len(times_us) * taken.launches_per_sample),
                   wall_s=time.perf_counter() - started, verified=expectation is not None,
-                  target=kernel.module.target, slower_than_us=rule.slower_than_us or None)
-
-
-# A fixed count is taken whatever the time: the time cap (which counts the
-# warm-up sharing the first run) must never cut it short.
-_FIXED_COUNT_TIME_CAP_S = 1e9
-
-
-def _stop_rule(precision: float, max_time_s: float, iterations: int | None,
-               slower_than_us: float | None) -> StopRule:
-    if iterations is None:
-        return StopRule(precision=precision, max_time_s=max_time_s,
-                        slower_than_us=0 if slower_than_us is None else real("slower_than_us", slower_than_us,
-                                                                                   above=0))
-    if slower_than_us is not None:
-        raise BenchError(f"slower_than_us={show(slower_than_us)} with iterations={show(iterations)}: racing stops "
-                         "a run early, a fixed count never does; expected one of them")
-    n = integer("iterations", iterations, 1, MAX_LAUNCHES)
-    return StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n, max_time_s=_FIXED_COUNT_TIME_CAP_S)
+                  target=kernel.module.target, slower_than_us=options.slower_than_us)
 
 
 def _expectation(expect: Expect, args: list[Argument], kernel_name: str, atol: float | None,
@@ -137,14 +105,6 @@ def _expectation(expect: Expect, args: list[Argument], kernel_name: str, atol: f
         return None
     tolerances = {k: v for k, v in (("atol", atol), ("rtol", rtol)) if v is not None}
     return Expectation(expect, args, kernel_name, **tolerances)
-
-
-def _checked_rotate(rotate: object) -> int | str:
-    if isinstance(rotate, str):
-        if rotate != "auto":
-            raise BenchError(f"rotate={rotate!r}: expected 'auto' or a set count >= 1")
-        return rotate
-    return integer("rotate", rotate, 1, unit="argument sets, or 'auto'")
 
 
 def _checked_launch(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], shared_bytes: int,

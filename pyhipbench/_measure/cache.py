@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._launch.args import pack_args, uint64
-from ..errors import BenchError
-from .._values import integer, show
+from .._values import integer
 
 if TYPE_CHECKING:
     from .. import _core
@@ -41,14 +40,6 @@ DEFAULT_CACHE_STATE = "clean-cold"  # chosen from the H200 study: docs/measureme
 CLEAN_BYTES_PER_LLC = 1.25
 CLEAN_BLOCK = 256
 CLEAN_BLOCKS_PER_UNIT = 8           # blocks per compute unit: enough to keep every unit reading
-
-
-def check_cache_state(cache: object) -> str:
-    """`cache` if it names a state ("auto" is resolved by bench()), else BenchError."""
-    if not (isinstance(cache, str) and cache in CACHE_STATES + ("auto",)):
-        raise BenchError(f"cache={show(cache)}: expected one of {', '.join(CACHE_STATES)} or 'auto' "
-                         f"(default {DEFAULT_CACHE_STATE})")
-    return cache
 
 
 class CleanStep:

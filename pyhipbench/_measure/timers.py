@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from .. import _core
 from ..errors import BenchError, Error
-from .._values import show
 
 if TYPE_CHECKING:
     from .._device.device import Device
@@ -30,12 +29,6 @@ PER_KERNEL_TIMERS = ("events", "cupti")   # one sample per launch; the only ones
 MIN_LAUNCHES_PER_SAMPLE = 16              # graph / batched: enough launches to amortise the event pair
 MAX_LAUNCHES_PER_SAMPLE = 512             # batched queues them all behind the spin kernel: stay well
                                           # under the driver's queue depth, or the host blocks
-
-
-def check_timer(timer: object) -> str:
-    if not (isinstance(timer, str) and timer in TIMERS + ("auto",)):
-        raise BenchError(f"timer={show(timer)}: expected one of {', '.join(TIMERS)} or 'auto'")
-    return timer
 
 
 def default_timer(device: Device) -> str:

@@ -23,7 +23,8 @@ from .._codeobject import image as codeobject
 from ..codegen import ir
 from .._launch.arg_spec import DTYPES, FILLS, ArgSpec, materialize, parse_arg
 from .._launch.args import int64
-from .._measure.bench import MAX_LAUNCHES, bench
+from .._measure.bench import bench
+from .._measure.options import MAX_LAUNCHES
 from .._measure.cache import CACHE_STATES, CLEAN_BYTES_PER_LLC
 from ..codegen import CodeObject, compile_for_device, compile_ir, triple_of
 from ..codegen.nvptx import TRIPLE as NVPTX_TRIPLE
