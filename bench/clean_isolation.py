@@ -64,7 +64,7 @@ def main() -> None:
     from pyhipbench._measure.cache import CleanStep
     from pyhipbench._launch.launch_config import LaunchConfig
     from pyhipbench._measure.stopping import StopRule
-    from pyhipbench._measure.timers import default_timer
+    from pyhipbench._measure.timers import core_timer, default_timer
     n = options.samples
     fixed_count = StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n, max_time_s=1e9).core
     print("| copy | clean read (x LLC) | median µs | p10–p90 µs | histogram of sample / median, 0.94–1.06 "
@@ -73,7 +73,7 @@ def main() -> None:
     for mib in sizes:
         device, kernel, grid, block, args, arrays = setup({"name": "copy", "kernel": "copy", "bytes": mib * MiB})
         config = LaunchConfig.checked(grid, block, 0, device.properties)
-        timer = device.timer(default_timer(device))
+        timer = core_timer(device, default_timer(device))
         with ArgumentSets(device, kernel.params, args, 1) as sets:
             for read in reads:
                 clean = CleanStep(device, int(read * device.properties.llc_bytes))

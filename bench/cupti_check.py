@@ -39,6 +39,7 @@ from pyhipbench import _core
 from pyhipbench._launch.argument_sets import ArgumentSets
 from pyhipbench._measure.bench import make_plan
 from pyhipbench._launch.launch_config import LaunchConfig
+from pyhipbench._measure.timers import core_timer
 
 WARMUP = 20
 
@@ -84,9 +85,9 @@ def torch_child(sizes_mb: list[float], iterations: int) -> None:
     durations = {}
     for size in sizes_mb:
         runs = CopyRuns(device, size)
-        runs.times(device.timer("events"), iterations)  # load, JIT and warm outside the trace
+        runs.times(core_timer(device, "events"), iterations)  # load, JIT and warm outside the trace
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            runs.times(device.timer("events"), iterations)
+            runs.times(core_timer(device, "events"), iterations)
             torch.cuda.synchronize()
         with tempfile.TemporaryDirectory() as tmp:
             trace = Path(tmp) / "trace.json"
@@ -128,19 +129,19 @@ def main() -> None:
     # The events timer's host cost before CUPTI is first attached to the process, to see whether
     # CUPTI left attached (disabled, unsubscribed) still costs later launches anything.
     runs = CopyRuns(device, args.sizes_mb[0])
-    _, events_host_before_cupti = runs.times(device.timer("events"), args.iterations)
+    _, events_host_before_cupti = runs.times(core_timer(device, "events"), args.iterations)
     runs.close()
     cupti = _core.make_timer("cupti", device.driver, device.backend.context)
     rows = []
     for size in args.sizes_mb:
         runs = CopyRuns(device, size)
         cupti_us, cupti_host = runs.times(cupti, args.iterations)
-        events_us, events_host = runs.times(device.timer("events"), args.iterations)
+        events_us, events_host = runs.times(core_timer(device, "events"), args.iterations)
         if size == args.sizes_mb[0]:
             # A run's fixed cost (CUPTI: callbacks, subscription, enable, flush, disable) beside its
             # cost per launch: what chunked adaptive stopping pays per chunk.
             run_wall_us = {name: {launches: runs.run_wall_us(timer, launches) for launches in (1, 101)}
-                           for name, timer in (("cupti", cupti), ("events", device.timer("events")))}
+                           for name, timer in (("cupti", cupti), ("events", core_timer(device, "events")))}
         runs.close()
         rows.append({"size_mb": size, "cupti_median_us": float(np.median(cupti_us)),
                      "cupti_p10_us": float(np.percentile(cupti_us, 10)),

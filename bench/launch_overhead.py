@@ -38,6 +38,7 @@ import pyhipbench as hb
 from pyhipbench._launch.argument_sets import ArgumentSets
 from pyhipbench._measure.bench import make_plan
 from pyhipbench._launch.launch_config import LaunchConfig
+from pyhipbench._measure.timers import core_timer
 
 HERE = Path(__file__).parent
 
@@ -116,7 +117,7 @@ def main() -> None:
     config = LaunchConfig.checked(1, 1, 0, device.properties)
     sets = ArgumentSets(device, empty.params, [], 1)
     plan = make_plan(empty, config, sets)
-    device.timer("events").run(plan, args.iterations, 0)  # warm the event pool and the JIT
+    core_timer(device, "events").run(plan, args.iterations, 0)  # warm the event pool and the JIT
 
     with tempfile.TemporaryDirectory() as tmp:
         plain_loop = PlainLoop(Path(tmp), args.iterations)
@@ -132,7 +133,7 @@ def main() -> None:
             core, plain, python = [], [], []
             for _ in range(args.rounds):
                 before()
-                core.append(device.timer("events").run(plan, args.iterations, 0)[2] / args.iterations)
+                core.append(core_timer(device, "events").run(plan, args.iterations, 0)[2] / args.iterations)
                 before()
                 plain.append(plain_loop.host_us(empty.handle))
                 before()

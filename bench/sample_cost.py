@@ -21,6 +21,7 @@ import statistics
 import time
 
 from fidelity import MiB, setup  # bench/fidelity.py: the same kernels, grids and arguments
+from pyhipbench._measure.cache import clean_step
 
 CASES = ({"name": "copy 4 MiB", "kernel": "copy", "bytes": 4 * MiB},
          {"name": "copy 64 MiB", "kernel": "copy", "bytes": 64 * MiB},
@@ -44,7 +45,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for case in CASES:
         device, kernel, grid, block, args, arrays = setup(case)
-        step = device.clean_step()
+        step = clean_step(device)
         clean_args = [step.buffer, hb.uint64(step.buffer.nbytes // 4), step.sink]
         clean_us = hb.bench(step.kernel, step.grid, 256, clean_args, cache="warm", iterations=64).median_us
         kernel_us = hb.bench(kernel, grid, block, args, cache="clean-cold", iterations=64).median_us

@@ -33,18 +33,18 @@ from sweep_helpers import ARGS, IR, sweep_environment  # noqa: E402
 
 
 def space(count: int, iterations: int) -> list:
-    from pyhipbench.sweep import BenchOptions, Candidate, IRSource
+    from pyhipbench import BenchOptions, Candidate, IRSource
     source, options = IRSource(IR.encode()), BenchOptions(cache="warm", iterations=iterations)
     return [Candidate(source, "copy", g + 1, 64, ARGS, bench=options, tags={"g": g}) for g in range(count)]
 
 
 def profile_worker(candidates: list, out: Path) -> None:
     """cProfile of Worker.run over `candidates` on fake device 0, in this process."""
-    from pyhipbench.sweep.sources import CompileTarget
-    from pyhipbench.sweep.worker import Task, Worker
+    from pyhipbench import CompileTarget
+    from pyhipbench._sweep.worker import Task, Worker
     worker = Worker.open("hip", 0)
     code = candidates[0].source.compile(CompileTarget(worker.device.arch))
-    tasks = [Task(c.id, c.kernel, c.grid, c.block, c.args, c.shared_bytes, c.bench.to_json(), c.source.digest,
+    tasks = [Task(c.id, c.kernel, c.grid, c.block, c.args, c.shared_bytes, c.bench, c.source.digest,
                   code.data) for c in candidates]
     profiler = cProfile.Profile()
     started = time.perf_counter()
@@ -61,7 +61,7 @@ def profile_worker(candidates: list, out: Path) -> None:
 def replacement_latency(replacements: int, standby: bool) -> list[float]:
     """Seconds from replacing fake GPU 0's worker (kill, start) until the new one is ready and the old one
     has exited (tasks may go), each time after its spare (if any) had opened the device."""
-    from pyhipbench.sweep.local import LocalPool
+    from pyhipbench._sweep.local import LocalPool
     pool = LocalPool("hip", [0], standby=standby)
     latencies = []
     try:
@@ -94,7 +94,7 @@ def main() -> int:
                      f"--replacements {args.replacements}: expected positive counts")
     scratch = Path(tempfile.mkdtemp(prefix="sweep-overhead-"))
     os.environ.update(sweep_environment(build_fake(scratch / "fake", HIP_LIBRARY_NAME), args.gpus))
-    from pyhipbench.sweep import sweep
+    from pyhipbench import sweep
     candidates = space(args.candidates, args.iterations)
     profiler = cProfile.Profile() if args.profile else None
     if profiler:

@@ -30,7 +30,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pyhipbench.sweep import BenchOptions, Candidate, CodeObjectSource, sweep
+from pyhipbench import BenchOptions, Candidate, CodeObjectSource, sweep
 
 HERE = Path(__file__).resolve().parent
 COPY = HERE.parent / "pyhipbench" / "kernels" / "copy.ptx"

@@ -8,8 +8,8 @@
    reached; then the same in each other cache state of `--caches`; beside
    them, in the same run, the wall time of one `triton.testing.do_bench`
    with its defaults on the same kernel (bench/fidelity.py's reading; skipped
-   without torch, triton and CuPy) and the ratio. Issue 7's target: <= 5 ms
-   per candidate for kernels up to 50 µs, >= 20x less than do_bench.
+   without torch, triton and CuPy) and the ratio. The target: <= 5 ms per
+   candidate for kernels up to 50 µs, >= 20x less than do_bench.
 2. The clean step's read size: clean-cold medians of the copy kernels with
    the clean step reading 1x, 1.25x, 1.5x and 2x (the default) the
    last-level cache (`CleanStep(device, read_bytes)`), each measured
@@ -74,10 +74,10 @@ def clean_read_sweep(case: dict, repeats: int) -> list[dict]:
     from pyhipbench._launch.launch_config import LaunchConfig
     from pyhipbench._measure.stats import summarize
     from pyhipbench._measure.stopping import StopRule
-    from pyhipbench._measure.timers import default_timer
+    from pyhipbench._measure.timers import core_timer, default_timer
     device, kernel, grid, block, args, arrays = setup(case)
     config = LaunchConfig.checked(grid, block, 0, device.properties)
-    timer = device.timer(default_timer(device))
+    timer = core_timer(device, default_timer(device))
     llc = device.properties.llc_bytes
     rows = []
     with ArgumentSets(device, kernel.params, args, 1) as sets:

@@ -1,4 +1,4 @@
-"""Issue 8's Triton autotune space through pyhipbench and through triton.testing.do_bench, in one run.
+"""A 24-config Triton fp16 GEMM autotune space through pyhipbench and through triton.testing.do_bench, in one run.
 
 A 2048^3 fp16 matmul (Triton's tutorial kernel, written below), 24 configs:
 BM, BN in {64, 128}, BK in {32, 64}, (warps, stages) in {(4, 2), (4, 3), (8, 3)}.
@@ -85,7 +85,7 @@ def grid(meta: dict) -> tuple[int]:
 
 
 def configs() -> list[triton.Config]:
-    """Issue 8's 24 configurations."""
+    """The 24 configurations."""
     return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": GROUP_M},
                           num_warps=warps, num_stages=stages)
             for bm, bn, bk, (warps, stages) in itertools.product((64, 128), (64, 128), (32, 64),

@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "pyhipbench/rotated_buffers.hpp"
 #include "pyhipbench/rotation.hpp"
 #include "pyhipbench/statistics.hpp"
 #include "pyhipbench/stopping.hpp"
@@ -45,6 +46,20 @@ std::vector<double> as_vector(const py::array_t<double, py::array::c_style | py:
   return std::vector<double>(times.data(), times.data() + times.size());
 }
 
+// The Python exception for `e`, with the driver's details attached so callers
+// can act on the code, not only read the message. Both the core's own errors
+// and the Python backends' (through driver_error) are made here, so a failed
+// call reads the same from either layer.
+py::object python_error(const DriverError& e) {
+  const auto* fault = dynamic_cast<const KernelFault*>(&e);
+  py::object error = py::module_::import("pyhipbench._core").attr(fault ? "KernelFault" : "DriverError")(e.what());
+  error.attr("call") = e.call();
+  error.attr("code") = e.code();
+  error.attr("driver_message") = e.message();
+  if (fault != nullptr) error.attr("context_usable") = fault->context_usable();
+  return error;
+}
+
 py::array_t<double> as_array(const std::vector<double>& times) {
   py::array_t<double> out(static_cast<py::ssize_t>(times.size()));
   std::copy(times.begin(), times.end(), out.mutable_data());
@@ -68,23 +83,11 @@ PYBIND11_MODULE(_core, m) {
                                        py::make_tuple(error, py::handle(PyExc_OSError)));
   py::register_exception<MeasurementError>(m, "MeasurementError",
                                            py::make_tuple(error, py::handle(PyExc_RuntimeError)));
-  // Attach the driver's details to the Python exception, so callers can act
-  // on the code, not only read the message.
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const KernelFault& e) {
-      py::object error = py::module_::import("pyhipbench._core").attr("KernelFault")(e.what());
-      error.attr("call") = e.call();
-      error.attr("code") = e.code();
-      error.attr("driver_message") = e.message();
-      error.attr("context_usable") = e.context_usable();
-      PyErr_SetObject(error.get_type().ptr(), error.ptr());
-    } catch (const DriverError& e) {
-      py::object error = py::module_::import("pyhipbench._core").attr("DriverError")(e.what());
-      error.attr("call") = e.call();
-      error.attr("code") = e.code();
-      error.attr("driver_message") = e.message();
+    } catch (const DriverError& e) {  // KernelFault included
+      py::object error = python_error(e);
       PyErr_SetObject(error.get_type().ptr(), error.ptr());
     } catch (const std::invalid_argument& e) {
       // Bad input to the core (a plan, a timer's options): pyhipbench.BenchError,
@@ -93,6 +96,35 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetObject(error.get_type().ptr(), error.ptr());
     }
   });
+
+  m.def(
+      "driver_error",
+      [](std::string call, int code, std::string name, std::string message) {
+        return python_error(DriverError(std::move(call), code, std::move(name), std::move(message)));
+      },
+      py::arg("call"), py::arg("code"), py::arg("name"), py::arg("message"),
+      "The DriverError (not raised) for driver call `call` that returned `code`, the driver's `name` and "
+      "`message` for it: what the Python backends raise, worded as the core words its own.");
+
+  py::class_<LaunchLimits>(m, "LaunchLimits",
+                           "What a backend's launch call can express beyond the device's limits "
+                           "(pyhipbench/launch_plan.hpp).")
+      .def_readonly("max_global_threads", &LaunchLimits::max_global_threads,
+                    "the most threads per axis (grid x block) the launch call takes; 2**64 - 1 for no limit")
+      .def_readonly("limited_by", &LaunchLimits::limited_by, "why, as the check's message says; '' for no limit")
+      .def(
+          "check",
+          [](const LaunchLimits& limits, std::array<uint32_t, 3> grid, std::array<uint32_t, 3> block) {
+            check_launch_limits(limits, LaunchConfig{grid, block, 0, 0});
+          },
+          py::arg("grid"), py::arg("block"),
+          "Raises BenchError naming the axis if grid x block (blocks, threads per block) exceeds the limits.")
+      .def("__repr__", [](const LaunchLimits& limits) {
+        return py::str("LaunchLimits(max_global_threads={}, limited_by={!r})")
+            .format(limits.max_global_threads, limits.limited_by);
+      });
+  m.def("launch_limits", &launch_limits, py::arg("backend"),
+        "The launch limits of backend 'cuda' or 'hip' (the timers check every plan against them).");
 
   py::class_<LaunchPlan>(m, "LaunchPlan")
       .def(py::init([](uintptr_t function, std::string kernel_name,
@@ -138,6 +170,28 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Driver, std::shared_ptr<Driver>>(m, "Driver")
       .def_property_readonly("backend", &Driver::backend)
       .def_property_readonly("library_path", &Driver::library_path);
+
+  py::class_<RotatedBuffers>(m, "RotatedBuffers",
+                             "The R - 1 rotated copies of device buffers, in one allocation "
+                             "(pyhipbench/rotated_buffers.hpp); freed by free() or when collected.")
+      .def(py::init([](std::shared_ptr<Driver> driver, uintptr_t context,
+                       const std::vector<std::pair<uintptr_t, size_t>>& buffers, size_t sets) {
+             std::vector<BufferRange> originals;
+             originals.reserve(buffers.size());
+             for (const auto& [address, bytes] : buffers) originals.push_back({address, bytes});
+             py::gil_scoped_release release;  // the copies wait for the device
+             return std::make_unique<RotatedBuffers>(std::move(driver), context, std::move(originals), sets);
+           }),
+           py::arg("driver"), py::arg("context"), py::arg("buffers"), py::arg("sets"),
+           "Copies each (device address, bytes) of `buffers` into sets 1 .. `sets` - 1, device to device in "
+           "`context` (CUDA: a CUcontext handle; HIP: a device ordinal); returns when they are complete.")
+      .def_property_readonly("sets", &RotatedBuffers::sets, "argument sets: R, or 1 once freed")
+      .def_property_readonly("buffers", &RotatedBuffers::buffers)
+      .def_property_readonly("set_stride_bytes", &RotatedBuffers::set_stride_bytes,
+                             "bytes from one copy set to the next (each buffer 256-byte aligned)")
+      .def("address", &RotatedBuffers::address, py::arg("set"), py::arg("buffer"),
+           "Buffer `buffer`'s device address in set `set` (set 0: the original).")
+      .def("free", &RotatedBuffers::free, "Frees the copies now; set 0, the originals, remains.");
 
   m.def("load_driver", &load_driver, py::arg("backend"), py::arg("library_path") = "",
         "Loads the driver library of `backend` ('cuda' or 'hip').");

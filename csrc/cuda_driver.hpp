@@ -63,7 +63,9 @@ class CudaDriver final : public Driver {
   // A context handle from the caller (Python passes an int).
   static Context context(uintptr_t handle);
 
-  // cuLaunchKernel validates the launch sizes itself.
+  // cuLaunchKernel takes block counts, each dimension's checked by the driver
+  // at launch: nothing beyond the device's limits.
+  static LaunchLimits limits() { return {}; }
   void check_plan(const LaunchPlan&) const {}
 
   // One launch of `plan` with `args` on `stream`; with events, bracketed by

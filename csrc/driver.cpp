@@ -13,6 +13,12 @@ std::shared_ptr<Driver> load_driver(const std::string& backend, const std::strin
   throw std::invalid_argument("unknown backend '" + backend + "'; expected 'cuda' or 'hip'");
 }
 
+LaunchLimits launch_limits(const std::string& backend) {
+  if (backend == "cuda") return CudaDriver::limits();
+  if (backend == "hip") return HipDriver::limits();
+  throw std::invalid_argument("unknown backend '" + backend + "'; expected 'cuda' or 'hip'");
+}
+
 DeviceBuffer::DeviceBuffer(std::shared_ptr<Driver> driver, uintptr_t context, size_t bytes)
     : driver_(std::move(driver)), context_(context), bytes_(bytes) {
   if (driver_ == nullptr) throw std::invalid_argument("DeviceBuffer needs a driver, got none");

@@ -59,15 +59,8 @@ HipDriver::Context HipDriver::context(uintptr_t device) {
   return static_cast<Context>(device);
 }
 
-void HipDriver::check_plan(const LaunchPlan& plan) const {
-  const LaunchConfig& c = plan.config();
-  for (int axis = 0; axis < 3; ++axis) {
-    const uint64_t threads = uint64_t{c.grid[axis]} * c.block[axis];
-    if (threads > UINT32_MAX) {
-      throw std::invalid_argument("grid x block = " + std::to_string(threads) + " threads on axis " +
-                                  "xyz"[axis] + " exceeds hipExtModuleLaunchKernel's 32-bit global size");
-    }
-  }
+LaunchLimits HipDriver::limits() {
+  return {UINT32_MAX, "hipExtModuleLaunchKernel takes global work sizes (grid x block) as 32-bit values"};
 }
 
 namespace {

@@ -59,7 +59,11 @@ class HipDriver final : public Driver {
   static Context context(uintptr_t device);
 
   // hipExtModuleLaunchKernel takes global work sizes (grid x block) as 32-bit values.
-  void check_plan(const LaunchPlan& plan) const;
+  static LaunchLimits limits();
+  void check_plan(const LaunchPlan& plan) const {
+    static const LaunchLimits kLimits = limits();
+    check_launch_limits(kLimits, plan.config());
+  }
 
   // One launch of `plan` with `args` on `stream`; hipExtModuleLaunchKernel
   // records the two events (if given) around exactly this dispatch. Its sizes

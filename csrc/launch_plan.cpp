@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 namespace pyhipbench {
 
@@ -46,6 +47,19 @@ LaunchPlan::LaunchPlan(uintptr_t function, std::string kernel_name, LaunchConfig
     if (set_bytes > 0) std::memcpy(base, arg_sets[s].data(), set_bytes);
     for (size_t a = 0; a < arg_offsets_.size(); ++a) {
       pointers_[s * arg_offsets_.size() + a] = base + arg_offsets_[a];
+    }
+  }
+}
+
+void check_launch_limits(const LaunchLimits& limits, const LaunchConfig& config) {
+  for (size_t axis = 0; axis < 3; ++axis) {
+    const uint64_t threads = uint64_t{config.grid[axis]} * config.block[axis];  // < 2^64: two 32-bit factors
+    if (threads > limits.max_global_threads) {
+      const std::string xyz(1, "xyz"[axis]);
+      throw std::invalid_argument("grid " + xyz + " = " + std::to_string(config.grid[axis]) + " by block " + xyz +
+                                  " = " + std::to_string(config.block[axis]) + " is " + std::to_string(threads) +
+                                  " threads; at most " + std::to_string(limits.max_global_threads) +
+                                  " per axis: " + limits.limited_by);
     }
   }
 }

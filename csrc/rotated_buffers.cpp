@@ -1,15 +1,11 @@
 #include "pyhipbench/rotated_buffers.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
 namespace pyhipbench {
-
-namespace {
-// Both drivers align allocations to at least this; each copy keeps it, so a
-// kernel sees the same alignment in every set.
-constexpr size_t kBufferAlignment = 256;
-}  // namespace
 
 RotatedBuffers::RotatedBuffers(std::shared_ptr<Driver> driver, uintptr_t context,
                                std::vector<BufferRange> originals, size_t sets)
@@ -17,7 +13,7 @@ RotatedBuffers::RotatedBuffers(std::shared_ptr<Driver> driver, uintptr_t context
   if (driver == nullptr) throw std::invalid_argument("RotatedBuffers needs a driver, got none");
   if (sets == 0) throw std::invalid_argument("sets=0: expected at least 1 argument set (1 = no copies)");
   if (originals_.empty()) throw std::invalid_argument("no buffers to rotate: expected at least one");
-  size_t set_bytes = 0;
+  constexpr size_t kMaxBytes = std::numeric_limits<size_t>::max();
   for (size_t b = 0; b < originals_.size(); ++b) {
     const BufferRange& original = originals_[b];
     if (original.address == 0 || original.bytes == 0) {
@@ -25,21 +21,36 @@ RotatedBuffers::RotatedBuffers(std::shared_ptr<Driver> driver, uintptr_t context
                                   std::to_string(original.address) + ", " + std::to_string(original.bytes) +
                                   " bytes): expected a device address and a size above 0 bytes");
     }
-    const size_t aligned = (original.bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-    if (aligned < original.bytes || set_bytes + aligned < set_bytes) {
+    if (original.bytes > kMaxBytes - (kAlignmentBytes - 1)) {
+      throw std::invalid_argument("buffer " + std::to_string(b) + " of " + std::to_string(original.bytes) +
+                                  " bytes: its aligned size overflows size_t");
+    }
+    const size_t aligned = (original.bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes;
+    if (set_stride_bytes_ > kMaxBytes - aligned) {
       throw std::invalid_argument("buffer " + std::to_string(b) + " of " + std::to_string(original.bytes) +
                                   " bytes: the set's size overflows size_t");
     }
-    offsets_.push_back(set_bytes);
-    set_bytes += aligned;
+    offsets_.push_back(set_stride_bytes_);
+    set_stride_bytes_ += aligned;
   }
-  copies_.reserve(sets - 1);
-  for (size_t s = 1; s < sets; ++s) {
-    DeviceBuffer& copy = copies_.emplace_back(driver, context, set_bytes);
-    for (size_t b = 0; b < originals_.size(); ++b) {
-      driver->copy(context, copy.address() + offsets_[b], originals_[b].address, originals_[b].bytes);
-    }
+  const size_t copy_sets = sets - 1;
+  if (copy_sets > kMaxBytes / set_stride_bytes_) {
+    throw std::invalid_argument("sets=" + std::to_string(sets) + " of " + std::to_string(set_stride_bytes_) +
+                                " bytes: the copies' size overflows size_t");
   }
+  if (copy_sets == 0) return;
+  const uintptr_t base = copies_.emplace(driver, context, copy_sets * set_stride_bytes_).address();
+  for (size_t b = 0; b < originals_.size(); ++b) {
+    driver->copy(context, base + offsets_[b], originals_[b].address, originals_[b].bytes);
+  }
+  // Every later set is a copy of set 1, and the filled sets are contiguous:
+  // one copy doubles them, so R sets need about log2(R) copies, not B x (R - 1).
+  for (size_t filled = 1; filled < copy_sets;) {
+    const size_t count = std::min(filled, copy_sets - filled);
+    driver->copy(context, base + filled * set_stride_bytes_, base, count * set_stride_bytes_);
+    filled += count;
+  }
+  sets_ = sets;
 }
 
 uintptr_t RotatedBuffers::address(size_t set, size_t buffer) const {
@@ -48,7 +59,13 @@ uintptr_t RotatedBuffers::address(size_t set, size_t buffer) const {
                             ": expected a set below " + std::to_string(sets()) + " and a buffer below " +
                             std::to_string(buffers()));
   }
-  return set == 0 ? originals_[buffer].address : copies_[set - 1].address() + offsets_[buffer];
+  if (set == 0) return originals_[buffer].address;
+  return copies_->address() + (set - 1) * set_stride_bytes_ + offsets_[buffer];
+}
+
+void RotatedBuffers::free() noexcept {
+  copies_.reset();
+  sets_ = 1;
 }
 
 }  // namespace pyhipbench

@@ -1,11 +1,20 @@
 """pyhipbench: GPU kernel timing for autotuners.
 
-A C++ launch loop (pyhipbench._core) times each launch with driver events while
-rotating R copies of the argument buffers, so no iteration reads the previous
-one's cached data. Python sets the run up: devices and memory through
-hip-python or cuda-bindings, parameter checks from the code object, the
-rotation count, statistics.
+A C++ launch loop (pyhipbench._core) times each launch of a kernel, with no
+Python in the timed loop, until the median's 95 % confidence interval is
+within the asked precision. The default timer reads each kernel's own start
+and end (CUPTI) on NVIDIA and brackets the dispatch with events on AMD; the
+default cache state is clean-cold (an untimed read of 1.25x the last-level
+cache before each launch). Python sets the run up: devices and memory through
+hip-python or cuda-bindings, argument checks from the code object, rotating
+argument sets, statistics.
+
+This module is the public API; the packages whose names start with `_` are the
+implementation. `pyhipbench.codegen` (LLVM IR to code objects),
+`pyhipbench.triton` (Triton kernels and autotuning) and the sweep names load
+their dependencies (llvmlite, Triton, SQLite) only when first used.
 """
+from importlib import import_module as _import_module
 from importlib.metadata import version as _distribution_version
 
 from ._launch.args import Pointer, Scalar, float16, float32, float64, int8, int16, int32, int64, shared
@@ -18,17 +27,37 @@ from .errors import (BenchError, CodegenError, DriverError, Error, IRError, Kern
 from ._launch.launch_config import LaunchConfig
 from ._device.memory import DeviceArray
 from ._device.module import Kernel, Module
+from ._measure.options import BenchOptions
 from ._measure.result import Result
 from ._measure.rotation import Rotation, RotationCapped, plan_rotation
-from . import sweep  # a callable package: hb.sweep(candidates, db=...), hb.sweep.Candidate
 
 __version__ = _distribution_version("pyhipbench")  # pyproject.toml holds the one version
 
+# Names loaded on first use (PEP 562), so `import pyhipbench` does not import what they need:
+# name -> the module that defines it, relative to this package.
+_LAZY: dict[str, str] = {name: "._sweep" for name in (
+    "sweep", "Candidate", "load_space", "candidates_from_json", "Source", "CodeObjectSource", "IRSource",
+    "CudaSource", "HipSource", "TritonSource", "Code", "CompileTarget", "SOURCE_KINDS", "register_source_kind",
+    "Store", "SweepSummary", "export_best", "load_results", "watchdog_s")}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(_LAZY[name], __name__), name)
+    globals()[name] = value  # found here from now on, without this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 __all__ = [
-    "bench", "sweep", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module", "Kernel", "LaunchConfig",
+    "bench", "BenchOptions", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module", "Kernel", "LaunchConfig",
     "Result", "Rotation", "RotationCapped", "plan_rotation", "shared", "Pointer", "Scalar",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",
     "Error", "BenchError", "IRError", "CodegenError", "VerificationError", "ToolchainError",
     "NoDeviceError", "LibraryError", "MeasurementError", "OutputMismatch", "DriverError", "KernelFault",
+    *_LAZY,
 ]

@@ -17,11 +17,12 @@ class around a candidate and nothing else escapes:
         └── KernelFault   a kernel faulted while running (`context_usable`)
 
 `DriverError`, `KernelFault`, `LibraryError` and `MeasurementError` are raised by the C++ core
-(pyhipbench._core) and, through `driver_error`, by the Python backends.
+(pyhipbench._core) and, through `driver_error`, by the Python backends. `driver_error` is the
+core's: a failed driver call is worded in one place (csrc/errors.cpp), whichever layer made it.
 """
 from __future__ import annotations
 
-from ._core import DriverError, Error, KernelFault, LibraryError, MeasurementError
+from ._core import DriverError, Error, KernelFault, LibraryError, MeasurementError, driver_error
 
 __all__ = ["Error", "BenchError", "IRError", "CodegenError", "VerificationError", "ToolchainError",
            "NoDeviceError", "LibraryError", "MeasurementError", "OutputMismatch", "DriverError", "KernelFault",
@@ -66,9 +67,3 @@ class OutputMismatch(Error, RuntimeError):
         super().__init__(message)
         self.argument, self.set_index, self.index, self.got, self.expected = argument, set_index, index, got, expected
 
-
-def driver_error(call: str, code: int, name: str, message: str) -> DriverError:
-    """A DriverError for a failed driver call made from Python."""
-    error = DriverError(f"{call} failed: {name} ({code}): {message}")
-    error.call, error.code, error.driver_message = call, code, message
-    return error

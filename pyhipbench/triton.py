@@ -12,7 +12,7 @@ Triton's metadata: block = num_warps x warp size, dynamic shared memory,
 the two scratch pointers Triton 3.x appends to every kernel.
 
 `bench(fn, grid, args, **meta_and_bench_options)` times it with
-`pyhipbench._measure.bench` (the C++ loop, rotation, cache states, timers).
+`pyhipbench.bench` (the C++ loop, rotation, cache states, timers).
 `autotune(configs, key)` tunes like `triton.autotune`, each config timed by
 pyhipbench, and launches the winner through Triton. Triton's own Autotuner
 takes a `do_bench` hook instead, but the hook is handed a Python closure that
@@ -24,9 +24,7 @@ call raises ToolchainError saying so.
 """
 from __future__ import annotations
 
-import inspect
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +33,9 @@ import numpy as np
 
 from ._codeobject import image as codeobject
 from ._launch.args import Argument, Pointer, Scalar, Shared, shared
-from ._measure.bench import bench as _bench
+from ._measure.bench import bench_with as _bench
+from ._launch.launch_config import dims
+from ._measure.options import BenchOptions
 from .codegen import compile_ir
 from ._device.device import Device
 from .errors import BenchError, CodegenError, Error, ToolchainError
@@ -59,7 +59,7 @@ except (ImportError, AttributeError) as error:  # the optional extra: every entr
     _triton = None
     _IMPORT_ERROR = f"{type(error).__name__}: {error}"
 
-__all__ = ["TritonKernel", "compile", "bench", "bench_compiled", "autotune", "Autotuner", "Tuning", "ConfigResult",
+__all__ = ["TritonKernel", "compile", "bench", "bench_compiled", "bench_compiled_with", "autotune", "Autotuner", "Tuning", "ConfigResult",
            "target_of"]
 
 # Triton's scalar parameter types (its launchers' ty_to_cpp) -> pyhipbench scalar dtypes.
@@ -70,9 +70,15 @@ SCALAR_DTYPES = {
 }
 # Triton 3.x appends these pointer parameters to every kernel, after the user's.
 SCRATCH_PARAMS = ("global_scratch", "profile_scratch")
-# pyhipbench._measure.bench's own keyword options, told apart from meta-parameters by name.
-BENCH_OPTIONS = tuple(name for name, p in inspect.signature(_bench).parameters.items()
-                      if p.kind is inspect.Parameter.KEYWORD_ONLY)
+# bench()'s keywords beside the measurement's options (BenchOptions): told apart from meta-parameters by name.
+LAUNCH_OPTIONS = ("stream", "expect", "atol", "rtol")
+BENCH_OPTIONS = BenchOptions.field_names() + LAUNCH_OPTIONS
+
+
+def _split_options(options: dict[str, Any]) -> tuple[BenchOptions, dict[str, Any]]:
+    """(the measurement's options, checked; bench()'s launch keywords) from bench()-style keywords."""
+    launch = {k: options[k] for k in LAUNCH_OPTIONS if k in options}
+    return BenchOptions(**{k: v for k, v in options.items() if k not in launch}), launch
 
 
 def _require_triton() -> None:
@@ -85,14 +91,7 @@ def target_of(device: Device) -> "GPUTarget":
     """Triton's target for `device`: ("cuda", 90, 32) for sm_90; ("hip", "gfx942", 64) for gfx942.
     AMD's wave size is 64 on gfx9 (CDNA) and 32 on gfx10 and later (RDNA), as Triton uses them."""
     _require_triton()
-    arch = device.arch
-    if device.backend.name == "cuda":
-        match = re.fullmatch(r"sm_(\d+)a?", arch)
-        if not match:
-            raise BenchError(f"device arch {arch!r}: expected sm_<capability> such as sm_90")
-        return GPUTarget("cuda", int(match[1]), 32)
-    processor = arch.split(":")[0]
-    return GPUTarget("hip", processor, 64 if processor.startswith("gfx9") else 32)
+    return GPUTarget(*device.backend.triton_target(device.arch))
 
 
 class _PointerView:
@@ -246,7 +245,7 @@ def compile(fn: "JITFunction", args: Sequence[Any], device: Device, *, icache_fl
         raise BenchError(f"device={show(device)}: expected a pyhipbench Device")
     if not (icache_flush is None or isinstance(icache_flush, bool)):
         raise BenchError(f"icache_flush={show(icache_flush)}: expected True, False or None (the default)")
-    if icache_flush and device.backend.name == "cuda":
+    if icache_flush and not device.backend.icache_invalidation:
         raise CodegenError(f"icache_flush=True on {device.arch}: NVIDIA GPUs have no instruction-cache "
                            "invalidation (neither PTX nor the driver exposes one); expected None or False")
     if not isinstance(args, (list, tuple)):
@@ -312,7 +311,7 @@ def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str,
     for flag in ("launch_cooperative_grid", "launch_pdl"):
         if getattr(metadata, flag, False):
             raise BenchError(f"{flag}=True: pyhipbench's core launches without this attribute; expected False")
-    if device.backend.name == "cuda":
+    if "cubin" in compiled.asm:
         # The cubin is the very code Triton launches; its PTX (same kernel) lists the parameters.
         ptx, image = compiled.asm["ptx"], compiled.asm["cubin"]
         module = Module(device, device.backend.load_module(image), "cubin",
@@ -347,11 +346,11 @@ def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str,
 
 def bench(fn: "JITFunction", grid: int | Sequence[int] | Callable[[dict[str, Any]], Any], args: Sequence[Any], *,
           device: Device | None = None, **meta_and_options: Any) -> Result:
-    """Compiles `fn` (see `compile`) and times it with pyhipbench._measure.bench (µs per launch).
+    """Compiles `fn` (see `compile`) and times it with bench() (µs per launch).
 
     `grid`: programs per axis, or a callable of the meta-parameters (a dict
     of the arguments and meta-parameters by name), like Triton's grid lambdas.
-    Keywords named like pyhipbench._measure.bench's options (timer, cache, precision,
+    Keywords named like bench()'s options (timer, cache, precision,
     max_time_s, iterations, warmup, rotate, stream) go to it, unless the kernel
     has a parameter of that name; the rest are the kernel's meta-parameters and
     Triton's compile options (num_warps=4, num_stages=3, BLOCK=128, ...).
@@ -374,15 +373,21 @@ def bench(fn: "JITFunction", grid: int | Sequence[int] | Callable[[dict[str, Any
 
 def bench_compiled(kernel: TritonKernel, grid: int | Sequence[int] | Callable[[dict[str, Any]], Any],
                    **bench_options: Any) -> Result:
-    """Times an already compiled TritonKernel with pyhipbench._measure.bench (µs per launch)."""
-    launch_grid = kernel.grid(grid)
-    if not 1 <= len(launch_grid) <= 3 or \
-            not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) and g >= 1 for g in launch_grid):
-        raise BenchError(f"grid={show(launch_grid)}: expected 1 to 3 integers >= 1 (programs per axis)")
+    """Times an already compiled TritonKernel with bench() (µs per launch); `bench_options`: bench()'s
+    keywords (the measurement's options, `BenchOptions`, and stream, expect, atol, rtol)."""
+    options, launch = _split_options(bench_options)
+    return bench_compiled_with(kernel, grid, options, **launch)
+
+
+def bench_compiled_with(kernel: TritonKernel, grid: int | Sequence[int] | Callable[[dict[str, Any]], Any],
+                        options: BenchOptions, **launch: Any) -> Result:
+    """bench_compiled with the measurement's options already checked (autotune, a sweep's Triton candidate);
+    `launch`: stream, expect, atol, rtol."""
+    launch_grid = dims("grid", kernel.grid(grid))  # programs per axis
     scratch, buffers = kernel.scratch(launch_grid)
     try:
-        return _bench(kernel.kernel, launch_grid, kernel.block, kernel.arguments() + scratch,
-                      shared_bytes=kernel.shared_bytes, **bench_options)
+        return _bench(kernel.kernel, launch_grid, kernel.block, kernel.arguments() + scratch, options,
+                      shared_bytes=kernel.shared_bytes, **launch)
     finally:
         for buffer in buffers:
             buffer.free()
@@ -437,11 +442,12 @@ class Autotuner:
     """
 
     def __init__(self, fn: "JITFunction", configs: Sequence[Any], key: Sequence[str], device: Device | None,
-                 bench_options: dict[str, Any], icache_flush: bool | None = None, race: bool = True) -> None:
+                 options: BenchOptions, launch_options: dict[str, Any], icache_flush: bool | None = None,
+                 race: bool = True) -> None:
         self.fn, self.configs, self.keys = fn, list(configs), list(key)
         self.icache_flush, self.race = icache_flush, race
         self._device = device
-        self.bench_options = bench_options
+        self.options, self.launch_options = options, launch_options
         self.tunings: dict[tuple, Tuning] = {}
 
     @property
@@ -476,16 +482,16 @@ class Autotuner:
         self.tunings[key] = tuning
         return tuning
 
-    def _race_bound(self, results: list[ConfigResult]) -> dict[str, float]:
-        """Racing's bench option: the lowest CI upper bound so far, µs (none before a config ran,
+    def _race_bound(self, results: list[ConfigResult]) -> float | None:
+        """Racing's bound: the lowest CI upper bound so far, µs (None before a config ran,
         without racing, or with a fixed iteration count)."""
         bounds = [r.result.ci_us[1] for r in results if r.result is not None]
-        if not (self.race and bounds) or self.bench_options.get("iterations") is not None:
-            return {}
-        return {"slower_than_us": min(bounds)}
+        if not (self.race and bounds) or self.options.iterations is not None:
+            return None
+        return min(bounds)
 
     def _try(self, config: Any, grid: Any, args: Sequence[Any], kwargs: dict[str, Any],
-             race: dict[str, float]) -> ConfigResult:
+             bound_us: float | None) -> ConfigResult:
         if config.pre_hook is not None:
             return ConfigResult(config, None, "Config.pre_hook runs Python before each launch, "
                                 "which the C++ loop cannot; tune this config with triton.autotune")
@@ -497,7 +503,8 @@ class Autotuner:
         try:
             kernel = compile(self.fn, list(args), self.device, icache_flush=self.icache_flush, **kwargs,
                              **config.all_kwargs())
-            return ConfigResult(config, bench_compiled(kernel, grid, **self.bench_options, **race))
+            options = self.options if bound_us is None else self.options.replace(slower_than_us=bound_us)
+            return ConfigResult(config, bench_compiled_with(kernel, grid, options, **self.launch_options))
         except Error as e:
             return ConfigResult(config, None, f"{type(e).__name__}: {e}")
         finally:
@@ -521,7 +528,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
              **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
     """A decorator like `triton.autotune(configs, key)`, timing each config with pyhipbench.
 
-    `bench_options`: pyhipbench._measure.bench's options for every candidate (timer,
+    `bench_options`: bench()'s options for every candidate (timer,
     cache, precision, max_time_s, ...). `device`: None opens `Device()` on
     first use. `icache_flush`: as for `compile`. `race`: stop each config
     once it is surely slower than the best so far (Autotuner; False measures
@@ -543,11 +550,11 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
     if "slower_than_us" in bench_options:
         raise BenchError(f"autotune option slower_than_us={show(bench_options['slower_than_us'])}: autotune sets "
                          "it to the best config's CI so far; expected race=True (the default) or race=False")
-    unknown = sorted(set(bench_options) - set(BENCH_OPTIONS) | ({"shared_bytes"} & set(bench_options)))
+    unknown = sorted(set(bench_options) - set(BENCH_OPTIONS))
     if unknown:
-        own = ("shared_bytes", "slower_than_us")  # Triton's; the race's
-        raise BenchError(f"autotune option {unknown[0]!r}: expected pyhipbench._measure.bench options "
-                         f"({', '.join(o for o in BENCH_OPTIONS if o not in own)})")
+        raise BenchError(f"autotune option {unknown[0]!r}: expected bench() options "
+                         f"({', '.join(o for o in BENCH_OPTIONS if o != 'slower_than_us')})")
+    options, launch_options = _split_options(bench_options)
     if not isinstance(race, bool):
         raise BenchError(f"race={show(race)}: expected True (the default) or False")
 
@@ -558,6 +565,6 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
         if missing:
             raise BenchError(f"key names {', '.join(missing)}, not parameters of {fn.__name__!r} "
                              f"({', '.join(fn.arg_names)})")
-        return Autotuner(fn, configs, key, device, bench_options, icache_flush, race)
+        return Autotuner(fn, configs, key, device, options, launch_options, icache_flush, race)
 
     return decorate

@@ -19,6 +19,13 @@ def copy(device):
     return device.load_module(COPY_PTX).kernel("copy")
 
 
+def cuda_device_and_copy(fake_libraries):
+    """A CUDA device over the fake libcuda, whose records count the copies' allocations and copies."""
+    from fakes.host_backend import HostBackend
+    device = hb.Device.from_backend(HostBackend(), hb._core.load_driver("cuda", str(fake_libraries["cuda"])))
+    return device, device.load_module(COPY_PTX).kernel("copy")
+
+
 def arrays(device, n=1024):
     src = device.array(np.arange(n, dtype=np.float32))
     return src, device.empty_like(src)
@@ -26,6 +33,7 @@ def arrays(device, n=1024):
 
 def test_each_launch_gets_its_sets_copies_in_turn(device, copy, fake_driver, backend_name):
     fake_driver.read_args(3)
+    live = fake_driver.live_allocations()  # a sticky fault of an earlier test may have left some
     src, dst = arrays(device, 1 << 18)  # 1 MiB each: a 2 MiB set against a 4 MiB LLC -> 4 sets
     res = hb.bench(copy, 4, 256, [src, dst, hb.int64(1 << 18)], iterations=9, warmup=3, timer="events",
                    cache="dirty-cold")
@@ -40,17 +48,42 @@ def test_each_launch_gets_its_sets_copies_in_turn(device, copy, fake_driver, bac
     assert len(set(zip(sources, destinations))) == 4 and len(set(destinations)) == 4
     assert all(r.arg_values[2] == 1 << 18 for r in launches)
     assert res.samples == 9 and res.warmup == 3
-    assert len(device.backend.live) == 2                   # copies freed, originals kept
+    assert len(device.backend.live) == 2 and fake_driver.live_allocations() == live  # copies freed, originals kept
 
 
-def test_copies_start_with_the_originals_contents(device, copy):
+def test_copies_start_with_the_originals_contents(device, copy, fake_driver):
+    live = fake_driver.live_allocations()
     src, dst = arrays(device)
     sets = hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
     with sets:
         for s in range(3):
             assert np.array_equal(sets.array(s, src).to_numpy(), src.to_numpy())
         assert sets.array(0, src) is src and sets.array(1, src) is not src
-    assert len(device.backend.live) == 2
+        assert fake_driver.live_allocations() == live + 1  # both copy sets of both arrays
+    assert len(device.backend.live) == 2 and fake_driver.live_allocations() == live
+
+
+@pytest.mark.parametrize("sets, copies", [(2, 2), (3, 3), (4, 4), (5, 4), (9, 5), (240, 10)])
+def test_sets_cost_one_allocation_and_doubling_copies(fake_libraries, fake_driver_cuda, sets, copies):
+    # The core's RotatedBuffers: two arrays into copy set 1, then ceil(log2(R - 1)) copies of whole sets.
+    device, copy = cuda_device_and_copy(fake_libraries)
+    src, dst = arrays(device, 100)  # 400 bytes each: 512 per array in a set, each 256-byte aligned
+    with hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(100)], sets) as rotated:
+        assert [r.value for r in fake_driver_cuda.records("cuMemAlloc_v2")] == [(sets - 1) * 1024]
+        assert len(fake_driver_cuda.records("cuMemcpyDtoD_v2")) == copies
+        addresses = [(rotated.address(s, src), rotated.address(s, dst)) for s in range(sets)]
+        assert all(a % 256 == 0 and b - a == 512 for a, b in addresses[1:])
+        assert {b - a for (a, _), (b, _) in zip(addresses[1:], addresses[2:])} <= {1024}
+        assert all(np.array_equal(rotated.array(s, src).to_numpy(), src.to_numpy()) for s in range(sets))
+    assert [r.value for r in fake_driver_cuda.records("cuMemFree_v2")] == [(sets - 1) * 1024]
+
+
+def test_an_empty_array_is_the_same_in_every_set(device, copy):
+    src, _ = arrays(device)
+    empty = device.empty(0, np.float32)
+    with hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, empty, hb.int64(0)], 3) as sets:
+        assert len(sets) == 3 and {sets.address(s, empty) for s in range(3)} == {empty.address}
+        assert len({sets.address(s, src) for s in range(3)}) == 3
 
 
 def test_shared_arrays_and_pointers_do_not_rotate(device, copy, fake_driver, backend_name):
@@ -104,7 +137,8 @@ BAD = [
     (dict(args="count"), "takes 3 arguments \\(copy_param_src \\(8 B\\), copy_param_dst \\(8 B\\), copy_param_n \\(8 B\\)\\), got 2"),
     (dict(args="size"), "argument 2 \\(copy_param_n\\) of kernel 'copy' is int32 \\(4 B\\), but the parameter is 8 bytes"),
     (dict(args="type"), "argument 2 \\(copy_param_n\\) of kernel 'copy' is of type int; expected"),
-    (dict(grid=0), "grid=0: out of range, expected an integer >= 1"),
+    (dict(grid=0), "grid=0: out of range, expected an integer in \\[1, 4294967295\\]"),
+    (dict(block=(64, 1 << 32)), "block\\[1\\]=4294967296: out of range, expected an integer in \\[1, 4294967295\\]"),
     (dict(block=(2048,)), "block x = 2048 exceeds the device's limit 1024"),
     (dict(block=(32, 32, 2)), "block \\(32, 32, 2\\) has 2048 threads; the device allows 1024"),
     (dict(grid=(1, 70000)), "grid y = 70000 exceeds the device's limit 65535"),
@@ -188,24 +222,34 @@ def test_not_a_code_object(device, tmp_path):
 
 
 def test_a_fault_with_rotated_sets_is_reported_not_the_failed_frees(device, copy, fake_driver, backend_name):
-    # After a sticky fault a real driver fails every call, frees included:
-    # the KernelFault must still be what the caller sees.
+    # After a sticky fault a real driver fails every call, the copies' free included (the fake
+    # too): the KernelFault must still be what the caller sees.
     src, dst = arrays(device)
     sync = {"cuda": "cuEventSynchronize", "hip": "hipEventSynchronize"}[backend_name]
     fake_driver.fail(sync, 700, sticky=True)
-    device.backend.free_error = hb.errors.driver_error("cuMemFree", 700, "ILLEGAL_ADDRESS", "sticky")
     with pytest.raises(hb.KernelFault, match="kernel 'copy' faulted while running") as info:
         hb.bench(copy, 1, 64, [src, dst, hb.int64(1024)], iterations=4, warmup=0, rotate=3)
     assert info.value.context_usable is False
 
 
-def test_free_tries_every_copy_and_raises_the_first_failure(device, copy):
+def test_free_releases_the_copies_once_and_keeps_the_originals(device, copy, fake_driver):
+    live = fake_driver.live_allocations()
     src, dst = arrays(device)
     sets = hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
-    device.backend.free_error = RuntimeError("cannot free")
-    with pytest.raises(RuntimeError, match="cannot free"):
-        sets.free()
-    assert all(sets.array(0, a).address for a in (src, dst)) and len(sets) == 1
+    sets.free()
+    sets.free()  # twice is harmless
+    assert fake_driver.live_allocations() == live and len(device.backend.live) == 2
+    assert [sets.address(0, a) for a in (src, dst)] == [src.address, dst.address] and len(sets) == 1
+
+
+def test_a_failed_free_of_the_copies_is_quiet(fake_libraries, fake_driver_cuda):
+    # Only a driver that has lost the context fails a free of memory it made: nothing to report.
+    device, copy = cuda_device_and_copy(fake_libraries)
+    src, dst = arrays(device)
+    sets = hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
+    fake_driver_cuda.fail("cuMemFree_v2", 700)
+    sets.free()
+    assert len(sets) == 1
 
 
 def test_bench_runs_in_the_devices_context_and_uses_the_stream(device, copy, fake_driver, backend_name):
@@ -224,9 +268,26 @@ def test_hip_global_size_must_fit_in_32_bits(fake_libraries, fake_driver_hip):
     driver = hb._core.load_driver("hip", str(fake_libraries["hip"]))
     device = hb.Device.from_backend(HostBackend(backend="hip"), driver)
     empty = device.load_module((resources.files("pyhipbench") / "kernels" / "empty.ptx").read_bytes()).kernel("empty")
-    with pytest.raises(hb.BenchError, match="grid x x block x = 4294967296 threads exceeds HIP's 32-bit global size"):
+    message = ("grid x = 16777216 by block x = 256 is 4294967296 threads; at most 4294967295 per axis: "
+               "hipExtModuleLaunchKernel takes global work sizes (grid x block) as 32-bit values")
+    with pytest.raises(hb.BenchError) as refused:
         hb.bench(empty, 1 << 24, 256, [], iterations=1)
+    assert str(refused.value) == message
     assert fake_driver_hip.work() == []
+    # The core's timers refuse the same plan in the same words (an embedder's check).
+    plan = hb._core.LaunchPlan(empty.handle, "empty", (1 << 24, 1, 1), (256, 1, 1), 0, 0, [b""], [])
+    with pytest.raises(hb.BenchError) as refused_by_core:
+        hb._core.make_timer("events", driver, 0).run(plan, 1)
+    assert str(refused_by_core.value) == message
+    assert fake_driver_hip.work() == []
+
+
+def test_device_properties_carry_the_backends_launch_limits(device, backend_name):
+    limits = device.properties.launch_limits
+    assert limits.max_global_threads == {"cuda": 2**64 - 1, "hip": 2**32 - 1}[backend_name]
+    if backend_name == "cuda":  # cuLaunchKernel takes block counts: 2**32 threads on x are fine
+        config = hb.LaunchConfig.checked((1 << 24, 1, 1), (256,), 0, device.properties)
+        assert config.grid == (1 << 24, 1, 1) and config.block == (256, 1, 1)
 
 
 def test_unloaded_modules_give_no_kernels(device):

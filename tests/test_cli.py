@@ -11,6 +11,7 @@ import pytest
 
 import pyhipbench as hb
 from pyhipbench import cli
+from pyhipbench.cli import run as run_command, values
 
 COPY_PTX = resources.files("pyhipbench") / "kernels" / "copy.ptx"
 
@@ -18,7 +19,7 @@ COPY_PTX = resources.files("pyhipbench") / "kernels" / "copy.ptx"
 @pytest.fixture
 def no_gpu(monkeypatch):
     def refuse(backend):
-        raise cli.NoDeviceError("no GPU found; cuda: no CUDA driver")
+        raise hb.NoDeviceError("no GPU found; cuda: no CUDA driver")
     monkeypatch.setattr(cli, "_open_device", refuse)
 
 
@@ -61,7 +62,7 @@ def test_info_on_the_fake_plans_the_given_size(fake_gpu, capsys):
     ("8T", 8 << 40),
 ])
 def test_sizes(text, size):
-    assert cli._size(text) == size
+    assert values.size(text) == size
 
 
 def test_unknown_profile_is_refused(capsys):
@@ -72,10 +73,20 @@ def test_unknown_profile_is_refused(capsys):
 
 
 def test_dims_and_rotate():
-    assert cli._dims("1024") == (1024,) and cli._dims("64,4") == (64, 4) and cli._dims("2,3,4") == (2, 3, 4)
-    assert cli._rotate("auto") == "auto" and cli._rotate("3") == 3
-    with pytest.raises(argparse.ArgumentTypeError, match=r"'0': expected 1 to 3 comma-separated integers"):
-        cli._dims("0")
+    """The converters give what bench() takes, ranges unchecked (the library checks them)."""
+    assert values.dims("1024") == 1024 and values.dims("64,4") == (64, 4) and values.dims("2,3,4") == (2, 3, 4)
+    assert values.dims("0") == 0 and values.dims("1,2,3,4") == (1, 2, 3, 4)
+    assert values.count_or_word("auto") == "auto" and values.count_or_word("3") == 3
+    assert values.count_or_word("many") == "many"  # BenchOptions refuses it, naming 'auto'
+    with pytest.raises(argparse.ArgumentTypeError, match=r"'1,x': expected comma-separated whole numbers"):
+        values.dims("1,x")
+
+
+def test_numbers_keep_the_form_they_were_written_in():
+    assert values.number("2") == 2 and isinstance(values.number("2"), int)
+    assert values.number("2.5") == 2.5 and values.number("1e-3") == 1e-3
+    assert values.fraction("1%") == 0.01 and values.fraction("0.05") == 0.05
+    assert values.integers("0,1") == [0, 1] and values.integer(" 7 ") == 7
 
 
 def test_run_without_gpu_fails_clearly(no_gpu, tmp_path, capsys):
@@ -112,12 +123,12 @@ def test_run_races_against_a_bound(fake_gpu, fake_driver, tmp_path, capsys):
 def test_run_passes_random_integers_not_zeros(fake_gpu, capsys, monkeypatch):
     """`array:int32:N:random` reaches the kernel as random integers (it used to be all zeros)."""
     seen = []
-    real_bench = cli.bench
+    real_bench = run_command.bench_with
 
-    def spy(kernel, grid, block, args, **options):
+    def spy(kernel, grid, block, args, options, **keywords):
         seen.extend(args)
-        return real_bench(kernel, grid, block, args, **options)
-    monkeypatch.setattr(cli, "bench", spy)
+        return real_bench(kernel, grid, block, args, options, **keywords)
+    monkeypatch.setattr(run_command, "bench_with", spy)
     assert cli.main(["run", str(COPY_PTX), "--kernel", "copy", "--grid", "1", "--block", "256",
                      "--arg", "array:int32:256:random", "--arg", "array:int32:256", "--arg", "int64:256",
                      "--iterations", "2", "--rotate", "1"]) == 0

@@ -1,8 +1,10 @@
 """Every bad input to the CLI gives one line naming it, the right exit status, and no traceback.
 
-Malformed options are argparse's (exit 2, with usage); bad files, outputs and
-arguments found by a command are main()'s (BenchError: exit 2, other package
-errors and OSError: exit 1). Classes refer to issue 6.
+Malformed options (text that is not a value of the option's kind) are
+argparse's (exit 2, with usage); values out of range are the library's, with
+its message (BenchError: exit 2), the same the Python API gives; bad files,
+outputs and arguments found by a command are main()'s (BenchError: exit 2,
+other package errors and OSError: exit 1). Classes are bench/bad_inputs.py's.
 """
 from __future__ import annotations
 
@@ -15,7 +17,11 @@ import numpy as np
 import pytest
 
 from codegen_helpers import IR_DATA
+import pyhipbench as hb
 from pyhipbench import cli
+from pyhipbench._launch.launch_config import dims
+from pyhipbench._measure.options import BenchOptions
+from pyhipbench._measure.rotation import plan_rotation
 
 COPY_PTX = Path(str(resources.files("pyhipbench") / "kernels" / "copy.ptx"))
 RUN = ["--kernel", "copy", "--grid", "1", "--block", "256"]
@@ -35,6 +41,9 @@ def files(tmp_path):
     (tmp_path / "a_file").write_text("not a folder")
     np.save(tmp_path / "ref.npy", np.zeros(256, np.float32))
     np.save(tmp_path / "objects.npy", np.array([{}], dtype=object))
+    (tmp_path / "space.json").write_text(json.dumps([{"source": {"kind": "code-object", "path": "k.ptx"},
+                                                      "kernel": "copy", "grid": [1], "block": [64],
+                                                      "args": ["array:float32:64", "array:float32:64", "int64:64"]}]))
     return tmp_path
 
 
@@ -74,43 +83,27 @@ OPTION_ERRORS = [
     # class 7: sizes
     (["info", "--size", "infM"], "argument --size: 'infM' is not a size; expected bytes such as 4096, 64M or 1G"),
     (["info", "--size", "nan"], "argument --size: 'nan' is not a size"),
-    (["info", "--size", "-1"], "argument --size: '-1' is -1 bytes; expected 1 to 2**63 - 1 bytes"),
-    (["info", "--size", "0"], "argument --size: '0' is 0 bytes; expected 1 to 2**63 - 1 bytes"),
-    (["info", "--size", "0.1"], "argument --size: '0.1' is 0 bytes"),
-    (["info", "--size", "9223372036854775808"], "argument --size: '9223372036854775808' is 9223372036854775808 bytes; expected 1"),
-    (["info", "--size", "8388608T"], "argument --size: '8388608T' is 9223372036854775808 bytes"),
+    (["info", "--size", "0.1"], "argument --size: '0.1' is 0.1 bytes; expected a whole number of bytes such as 4096"),
     (["info", "--size", "12Q"], "argument --size: '12Q' is not a size"),
     (["info", "--size", ""], "argument --size: '' is not a size"),
     (["info", "--size", "9" * 5000], "argument --size: '99999"),  # beyond int()'s digit limit
-    # grid, block
-    (["run", "{d}/k.ll", *RUN[:2], "--grid", "0", "--block", "1"], "argument --grid: '0': expected 1 to 3 "
-     "comma-separated integers from 1 to 4294967295"),
-    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1,2,3,4", "--block", "1"], "argument --grid: '1,2,3,4': expected 1 to 3"),
-    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1,x", "--block", "1"], "argument --grid: '1,x': expected 1 to 3"),
+    # grid, block: comma-separated whole numbers (how many, and their range, are the library's)
+    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1,x", "--block", "1"], "argument --grid: '1,x': expected "
+     "comma-separated whole numbers such as 1024 or 64,4"),
     (["run", "{d}/k.ll", *RUN[:2], "--grid", "1.5", "--block", "1"], "argument --grid: '1.5': expected"),
-    (["run", "{d}/k.ll", *RUN[:2], "--grid", "4294967296", "--block", "1"], "argument --grid: '4294967296'"),
-    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1", "--block", "-4"], "argument --block: '-4': expected 1 to 3"),
-    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1", "--block", ","], "argument --block: ',': expected 1 to 3"),
+    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1", "--block", ","], "argument --block: ',': expected comma-separated"),
     (["run", "{d}/k.ll", *RUN[:2], "--grid", "9" * 5000, "--block", "1"], "argument --grid: '99999"),
-    # rotate, iterations, warmup, shared bytes
-    (["run", "{d}/k.ll", *RUN, "--rotate", "0"], "argument --rotate: '0': expected 'auto' or a number of "
-     "argument sets, a whole number from 1 to 1000000"),
-    (["run", "{d}/k.ll", *RUN, "--rotate", "many"], "argument --rotate: 'many': expected 'auto' or"),
-    (["run", "{d}/k.ll", *RUN, "--iterations", "0"], "argument --iterations: '0': expected a count of "
-     "iterations, a whole number from 1 to 1000000"),
-    (["run", "{d}/k.ll", *RUN, "--iterations", "1e3"], "argument --iterations: '1e3': expected a count"),
-    (["run", "{d}/k.ll", *RUN, "--iterations", "10000001"], "argument --iterations: '10000001': expected"),
+    # counts and numbers
+    (["run", "{d}/k.ll", *RUN, "--iterations", "1e3"], "argument --iterations: '1e3': expected a whole number "
+     "such as 100"),
     (["run", "{d}/k.ll", *RUN, "--iterations", "9" * 5000], "argument --iterations: '99999"),
-    (["run", "{d}/k.ll", *RUN, "--warmup", "-1"], "argument --warmup: '-1': expected a count of warm-up "
-     "launches, a whole number from 0 to 1000000"),
-    (["run", "{d}/k.ll", *RUN, "--shared-bytes", "-1"], "argument --shared-bytes: '-1': expected bytes of "
-     "dynamic shared memory"),
-    (["run", "k.ptx", *RUN, "--precision", "2"], "argument --precision: '2': expected a relative precision"),
-    (["run", "k.ptx", *RUN, "--precision", "0"], "argument --precision: '0': expected a relative precision"),
-    (["run", "k.ptx", *RUN, "--max-time", "-1"], "argument --max-time: '-1': expected a time in seconds"),
-    (["run", "k.ptx", *RUN, "--slower-than", "0"], "argument --slower-than: '0': expected a time in µs above 0"),
-    (["run", "k.ptx", *RUN, "--slower-than", "nan"], "argument --slower-than: 'nan': expected a time in µs"),
-    (["run", "k.ptx", *RUN, "--slower-than", "5us"], "argument --slower-than: '5us': expected a time in µs"),
+    (["run", "{d}/k.ll", *RUN, "--warmup", "some"], "argument --warmup: 'some': expected a whole number"),
+    (["run", "{d}/k.ll", *RUN, "--shared-bytes", "1k"], "argument --shared-bytes: '1k': expected a whole number"),
+    (["run", "k.ptx", *RUN, "--precision", "tight"], "argument --precision: 'tight': expected a number such as "
+     "0.01 or a percentage such as 1%"),
+    (["run", "k.ptx", *RUN, "--precision", "%"], "argument --precision: '%': expected a number"),
+    (["run", "k.ptx", *RUN, "--max-time", "1s"], "argument --max-time: '1s': expected a number such as 2.5 or 1e-3"),
+    (["run", "k.ptx", *RUN, "--slower-than", "5us"], "argument --slower-than: '5us': expected a number"),
     (["run", "k.ptx", *RUN, "--timer", "clock"], "argument --timer: invalid choice: 'clock'"),
     (["run", "k.ptx", *RUN, "--cache", "cold"], "argument --cache: invalid choice: 'cold'"),
     # the --arg language (class 6/7), refused while parsing the options
@@ -130,12 +123,18 @@ OPTION_ERRORS = [
     (["run", "k.ptx", *RUN, "--expect", "dst={d}/ref.npy"], "argument --expect: 'dst={d}/ref.npy': expected "
      "N=FILE.npy"),
     (["run", "k.ptx", *RUN, "--expect", "²={d}/ref.npy"], "argument --expect: '²={d}/ref.npy': expected N=FILE.npy"),
-    (["run", "k.ptx", *RUN, "--atol", "-1"], "argument --atol: '-1': expected a tolerance, a finite number >= 0"),
-    (["run", "k.ptx", *RUN, "--rtol", "nan"], "argument --rtol: 'nan': expected a tolerance"),
+    (["run", "k.ptx", *RUN, "--atol", "tiny"], "argument --atol: 'tiny': expected a number"),
+    # sweep's options
+    (["sweep", "{d}/space.json", "--out", "{d}/r.db", "--gpus", "0,x"], "argument --gpus: '0,x': expected "
+     "comma-separated whole numbers such as 0,1"),
+    (["sweep", "{d}/space.json", "--out", "{d}/r.db", "--timeout-floor", "long"], "argument --timeout-floor: "
+     "'long': expected a number"),
+    (["sweep", "{d}/space.json", "--out", "{d}/r.db", "--best", "all"], "argument --best: 'all': expected a whole "
+     "number"),
     # compile's target and versions
     (["compile", "{d}/k.ll", "--target", "volta", "-o", "{d}/o"], "argument --target: unknown target 'volta'"),
-    (["compile", "{d}/k.ll", "--target", "sm_90", "--ptx-version", "8", "-o", "{d}/o"],
-     "argument --ptx-version: '8': expected a PTX ISA version times ten such as 80"),
+    (["compile", "{d}/k.ll", "--target", "sm_90", "--ptx-version", "8.0", "-o", "{d}/o"],
+     "argument --ptx-version: '8.0': expected a whole number such as 100"),
     (["compile", "{d}/k.ll", "--target", "gfx942", "--code-object-version", "3", "-o", "{d}/o"],
      "argument --code-object-version: invalid choice: 3"),
 ]
@@ -148,6 +147,138 @@ def test_malformed_options_are_refused_by_argparse(files, no_device_wanted, caps
     assert err.startswith("usage: pyhipbench")
     assert err.splitlines()[-1].startswith(f"pyhipbench {argv[0]}: error: {message.format(d=files)}")
     assert not (files / "o").exists()
+
+
+def refusal(call) -> str:
+    """The BenchError message `call()` raises."""
+    with pytest.raises(hb.BenchError) as refused:
+        call()
+    return str(refused.value)
+
+
+# -- measurement options out of range: BenchOptions' message, before any file is read or device opened ---
+OPTIONS_REFUSED = [  # (run's flags, the BenchOptions keywords they give, the start of the message)
+    (["--precision", "0"], {"precision": 0}, "precision=0: out of range, expected a finite number > 0 and < 1"),
+    (["--precision", "2"], {"precision": 2}, "precision=2: out of range"),
+    (["--precision", "200%"], {"precision": 2.0}, "precision=2.0: out of range"),
+    (["--precision", "nan"], {"precision": float("nan")}, "precision=nan: out of range"),
+    (["--max-time", "-1"], {"max_time_s": -1}, "max_time_s=-1: out of range, expected a finite number > 0"),
+    (["--max-time", "inf"], {"max_time_s": float("inf")}, "max_time_s=inf: out of range"),
+    (["--iterations", "0"], {"iterations": 0}, "iterations=0: out of range, expected an integer in [1, 1000000]"),
+    (["--iterations", "10000001"], {"iterations": 10000001}, "iterations=10000001: out of range"),
+    (["--warmup", "-1"], {"warmup": -1}, "warmup=-1: out of range, expected an integer in [0, 1000000]"),
+    (["--rotate", "0"], {"rotate": 0}, "rotate=0: out of range, expected an integer >= 1"),
+    (["--rotate", "many"], {"rotate": "many"}, "rotate='many': expected 'auto' or a set count >= 1"),
+    (["--slower-than", "0"], {"slower_than_us": 0}, "slower_than_us=0: out of range"),
+    (["--slower-than", "nan"], {"slower_than_us": float("nan")}, "slower_than_us=nan: out of range"),
+    (["--iterations", "8", "--slower-than", "3.5"], {"iterations": 8, "slower_than_us": 3.5},
+     "slower_than_us=3.5 with iterations=8: racing stops a run early"),
+    (["--rotate", "3", "--cache", "warm"], {"rotate": 3, "cache": "warm"}, "rotate=3 with cache='warm'"),
+    (["--cache", "clean-cold", "--timer", "graph"], {"cache": "clean-cold", "timer": "graph"},
+     "cache='clean-cold' with timer='graph'"),
+]
+
+
+@pytest.mark.parametrize("flags, keywords, start", OPTIONS_REFUSED, ids=[" ".join(f) for f, _, _ in OPTIONS_REFUSED])
+def test_measurement_options_are_refused_as_bench_refuses_them(files, no_device_wanted, capsys, flags, keywords,
+                                                                start):
+    # --out names a missing folder and the input is absent: the options are refused before either is looked at
+    code, out, err = call(["run", str(files / "absent.ptx"), *RUN, *flags, "--out", "/nonexistent/r.json"], capsys)
+    assert (code, out) == (2, "")
+    assert err == f"pyhipbench run: {refusal(lambda: BenchOptions(**keywords))}\n"
+    assert err.startswith(f"pyhipbench run: {start}")
+    assert refusal(lambda: hb.bench(None, 1, 1, [], **keywords)) == err[len("pyhipbench run: "):-1]
+
+
+# -- grid and block out of range: launch_config.dims' message, before any file is read or device opened ----
+DIMS_REFUSED = [  # (--grid, --block, the dims() call that refuses the same)
+    ("0", "256", lambda: dims("grid", 0)),
+    ("1,2,3,4", "256", lambda: dims("grid", (1, 2, 3, 4))),
+    ("4294967296", "256", lambda: dims("grid", 4294967296)),
+    ("1", "-4", lambda: dims("block", -4)),
+    ("1", "1,0", lambda: dims("block", (1, 0))),
+]
+
+
+@pytest.mark.parametrize("grid, block, check", DIMS_REFUSED, ids=[f"{g} {b}" for g, b, _ in DIMS_REFUSED])
+def test_grid_and_block_are_refused_before_any_work(files, no_device_wanted, capsys, grid, block, check):
+    code, out, err = call(["run", str(files / "absent.ptx"), "--kernel", "copy", "--grid", grid, "--block", block],
+                          capsys)
+    assert (code, out, err) == (2, "", f"pyhipbench run: {refusal(check)}\n")
+
+
+# -- launch values out of range: the library's message once the kernel is loaded, as bench() gives it ----
+LAUNCH_REFUSED = [  # (run's flags, bench()'s grid, block and keywords)
+    (["--grid", "0", "--block", "256"], 0, 256, {}),
+    (["--grid", "1,2,3,4", "--block", "256"], (1, 2, 3, 4), 256, {}),
+    (["--grid", "4294967296", "--block", "256"], 4294967296, 256, {}),
+    (["--grid", "1", "--block", "-4"], 1, -4, {}),
+    (["--grid", "1", "--block", "2048"], 1, 2048, {}),
+    (["--grid", "1", "--block", "256", "--shared-bytes", "-1"], 1, 256, {"shared_bytes": -1}),
+    (["--grid", "1", "--block", "256", "--shared-bytes", "1099511627776"], 1, 256, {"shared_bytes": 1 << 40}),
+]
+
+
+@pytest.mark.parametrize("flags, grid, block, keywords", LAUNCH_REFUSED, ids=[" ".join(f) for f, *_ in LAUNCH_REFUSED])
+def test_launch_values_are_refused_as_bench_refuses_them(files, fake_gpu, capsys, flags, grid, block, keywords):
+    code, out, err = call(["run", str(files / "k.ptx"), "--kernel", "copy", *flags, *COPY_ARGS], capsys)
+    assert (code, out) == (2, "")
+    kernel = fake_gpu.load_module(files / "k.ptx").kernel("copy")
+    src = fake_gpu.array(np.zeros(256, np.float32))
+    args = [src, fake_gpu.empty_like(src), hb.int64(256)]
+    assert err == f"pyhipbench run: {refusal(lambda: hb.bench(kernel, grid, block, args, **keywords))}\n"
+
+
+def test_expect_values_are_refused_as_bench_refuses_them(files, fake_gpu, capsys):
+    kernel = fake_gpu.load_module(files / "k.ptx").kernel("copy")
+    src = fake_gpu.array(np.zeros(256, np.float32))
+    args = [src, fake_gpu.empty_like(src), hb.int64(256)]
+    ref = np.zeros(256, np.float32)
+    run = ["run", str(files / "k.ptx"), *RUN, *COPY_ARGS]
+    for flags, keywords, start in (
+            (["--expect", f"3={files / 'ref.npy'}"], {"expect": {3: ref}},
+             "expect key=3: out of range, expected an integer in [0, 2]"),
+            (["--expect", f"1={files / 'ref.npy'}", "--atol", "-1"], {"expect": {1: ref}, "atol": -1},
+             "atol=-1: out of range, expected a finite number >= 0"),
+            (["--expect", f"1={files / 'ref.npy'}", "--rtol", "nan"], {"expect": {1: ref}, "rtol": float("nan")},
+             "rtol=nan: out of range")):
+        code, out, err = call([*run, *flags], capsys)
+        assert (code, out) == (2, "")
+        assert err == f"pyhipbench run: {refusal(lambda: hb.bench(kernel, 1, 256, args, **keywords))}\n"
+        assert err.startswith(f"pyhipbench run: {start}")
+
+
+def test_info_size_is_refused_as_plan_rotation_refuses_it(fake_gpu, capsys):
+    free, total = fake_gpu.memory_info()
+    for size, value in (("-1", -1), ("-1K", -1024), ("99999999T", 99999999 << 40)):
+        code, out, err = call(["info", f"--size={size}"], capsys)  # "-1K" after a space would read as an option
+        assert (code, out) == (2, "")
+        message = refusal(lambda: plan_rotation(value, fake_gpu.properties.llc_bytes, free, total))
+        assert err == f"pyhipbench info: --size {size}: {message}\n"
+        assert message.startswith(f"set_bytes={value}: out of range")
+
+
+SWEEP_REFUSED = [  # (sweep's flags, sweep()'s keywords, the message)
+    (["--gpus", "0,0"], {"gpus": [0, 0]}, "gpus=[0, 0]: a device is listed twice"),
+    (["--gpus", "-1"], {"gpus": [-1]}, "gpus[0]=-1: out of range, expected an integer >= 0"),
+    (["--timeout-floor", "0"], {"timeout_floor_s": 0}, "timeout_floor_s=0: out of range, expected a finite number > 0"),
+    (["--timeout-floor", "nan"], {"timeout_floor_s": float("nan")}, "timeout_floor_s=nan: out of range, expected a finite number > 0"),
+]
+
+
+@pytest.mark.parametrize("flags, keywords, message", SWEEP_REFUSED, ids=[" ".join(f) for f, _, _ in SWEEP_REFUSED])
+def test_sweep_options_are_refused_as_sweep_refuses_them(files, capsys, flags, keywords, message):
+    db = files / "r.db"
+    code, out, err = call(["sweep", str(files / "space.json"), "--out", str(db), *flags], capsys)
+    assert (code, out, err) == (2, "", f"pyhipbench sweep: {message}\n")
+    assert refusal(lambda: hb.sweep(hb.load_space(files / "space.json"), db, **keywords)) == message
+    assert not db.exists()  # refused before the database or a worker
+
+
+def test_sweep_best_is_a_count_of_one_or_more(files, capsys):
+    code, out, err = call(["sweep", str(files / "space.json"), "--out", str(files / "r.db"), "--best", "0"], capsys)
+    assert (code, out, err) == (2, "", "pyhipbench sweep: --best=0: out of range, expected an integer >= 1\n")
+    assert not (files / "r.db").exists()
 
 
 # -- bad files and outputs, refused before any work: one line from main() ----------------------------
@@ -187,8 +318,6 @@ COMMAND_ERRORS = [
     (["compile", "{d}/ptx_named.ll", "--target", "sm_90", "-o", "{d}/o"], 2,
      "pyhipbench compile: {d}/ptx_named.ll is already a ptx code object"),
     # --expect's files, read before anything runs
-    (["run", "{d}/k.ptx", *RUN, *COPY_ARGS, "--expect", "3={d}/ref.npy"], 2, "pyhipbench run: --expect "
-     "3={d}/ref.npy: there are 3 --arg options; expected a position from 0 to 2"),
     (["run", "{d}/k.ptx", *RUN, *COPY_ARGS, "--expect", "1={d}/absent.npy"], 1,
      "pyhipbench run: {d}/absent.npy: No such file or directory"),
     (["run", "{d}/k.ptx", *RUN, *COPY_ARGS, "--expect", "1={d}/k.ptx"], 2, "pyhipbench run: --expect 1={d}/k.ptx: "
@@ -206,6 +335,11 @@ COMMAND_ERRORS = [
      "pyhipbench run: --no-icache-flush applies to LLVM IR input only; {d}/ptx_named.ll is already a ptx"),
     (["compile", "{d}/k.ll", "--target", "gfx942", "--ptx-version", "80", "-o", "{d}/o"], 2,
      "pyhipbench compile: --ptx-version applies to NVIDIA targets (sm_*), not gfx942"),
+    # the PTX version itself is the code generator's to check (CodegenError: exit 1), as compile_ir does
+    (["compile", "{d}/k.ll", "--target", "sm_90", "--ptx-version", "-1", "-o", "{d}/o"], 1,
+     "pyhipbench compile: ptx_version -1: expected the PTX ISA version times ten as a positive integer"),
+    (["compile", "{d}/k.ll", "--target", "sm_90", "--ptx-version", "8", "-o", "{d}/o"], 1,
+     "pyhipbench compile: ptx_version 8: LLVM"),
 ]
 
 

@@ -1,15 +1,21 @@
-"""Fuzzing the CLI's text inputs: only the package's own errors (or argparse's) may escape.
+"""Fuzzing the CLI's text inputs: only the package's own errors (or argparse's) may escape, and the CLI
+accepts and refuses exactly the values bench() does.
 
-Generated strings go through the `--arg` language and the option types of
-`--size`, `--grid`/`--block`, `--rotate`, `--iterations`, `--target`. Each
-either gives a value that holds the documented invariants or raises
-BenchError (the library) / argparse.ArgumentTypeError (the options): never
-ValueError, OverflowError, MemoryError or anything else. The example count
-is bounded so CI stays fast.
+Generated strings go through the `--arg` language, the option converters of
+`--size`, `--grid`/`--block`, `--target`, and `pyhipbench run`'s measurement
+options. A converter either gives a value or raises
+argparse.ArgumentTypeError saying what it expected; a value it gives is then
+judged by the library alone: `pyhipbench run` refuses it with the message
+bench() raises for the same value, or accepts it as bench() does. Never
+ValueError, OverflowError, MemoryError or anything else. The example count is
+bounded so CI stays fast.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+from importlib import resources
 
 import pytest
 
@@ -17,10 +23,14 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import example, given, settings, strategies as st  # noqa: E402
 
 import pyhipbench as hb  # noqa: E402
-from pyhipbench import cli
+from pyhipbench import cli  # noqa: E402
 from pyhipbench._launch import arg_spec  # noqa: E402
+from pyhipbench._launch.launch_config import dims  # noqa: E402
+from pyhipbench._measure.rotation import plan_rotation  # noqa: E402
+from pyhipbench.cli import compile as compile_command, values  # noqa: E402
 
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
+COPY_PTX = str(resources.files("pyhipbench") / "kernels" / "copy.ptx")
 
 numbers = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70).map(str),
@@ -59,45 +69,115 @@ def test_arg_language_raises_only_bench_error(text):
         assert getattr(hb, spec.dtype)(spec.value).pack()  # in range: packs to its dtype
 
 
-def _option_types_accept_or_explain(parse, text):
+def _converted(convert, text):
+    """What the converter makes of `text`, or None where it explains what it expected."""
     try:
-        return parse(text)
+        return convert(text)
     except argparse.ArgumentTypeError as e:
         assert "expected" in str(e)
         return None
 
 
+def _refusal(call) -> str | None:
+    """The message of the BenchError `call()` raises; None if it raises none."""
+    try:
+        call()
+    except hb.BenchError as e:
+        return str(e)
+    return None
+
+
 @FUZZ
 @example("9" * 5000)
 @example("8388608T")
+@example("-1K")
 @given(st.one_of(numbers, words, st.tuples(numbers, st.sampled_from(["", "K", "M", "G", "T", "KiB", "MB", "Q"]))
                  .map("".join)))
 def test_size_option(text):
-    size = _option_types_accept_or_explain(cli._size, text)
-    assert size is None or 1 <= size <= cli.MAX_SIZE
+    size = _converted(values.size, text)
+    if size is not None:  # plan_rotation (which `info` asks) accepts it or says why not
+        assert type(size) is int
+        _refusal(lambda: plan_rotation(size, 256 << 20, 100 << 30, 141 << 30))
 
 
 @FUZZ
 @example("9" * 5000)
+@example("0")
+@example("1,2,3,4")
 @given(st.one_of(words, st.lists(numbers, min_size=0, max_size=5).map(",".join)))
 def test_dims_option(text):
-    dims = _option_types_accept_or_explain(cli._dims, text)
-    assert dims is None or (1 <= len(dims) <= 3 and all(1 <= d <= cli.MAX_DIM for d in dims))
-
-
-@FUZZ
-@given(st.one_of(numbers, words, st.just("auto")))
-def test_count_options(text):
-    rotate = _option_types_accept_or_explain(cli._rotate, text)
-    assert rotate is None or rotate == "auto" or 1 <= rotate <= cli.MAX_ITERATIONS
-    iterations = _option_types_accept_or_explain(cli._iterations, text)
-    assert iterations is None or 1 <= iterations <= cli.MAX_ITERATIONS
-    warmup = _option_types_accept_or_explain(cli._warmup, text)
-    assert warmup is None or 0 <= warmup <= cli.MAX_ITERATIONS
+    """--grid: what the converter gives is judged by launch_config.dims, bench()'s one check of dimensions."""
+    value = _converted(values.dims, text)
+    verdict = _run_verdict(["--grid=" + text, "--block=1"])
+    if value is None:
+        assert verdict == "argparse"
+        return
+    assert verdict == _refusal(lambda: dims("grid", value))
 
 
 @FUZZ
 @given(st.one_of(words, st.tuples(st.sampled_from(["gfx", "sm_", ""]), numbers, words).map("".join)))
 def test_target_option(text):
-    target = _option_types_accept_or_explain(cli._target, text)
+    target = _converted(compile_command.target, text)
     assert target is None or target == text
+
+
+# -- `pyhipbench run`'s measurement options against bench()'s ---------------------------------------------
+MEASUREMENT_OPTIONS = [  # (flag, bench() keyword, the flag's converter)
+    ("--precision", "precision", values.fraction),
+    ("--max-time", "max_time_s", values.number),
+    ("--iterations", "iterations", values.integer),
+    ("--warmup", "warmup", values.integer),
+    ("--rotate", "rotate", values.count_or_word),
+    ("--slower-than", "slower_than_us", values.number),
+]
+
+
+class _DeviceReached(Exception):
+    """`run` accepted its options and went on to open the device."""
+
+
+def _run_verdict(flags: list[str]) -> str | None:
+    """None when `pyhipbench run` accepts `flags` (it gets as far as opening the device);
+    "argparse" when a converter refuses the text; else the one line it refuses the value with."""
+    def reach(backend):
+        raise _DeviceReached
+    err = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err), \
+            contextlib.redirect_stdout(io.StringIO()):
+        patch.setattr(cli, "_open_device", reach)
+        try:
+            code = cli.main(["run", COPY_PTX, "--kernel", "copy", "--grid", "1", "--block", "1", *flags])
+        except _DeviceReached:
+            return None
+        except SystemExit as exited:
+            assert exited.code == 2 and "error: argument" in err.getvalue()
+            return "argparse"
+    assert code == 2 and err.getvalue().count("\n") == 1
+    return err.getvalue().removeprefix("pyhipbench run: ").removesuffix("\n")
+
+
+def _bench_verdict(keywords: dict) -> str | None:
+    """None when bench() accepts the options (it goes on to refuse the missing kernel), else its message."""
+    message = _refusal(lambda: hb.bench(None, 1, 1, [], **keywords))
+    assert message is not None
+    return None if message.startswith("bench() times a Kernel") else message
+
+
+@FUZZ
+@example(MEASUREMENT_OPTIONS[0], "0")
+@example(MEASUREMENT_OPTIONS[0], "100%")
+@example(MEASUREMENT_OPTIONS[2], "9" * 5000)
+@example(MEASUREMENT_OPTIONS[4], "auto")
+@example(MEASUREMENT_OPTIONS[4], "0")
+@example(MEASUREMENT_OPTIONS[5], "nan")
+@given(st.sampled_from(MEASUREMENT_OPTIONS),
+       st.one_of(numbers, words, st.just("auto"), numbers.map(lambda n: n + "%")))
+def test_run_accepts_and_refuses_the_values_bench_does(option, text):
+    flag, keyword, convert = option
+    value = _converted(convert, text)
+    verdict = _run_verdict([f"{flag}={text}"])  # with "=": a text starting with "-" is the flag's value
+    if value is None:  # not a value of the flag's kind: there is nothing to hand bench()
+        assert verdict == "argparse"
+        return
+    assert verdict == _bench_verdict({keyword: value})

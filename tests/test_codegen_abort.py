@@ -1,4 +1,4 @@
-"""Issue 6, class 1: an LLVM fatal error ("LLVM ERROR: Cannot select ...",
+"""An LLVM fatal error ("LLVM ERROR: Cannot select ...",
 then abort()) costs one compile, not the process. Emission runs in a worker
 process; its death becomes a CodegenError quoting LLVM, naming the kernel
 and the target, and the next compile starts a new worker."""

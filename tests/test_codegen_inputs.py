@@ -1,4 +1,4 @@
-"""Issue 6, class 6 (codegen part) and the codegen layer's bad inputs: each
+"""The codegen layer's bad inputs: each
 gives one package error naming the bad value and what was expected; nothing
 is accepted silently (icache_flush="yes", sm_1, a garbage PTX prologue) and
 no ValueError / OSError / struct.error escapes compile_ir."""
@@ -236,7 +236,7 @@ def test_a_str_that_looks_like_a_path_gets_a_hint():
 
 
 def test_compile_for_device_with_a_driver_older_than_cuda_11():
-    device = SimpleNamespace(arch="sm_90", backend=SimpleNamespace(driver_version=lambda: 10020))
+    device = SimpleNamespace(arch="sm_90", backend=SimpleNamespace(compile_driver_version=lambda: 10020))
     with pytest.raises(CodegenError, match="^CUDA driver 10.2 predates PTX ISA 7.0"):
         compile_for_device(NVIDIA, device)
 

@@ -1,4 +1,4 @@
-"""Issue 6, class 10: compile time linear in the kernel count. Not timed:
+"""Compile time linear in the kernel count. Not timed:
 the work is counted. The AMD assembly is scanned for labels and descriptors
 once per compile, and each kernel's prologue move reads only that kernel's
 own body, so the text handled adds up to the assembly once, not once per

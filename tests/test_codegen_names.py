@@ -1,4 +1,4 @@
-"""Issue 6, class 8: kernel names. Names the tools can carry work end to end
+"""Kernel names. Names the tools can carry work end to end
 (AMD: assembler, linker, descriptor found for the proof); names they cannot
 are refused before any work with an IRError naming the kernel and the rule."""
 

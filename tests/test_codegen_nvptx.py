@@ -132,6 +132,6 @@ def test_compile_for_device_lowers_ptx_to_what_the_driver_loads():
     from pyhipbench.codegen.nvptx import ptx_version_of
     ir_text = (IR_DATA / "copy_sm_90.ll").read_bytes()
     def device(driver):
-        return SimpleNamespace(arch="sm_90", backend=SimpleNamespace(driver_version=lambda: driver))
+        return SimpleNamespace(arch="sm_90", backend=SimpleNamespace(compile_driver_version=lambda: driver))
     assert ptx_version_of(compile_for_device(ir_text, device(13000)).data) == 88   # the IR's own
     assert ptx_version_of(compile_for_device(ir_text, device(12040)).data) == 84   # lowered for CUDA 12.4

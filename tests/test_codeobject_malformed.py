@@ -1,4 +1,4 @@
-"""Class 4 of issue 6: truncated or corrupt code objects are BenchErrors that
+"""Truncated or corrupt code objects are BenchErrors that
 say what is wrong and where; nothing else escapes the parsers (no
 struct.error, IndexError, UnicodeDecodeError, KeyError, RecursionError).
 

@@ -100,6 +100,23 @@ def test_injected_launch_error_names_the_call(timer, fake_driver, backend_name):
     assert len(fake_driver.records(LAUNCH[backend_name])) == 2
 
 
+def test_a_failed_driver_call_reads_the_same_from_python_and_the_core(fake_driver_cuda):
+    from pyhipbench.errors import DriverError, driver_error
+    buffer = np.zeros(64, np.uint8)  # host memory standing in for an original on the device
+    fake_driver_cuda.fail("cuMemcpyDtoD_v2", 1)
+    live = fake_driver_cuda.live_allocations()
+    with pytest.raises(DriverError) as from_core:
+        _core.RotatedBuffers(_core.load_driver("cuda", fake_driver_cuda.path), FAKE_CUDA_CONTEXT,
+                             [(buffer.ctypes.data, buffer.nbytes)], 3)
+    assert fake_driver_cuda.live_allocations() == live  # the copies' allocation is freed on the way out
+    from_python = driver_error("cuMemcpyDtoD_v2", 1, "CUDA_ERROR_INVALID_VALUE", "invalid argument")
+    assert str(from_python) == str(from_core.value) == \
+        "cuMemcpyDtoD_v2 failed: CUDA_ERROR_INVALID_VALUE (1): invalid argument"
+    assert type(from_python) is type(from_core.value) is DriverError
+    assert (from_python.call, from_python.code, from_python.driver_message) == \
+        (from_core.value.call, from_core.value.code, from_core.value.driver_message)
+
+
 @pytest.mark.parametrize("sticky", [True, False])
 def test_kernel_fault_says_whether_the_context_survives(timer, fake_driver, backend_name, sticky):
     sync = {"cuda": "cuEventSynchronize", "hip": "hipEventSynchronize"}[backend_name]
@@ -224,9 +241,26 @@ def test_unknown_backend():
 
 def test_hip_rejects_global_sizes_over_32_bits_before_launching(fake_libraries, fake_driver_hip):
     plan = _core.LaunchPlan(1, "k", (1 << 24, 1, 1), (256, 1, 1), 0, 0, [b""], [])
-    with pytest.raises(BenchError, match="grid x block = 4294967296 threads on axis x exceeds"):
+    with pytest.raises(BenchError, match="grid x = 16777216 by block x = 256 is 4294967296 threads; at most "
+                                         "4294967295 per axis: hipExtModuleLaunchKernel takes global work sizes"):
         events_timer(fake_libraries, "hip").run(plan, 1, 0)
     assert fake_driver_hip.work() == []
+
+
+@pytest.mark.parametrize("axis", range(3))
+def test_launch_limits_are_the_backends(axis):
+    at_limit, over = [1, 1, 1], [1, 1, 1]
+    at_limit[axis], over[axis] = (1 << 32) - 1, 1 << 31
+    hip = _core.launch_limits("hip")
+    hip.check(at_limit, [1, 1, 1])
+    with pytest.raises(BenchError, match=f"grid {'xyz'[axis]} = 2147483648 by block {'xyz'[axis]} = 2 is "
+                                         "4294967296 threads; at most 4294967295 per axis"):
+        hip.check(over, [2 if a == axis else 1 for a in range(3)])
+    cuda = _core.launch_limits("cuda")
+    assert cuda.max_global_threads == 2**64 - 1 and cuda.limited_by == ""
+    cuda.check([(1 << 32) - 1] * 3, [(1 << 32) - 1] * 3)
+    with pytest.raises(BenchError, match="unknown backend 'opencl'; expected 'cuda' or 'hip'"):
+        _core.launch_limits("opencl")
 
 
 def test_concurrent_runs_on_one_timer_are_serialised(timer, fake_driver, backend_name):

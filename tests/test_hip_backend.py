@@ -345,8 +345,7 @@ def test_memory_round_trip(fake_hip_library):
         data = np.arange(1024, dtype=np.float32)
         first, second = b.allocate(data.nbytes), b.allocate(data.nbytes)
         free1 = b.memory_info()[0]
-        b.copy_to_device(first, data)
-        b.copy_device(second, first, data.nbytes)
+        b.copy_to_device(second, data)
         back = np.zeros_like(data)
         b.copy_to_host(back, second)
         b.synchronize()

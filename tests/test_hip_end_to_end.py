@@ -7,10 +7,8 @@ asked to do.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
 
 from codegen_helpers import require_toolchain
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python, run_with_fake  # noqa: F401 (fixture)

@@ -12,6 +12,8 @@ from codegen_helpers import require_toolchain
 from fakes.driver import mapped_libraries
 from pyhipbench import _core, cli
 from pyhipbench._measure import report
+from pyhipbench._measure.cache import clean_step
+from pyhipbench._measure.timers import core_timer, default_timer
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
@@ -47,7 +49,7 @@ def test_clean_cold_runs_the_clean_step_before_every_launch_with_one_set(device,
     args = copy_args(device)
     res = hb.bench(copy, 4, 256, args, cache="clean-cold", timer="events", iterations=5, warmup=2)
     launches = fake_driver.records(LAUNCH[backend_name])
-    clean = device.clean_step()
+    clean = clean_step(device)
     assert [r.function for r in launches] == [clean.kernel.handle, copy.handle] * 7   # warm-up included
     assert {r.arg_values[0] for r in launches[::2]} == {clean.buffer.address}
     assert clean.nbytes == int(1.25 * device.properties.llc_bytes) // 16 * 16
@@ -91,9 +93,9 @@ def test_dirty_cold_with_nothing_to_rotate_is_named_warm(device, copy):
 def test_the_clean_step_is_made_once_per_device(device, copy, clean_step_compiles):
     args = copy_args(device)
     hb.bench(copy, 4, 256, args, cache="clean-cold", timer="events", iterations=2, warmup=0)
-    first = device.clean_step()
+    first = clean_step(device)
     hb.bench(copy, 4, 256, args, cache="clean-cold", timer="events", iterations=2, warmup=0)
-    assert device.clean_step() is first
+    assert clean_step(device) is first
 
 
 # ---- timers -------------------------------------------------------------------
@@ -113,7 +115,7 @@ def test_the_default_timer_on_the_fake_driver_is_events(device, copy, fake_libra
     before = mapped_libraries("libcupti")
     res = hb.bench(copy, 4, 256, copy_args(device), cache="warm", iterations=3, warmup=0)
     assert res.timer == "events"
-    assert device.cupti_works in (None, False)
+    assert default_timer(device) == "events"    # the probe's answer, kept for the device
     assert mapped_libraries("libcupti") == before   # the probe loaded no libcupti of the machine
 
 
@@ -121,7 +123,7 @@ def test_the_default_timer_is_cupti_where_cupti_traces(device, copy, fake_cupti,
     if backend_name == "hip":
         pytest.skip("CUPTI is NVIDIA's")
     res = hb.bench(copy, 4, 256, copy_args(device), iterations=3, warmup=0)
-    assert res.timer == "cupti" and device.cupti_works is True
+    assert res.timer == "cupti" and default_timer(device) == "cupti"
 
 
 def test_cupti_clean_cold_keeps_the_clean_steps_out_of_the_samples(device, copy, fake_driver, fake_cupti,
@@ -269,7 +271,7 @@ def test_tiny_sets_on_a_large_cache_need_no_more_sets_than_launches(fake_librari
 ])
 def test_bad_timer_requests_are_named(device, name, launches, message):
     with pytest.raises(hb.BenchError, match=message):
-        device.timer(name, launches)
+        core_timer(device, name, launches)
 
 
 def test_compare_of_files_that_do_not_match_or_exist(device, copy, fake_driver, tmp_path, capsys):

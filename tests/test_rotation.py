@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from pyhipbench import BenchError, RotationCapped, plan_rotation
+from pyhipbench import BenchError, BenchOptions, RotationCapped, plan_rotation
 from pyhipbench._measure.rotation import MIN_HEADROOM_BYTES
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -38,9 +38,13 @@ def test_user_override_and_warm():
 
 
 @pytest.mark.parametrize("rotate", [0, -2, 2.5, "many", True])
-def test_bad_override(rotate):
-    with pytest.raises(BenchError, match=f"rotate={rotate!r}: expected 'auto' or a set count >= 1"):
+def test_bad_override_is_refused_as_bench_options_refuse_it(rotate):
+    with pytest.raises(BenchError) as refused:
         plan_rotation(4 * MiB, 60 * MiB, rotate=rotate, **ROOMY)
+    with pytest.raises(BenchError) as by_options:
+        BenchOptions(rotate=rotate)
+    assert str(refused.value).startswith(f"rotate={rotate!r}: ") and "expected" in str(refused.value)
+    assert str(refused.value) == str(by_options.value)
 
 
 def test_override_with_nothing_to_rotate():

@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -20,12 +21,11 @@ from codegen_helpers import require_toolchain
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
 from sweep_helpers import ARGS, FAST, IR, space, sweep_environment
 
-from pyhipbench import BenchError, NoDeviceError
+from pyhipbench import (BenchError, BenchOptions, Candidate, Code, CodeObjectSource, CompileTarget, IRSource,
+                        NoDeviceError, Source, Store, candidates_from_json, load_results, load_space, sweep, watchdog_s)
 from pyhipbench._launch.arg_spec import parse_arg
-from pyhipbench.sweep import (BenchOptions, Candidate, Code, CodeObjectSource, CompileTarget, IRSource, Source, Store,
-                              candidates_from_json, load_results, load_space, sweep, watchdog_s)
-from pyhipbench.sweep.progress import Progress
-from pyhipbench.sweep.store import Row, now
+from pyhipbench._sweep.progress import Progress
+from pyhipbench._sweep.store import Row, now
 
 require_hip_python()
 REPO = Path(__file__).resolve().parent.parent
@@ -34,7 +34,7 @@ EMPTY_PTX = REPO / "pyhipbench" / "kernels" / "empty.ptx"
 
 
 @pytest.fixture
-def fake_gpus(fake_hip_library, monkeypatch):
+def fake_gpus(fake_hip_library, monkeypatch):  # noqa: F811 (the fixture imported above)
     """Two fake MI300X GPUs for the worker processes this test spawns."""
     require_toolchain("gfx942")
     for name, value in sweep_environment(fake_hip_library).items():
@@ -70,7 +70,7 @@ def test_candidate_is_plain_data_with_a_stable_content_id():
     ({"shared_bytes": -1}, "shared_bytes=-1: out of range"),
     ({"tags": {"f": object}}, "not JSON-serialisable"),
     ({"timeout_s": 0}, "timeout_s=0: out of range"),
-    ({"source": "k.ll"}, "source='k.ll': expected a pyhipbench.sweep source"),
+    ({"source": "k.ll"}, "source='k.ll': expected a sweep source"),
 ])
 def test_bad_candidate_names_the_field(fields, message):
     with pytest.raises(BenchError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
@@ -78,15 +78,28 @@ def test_bad_candidate_names_the_field(fields, message):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"timer": "clock"}, "timer='clock': expected one of events, cupti, batched, graph, auto"),
+    ({"timer": "clock"}, "timer='clock': expected one of events, cupti, batched, graph or 'auto'"),
     ({"cache": "cold"}, "cache='cold': expected one of"),
     ({"precision": 1.5}, "precision=1.5: out of range"),
     ({"iterations": 0}, "iterations=0: out of range"),
-    ({"rotate": "many"}, "rotate='many': expected an integer"),
+    ({"rotate": "many"}, "rotate='many': expected 'auto' or a set count >= 1"),
+    ({"iters": 5}, r"bench option\(s\) 'iters' unknown; expected cache, iterations"),
 ])
-def test_bad_bench_options_name_the_option(options, message):
+def test_a_candidates_bad_bench_options_name_the_option(options, message):
     with pytest.raises(BenchError, match=message):
-        BenchOptions(**options)
+        copy_candidate(bench=options)
+
+
+def test_candidate_ids_hash_the_bench_options_without_an_unset_race_bound():
+    """The ids results databases hold: a candidate's bench options are hashed without slower_than_us
+    unless it sets one."""
+    plain = copy_candidate(bench=BenchOptions(cache="warm", max_time_s=0.05), tags={"tile": 4})
+    counted = Candidate(IRSource(IR.encode()), "copy", (8, 2), (64,), ARGS, timeout_s=2.5,
+                        bench=BenchOptions(iterations=100, warmup=3, rotate=4, timer="events"))
+    assert (plain.id, counted.id) == ("353968036c52e1e4499b5a191a8b0086", "6cc5c66ea154c84e99eb49b825e3a304")
+    assert "slower_than_us" not in plain.to_json()["bench"]
+    raced = copy_candidate(bench=BenchOptions(cache="warm", max_time_s=0.05, slower_than_us=3.0), tags={"tile": 4})
+    assert raced.id != plain.id and raced.to_json()["bench"]["slower_than_us"] == 3.0
 
 
 def test_space_file_defaults_paths_and_errors(tmp_path):
@@ -156,7 +169,7 @@ def test_store_records_each_candidate_once_and_refuses_to_overwrite(tmp_path):
 
 
 def test_store_refuses_a_damaged_or_foreign_database_naming_it(tmp_path):
-    from pyhipbench.sweep.store import SQLITE_MAGIC
+    from pyhipbench._sweep.store import SQLITE_MAGIC
     damaged = tmp_path / "damaged.db"
     damaged.write_bytes(SQLITE_MAGIC + b"x" * 200)  # the magic, then no database
     with pytest.raises(BenchError, match=r"damaged.db: not a usable sweep results database \(file is not a "
@@ -175,7 +188,7 @@ def test_store_refuses_a_damaged_or_foreign_database_naming_it(tmp_path):
 
 def test_cli_sweep_damaged_database_exits_2_naming_it(tmp_path, capsys):
     from pyhipbench.cli import main
-    from pyhipbench.sweep.store import SQLITE_MAGIC
+    from pyhipbench._sweep.store import SQLITE_MAGIC
     (tmp_path / "space.json").write_text(json.dumps(space(1, bad=())))
     damaged = tmp_path / "damaged.db"
     damaged.write_bytes(SQLITE_MAGIC + b"x" * 200)
@@ -224,7 +237,7 @@ def test_faults_cost_one_candidate_each(fake_gpus, tmp_path):
     candidates.append(Candidate(CodeObjectSource.from_file(COPY_PTX), "copy", 1, 64, ARGS))  # PTX on AMD
     candidates.append(Candidate(IRSource(b"define void @copy("), "copy", 1, 64, ARGS))  # IR that does not parse
     db = tmp_path / "r.db"
-    summary = hb.sweep(candidates, db=db, timeout_floor_s=1.5, progress=False)  # the package is callable
+    summary = hb.sweep(candidates, db=db, timeout_floor_s=1.5, progress=False)
     assert (summary.total, summary.measured, summary.failed, summary.gpus) == (50, 44, 6, 2)
     rows = {r[0]: r[1:] for r in sqlite3.connect(db).execute(
         "SELECT kernel || ':' || json_extract(candidate, '$.args[1]') || ':' || json_extract(candidate, "
@@ -252,8 +265,10 @@ def test_faults_cost_one_candidate_each(fake_gpus, tmp_path):
     measured = sqlite3.connect(db).execute(
         "SELECT json_extract(candidate, '$.tags.g'), device, median_us, timer, cache_state, attempts "
         "FROM results WHERE status = 'ok'").fetchall()
+    # Every good candidate measured, at its first attempt (no fault cost it one), on one of the GPUs: which
+    # one is whichever was idle first.
     assert sorted(m[0] for m in measured) == list(range(44))
-    assert {m[1] for m in measured} == {"hip:0 AMD Instinct MI300X (fake)", "hip:1 AMD Instinct MI300X (fake)"}
+    assert {m[1] for m in measured} <= {"hip:0 AMD Instinct MI300X (fake)", "hip:1 AMD Instinct MI300X (fake)"}
     assert {(round(m[2], 3), m[3], m[4], m[5]) for m in measured} == {(4.0, "events", "warm", 1)}
     assert summary.busy_s > 0 and summary.wall_s > 0
 
@@ -331,14 +346,16 @@ def test_cli_sweep_bad_input_exits_2_naming_it(tmp_path):
     result = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "sweep", str(path), "--out",
                              str(tmp_path / "r.db")], capture_output=True, text=True)
     assert result.returncode == 2
-    assert result.stderr.strip() == f"pyhipbench sweep: {path}: candidate 0: grid[0]=0: out of range, expected " \
+    assert result.stderr.strip() == f"pyhipbench sweep: {path}: candidate 0: grid=0: out of range, expected " \
                                     "an integer in [1, 4294967295]"
     result = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "sweep", str(path), "--out", str(path)],
                             capture_output=True, text=True)
     assert result.returncode == 2 and "is the input file" in result.stderr
-    result = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "sweep", str(path), "--out",
+    good = tmp_path / "good.json"  # the options are sweep()'s to check, after the space is read
+    good.write_text(json.dumps(space(1, bad=())))
+    result = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "sweep", str(good), "--out",
                              str(tmp_path / "r.db"), "--gpus", "0,0"], capture_output=True, text=True)
-    assert result.returncode == 2 and "'0,0': expected comma-separated device indices, each once" in result.stderr
+    assert result.returncode == 2 and result.stderr == "pyhipbench sweep: gpus=[0, 0]: a device is listed twice\n"
 
 
 def test_cli_sweep_export_never_overwrites_the_space_or_the_database(tmp_path, capsys):
@@ -354,7 +371,7 @@ def test_cli_sweep_export_never_overwrites_the_space_or_the_database(tmp_path, c
 
 
 def test_sweep_api_refuses_bad_arguments(tmp_path):
-    with pytest.raises(BenchError, match=r"candidates\[0\]='copy': expected a pyhipbench.sweep.Candidate"):
+    with pytest.raises(BenchError, match=r"candidates\[0\]='copy': expected a pyhipbench.Candidate"):
         sweep(["copy"], tmp_path / "r.db")
     with pytest.raises(BenchError, match=r"gpus=\[0, 0\]: a device is listed twice"):
         sweep([copy_candidate()], tmp_path / "r.db", gpus=[0, 0])
@@ -367,7 +384,7 @@ def test_sweep_api_refuses_bad_arguments(tmp_path):
     assert not (tmp_path / "r.db").exists()  # refused before the database or a worker
 
 
-def test_no_gpu_is_one_clear_error(fake_hip_library, monkeypatch, tmp_path):
+def test_no_gpu_is_one_clear_error(fake_hip_library, monkeypatch, tmp_path):  # noqa: F811 (the fixture imported above)
     for name, value in sweep_environment(fake_hip_library, devices=0).items():
         monkeypatch.setenv(name, value)
     with pytest.raises(NoDeviceError, match=r"a worker could not open its GPU \(slot 0\): NoDeviceError: HIP found "
@@ -496,12 +513,12 @@ class ScriptedExecutor:
         return []
 
     def start(self, slot):
-        from pyhipbench.sweep.worker import DeviceFacts
+        from pyhipbench._sweep.worker import DeviceFacts
         self.starts.append(slot)
         self.events_due.append((slot, "ready", DeviceFacts("hip", slot, "Scripted", CompileTarget("gfx942"), 2)))
 
     def submit(self, slot, task):
-        from pyhipbench.sweep.worker import Outcome
+        from pyhipbench._sweep.worker import Outcome
         attempt = self.runs.get(task.kernel, 0)
         self.runs[task.kernel] = attempt + 1
         self.ran_on.append((task.kernel, slot, self.starts.count(slot)))
@@ -522,7 +539,7 @@ class ScriptedExecutor:
 
 
 def test_a_failure_is_retried_once_on_a_fresh_worker(tmp_path):
-    from pyhipbench.sweep.scheduler import run
+    from pyhipbench._sweep.scheduler import run
     script = {"flaky": [("fault", "KernelFault: once"), (None, None)],
               "broken": [("fault", "KernelFault: first"), ("error", "DriverError: second")],
               "wrong": [("invalid", "BenchError: bad arguments")]}
@@ -565,27 +582,24 @@ class _FakeCompilerPool:
 def test_a_dead_compiler_pool_resubmits_each_of_its_compiles_once(tmp_path, monkeypatch):
     from concurrent.futures.process import BrokenProcessPool
 
-    from pyhipbench.sweep import scheduler
-    from pyhipbench.sweep.sources import Code
-    monkeypatch.setattr(scheduler, "ProcessPoolExecutor", _FakeCompilerPool)
+    from pyhipbench._sweep import compile_queue
+    monkeypatch.setattr(compile_queue, "ProcessPoolExecutor", _FakeCompilerPool)
     monkeypatch.setattr(_FakeCompilerPool, "pools", [])
     candidates = [Candidate(IRSource(IR.encode() + b"; " + bytes([48 + i])), "copy", 1, 64, ARGS) for i in range(2)]
-    summary = scheduler.SweepSummary(str(tmp_path / "r.db"), 2, 0)
-    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), ScriptedExecutor({}), Progress(2, show=False),
-                         summary, 10.0, 1)
-    run.target = CompileTarget("gfx942")
-    for digest in list(run.uncompiled):
-        run._code_for_target(digest)
+    queue = compile_queue.CompileQueue(candidates, 1)
+    news = queue.start(CompileTarget("gfx942"))
+    assert news.ready == [] and news.failed == [] and len(queue.compiling) == 2  # both in the pool
     first, second = _FakeCompilerPool.pools[0].futures
     first.set_exception(BrokenProcessPool("a compiler process died"))  # the other one's outcome is not in yet
-    run._collect_compiles()
-    run._collect_compiles()  # the dead pool's other compile, cancelled by its shutdown, raised CancelledError
-    assert second.cancelled() and len(_FakeCompilerPool.pools) == 2
+    news = [queue.collect(), queue.collect()]  # the dead pool's other compile, cancelled by its shutdown, raised
+    assert second.cancelled() and len(_FakeCompilerPool.pools) == 2            # CancelledError: resubmitted too
+    assert all(n.ready == [] and n.failed == [] for n in news)
     for future in _FakeCompilerPool.pools[1].futures:
         future.set_result(("ok", Code(b"code")))
-    run._collect_compiles()
-    assert sorted(run.code) == sorted(c.source.digest for c in candidates) and len(run.ready) == 2
-    assert not run.compiles and summary.failed == 0
+    news = queue.collect()
+    assert sorted(queue.code) == sorted(c.source.digest for c in candidates)
+    assert sorted(c.id for c in news.ready) == sorted(c.id for c in candidates) and news.failed == []
+    assert not queue.compiling
 
 
 class _StubSource(Source):
@@ -629,30 +643,31 @@ class _StubDevice:
 
 
 class _InProcessExecutor(ScriptedExecutor):
-    """One slot whose worker is a real pyhipbench.sweep.worker.Worker on a stub device, run in this process."""
+    """One slot whose worker is a real pyhipbench._sweep.worker.Worker on a stub device, run in this process."""
 
     def __init__(self, worker) -> None:
         super().__init__({})
         self.worker = worker
+        self.sent: list = []
 
     def initial_slots(self):
         return [0]
 
     def start(self, slot):
-        from pyhipbench.sweep import worker
-        self.events_due.append((slot, "ready", worker.DeviceFacts("hip", slot, "InProcess", CompileTarget("gfx942"),
-                                                                  1, modules_kept=worker.MODULES_KEPT)))
+        from pyhipbench._sweep.worker import DeviceFacts
+        self.events_due.append((slot, "ready", DeviceFacts("hip", slot, "InProcess", CompileTarget("gfx942"), 1)))
 
     def submit(self, slot, task):
+        self.sent.append(task)
         self.events_due.append((slot, "outcome", self.worker.run(task)))
 
 
 def test_a_worker_unloads_old_modules_and_the_scheduler_sends_their_code_again(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from pyhipbench.sweep import scheduler, worker
+    from pyhipbench._sweep import scheduler, worker
     monkeypatch.setattr(worker, "MODULES_KEPT", 2)
-    monkeypatch.setattr(worker, "bench", lambda kernel, *args, **options: SimpleNamespace(
+    monkeypatch.setattr(worker, "bench_with", lambda kernel, *args, **options: SimpleNamespace(
         to_dict=lambda: {"kernel": kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
     device = _StubDevice()
     executor = _InProcessExecutor(worker.Worker(device))
@@ -660,19 +675,17 @@ def test_a_worker_unloads_old_modules_and_the_scheduler_sends_their_code_again(t
     # The worker holds two modules: loading c unloads a, and the second run of a must carry its code again.
     order = ["bad", "bad", "a", "b", "c", "a"]
     candidates = [Candidate(sources[name], "k", 1, 64, tags={"i": i}) for i, name in enumerate(order)]
-    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), executor, Progress(6, show=False),
-                         scheduler.SweepSummary(str(tmp_path / "r.db"), 6, 0), 10.0, 1)
-    run.ready.add(candidates)
-    run.uncompiled.clear()
-    run.code = {source.digest: Code(source.data) for source in sources.values()}
-    run.target = CompileTarget("gfx942")
+    store = Store(tmp_path / "r.db")
+    run = scheduler._Scheduler(candidates, store, executor, Progress(6, show=False),
+                               scheduler.SweepSummary(str(tmp_path / "r.db"), 6, 0), 10.0, 1)
     run.loop()
-    rows = run.store.db.execute("SELECT json_extract(candidate, '$.tags.i'), status, error FROM results "
-                                "ORDER BY 1").fetchall()
+    rows = store.db.execute("SELECT json_extract(candidate, '$.tags.i'), status, error FROM results "
+                            "ORDER BY 1").fetchall()
     refused = "BenchError: a ptx code object cannot load on the hip backend; expected hsaco"
     assert rows == [(0, "failed", refused), (1, "failed", refused)] + [(i, "ok", None) for i in range(2, 6)]
     assert device.loaded == [b"a", b"b", b"c", b"a"] and device.held == 2
-    assert set(run.slots[0].modules) == set(executor.worker.modules) == {sources["c"].digest, sources["a"].digest}
+    assert all(task.code is not None for task in executor.sent)  # none was held when it was sent
+    assert run.slots[0].modules_held == set(executor.worker.modules) == {sources["c"].digest, sources["a"].digest}
 
 
 class _PipelinedInProcessExecutor(_InProcessExecutor):
@@ -684,6 +697,7 @@ class _PipelinedInProcessExecutor(_InProcessExecutor):
         self.queue: list = []
 
     def submit(self, slot, task):
+        self.sent.append(task)
         self.queue.append(task)
 
     def events(self, timeout):
@@ -696,26 +710,26 @@ class _PipelinedInProcessExecutor(_InProcessExecutor):
 def test_with_tasks_sent_ahead_the_scheduler_still_knows_which_code_the_worker_holds(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from pyhipbench.sweep import scheduler, worker
+    from pyhipbench._sweep import scheduler, worker
     monkeypatch.setattr(worker, "MODULES_KEPT", 2)
-    monkeypatch.setattr(worker, "bench", lambda kernel, *args, **options: SimpleNamespace(
+    monkeypatch.setattr(worker, "bench_with", lambda kernel, *args, **options: SimpleNamespace(
         to_dict=lambda: {"kernel": kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
     executor = _PipelinedInProcessExecutor(worker.Worker(_StubDevice()))
     sources = {name: _StubSource(name.encode()) for name in "abcd"}
-    # The worker unloads a while running c, but the a sent ahead already carries a's code again: c's outcome
-    # must not make the scheduler forget a, or it sends the second c without code after the worker dropped it.
-    order = "abcadcabcdabcd"
+    # The worker holds two modules and each outcome says which: a task sent ahead of one that loads a module
+    # carries its code even if the worker held it at its last outcome, since that load may unload it (the
+    # worker unloads a while running c, after which the a sent ahead needs its code). Four a's at the end: the
+    # first two go with their code (the worker holds c and d; then the first a's load), the last two without.
+    order = "abcadcabcdabcd" + "aaaa"
     candidates = [Candidate(sources[name], "k", 1, 64, tags={"i": i}) for i, name in enumerate(order)]
-    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), executor, Progress(len(order), show=False),
-                         scheduler.SweepSummary(str(tmp_path / "r.db"), len(order), 0), 10.0, 1)
-    run.ready.add(candidates)
-    run.uncompiled.clear()
-    run.code = {source.digest: Code(source.data) for source in sources.values()}
-    run.target = CompileTarget("gfx942")
+    store = Store(tmp_path / "r.db")
+    run = scheduler._Scheduler(candidates, store, executor, Progress(len(order), show=False),
+                               scheduler.SweepSummary(str(tmp_path / "r.db"), len(order), 0), 10.0, 1)
     run.loop()
-    statuses = run.store.db.execute("SELECT status, error FROM results").fetchall()
+    statuses = store.db.execute("SELECT status, error FROM results").fetchall()
     assert statuses == [("ok", None)] * len(order)
-    assert set(run.slots[0].modules) == set(executor.worker.modules)
+    assert run.slots[0].modules_held == set(executor.worker.modules)
+    assert [task.code is None for task in executor.sent][-4:] == [False, False, True, True]
 
 
 class _RaisingSource(_StubSource):
@@ -726,15 +740,15 @@ class _RaisingSource(_StubSource):
 
 
 def test_a_compiler_raising_a_foreign_exception_fails_its_candidates_only():
-    from pyhipbench.sweep.scheduler import _compile
+    from pyhipbench._sweep.compile_queue import _compile
     status, message = _compile(_RaisingSource(b"k.ll"), CompileTarget("gfx942"))
     assert status == "error" and message.startswith("RuntimeError: the compiler broke on k.ll (at ")
     assert "test_sweep.py:" in message
 
 
 def test_gpus_differing_only_in_driver_say_so(tmp_path):
-    from pyhipbench.sweep.scheduler import run
-    from pyhipbench.sweep.worker import DeviceFacts
+    from pyhipbench._sweep.scheduler import run
+    from pyhipbench._sweep.worker import DeviceFacts
 
     class TwoDrivers(ScriptedExecutor):
         def start(self, slot):
@@ -765,23 +779,30 @@ class _HeldExecutor(ScriptedExecutor):
 
 
 def _held_run(tmp_path, count: int, slots: int = 2, **candidate_fields):
-    from pyhipbench.sweep import scheduler
-    from pyhipbench.sweep.worker import DeviceFacts
+    from pyhipbench._sweep import scheduler
+    from pyhipbench._sweep.worker import DeviceFacts
     copy = CodeObjectSource.from_file(COPY_PTX)
     candidates = [Candidate(copy, "copy", 1, 64, ARGS, tags={"i": i}, **candidate_fields) for i in range(count)]
     executor = _HeldExecutor(slots)
-    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), executor, Progress(count, show=False),
-                         scheduler.SweepSummary(str(tmp_path / "r.db"), count, 0), 10.0, 1)
+    run = scheduler._Scheduler(candidates, Store(tmp_path / "r.db"), executor, Progress(count, show=False),
+                               scheduler.SweepSummary(str(tmp_path / "r.db"), count, 0), 10.0, 1)
     for slot in executor.initial_slots():
-        run._start(slot)
+        run._start_slot(slot)
         run._handle(slot, "ready", DeviceFacts("hip", slot, "Held", CompileTarget("gfx942"), slots))
     run._dispatch()
     return run, executor, candidates
 
 
 def _ok(task):
-    from pyhipbench.sweep.worker import Outcome
-    return Outcome(task.candidate_id, {"stats_us": {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0}}, busy_s=0.01)
+    """The task measured; the worker holds its code object now."""
+    from pyhipbench._sweep.worker import Outcome
+    return Outcome(task.candidate_id, {"stats_us": {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0}}, busy_s=0.01,
+                   modules_held=frozenset({task.code_digest}))
+
+
+def _fault(candidate):
+    from pyhipbench._sweep.worker import FAULT, Outcome
+    return Outcome(candidate.id, reason=FAULT, error="KernelFault: boom", replace_worker=True)
 
 
 def test_a_busy_worker_gets_one_task_ahead_only_while_more_are_ready_than_workers(tmp_path):
@@ -790,53 +811,61 @@ def test_a_busy_worker_gets_one_task_ahead_only_while_more_are_ready_than_worker
     # Two started, one each; then one ahead each, while 3 and then 2 are left (> 2 workers): the last one waits.
     assert [(slot, task.candidate_id) for slot, task in executor.sent] == [
         (0, ids[0]), (1, ids[1]), (0, ids[2])]
-    assert executor.sent[0][1].code is not None and executor.sent[2][1].code is not None  # the load is unconfirmed
-    assert run.slots[0].queued is candidates[2] and run.slots[1].queued is None and list(run.ready) == candidates[3:]
-    assert run.attempts == {ids[0]: 1, ids[1]: 1}  # a task sent ahead is no attempt until it starts
+    assert executor.sent[0][1].code is not None and executor.sent[2][1].code is not None  # not held yet
+    assert run.slots[0].queued.candidate is candidates[2] and run.slots[1].queued is None
+    assert list(run.dispatcher.ready) == candidates[3:]
+    assert [run.slots[i].running.attempt.number for i in (0, 1)] == [1, 1]
     run._handle(0, "outcome", _ok(executor.sent[0][1]))
-    assert run.slots[0].running.candidate is candidates[2] and run.attempts[ids[2]] == 1
-    assert run.store.count() == 1
+    assert run.slots[0].running.attempt.candidate is candidates[2] and run.slots[0].queued is None
+    assert run.recorder.store.count() == 1
     # Two candidates left for two workers: none goes ahead, and the idle workers get them as they finish.
     assert len(executor.sent) == 3
     run._handle(1, "outcome", _ok(executor.sent[1][1]))
     assert [task.candidate_id for _slot, task in executor.sent[3:]] == [ids[3]]
-    assert executor.sent[3][1].code is None  # slot 1's outcome confirmed its load: the code is not sent again
+    assert executor.sent[3][1].code is None  # slot 1's outcome said it holds the code: not sent again
 
 
 def test_workers_take_candidates_in_the_spaces_order_whatever_source_they_come_from(tmp_path):
-    from pyhipbench.sweep import scheduler
-    from pyhipbench.sweep.worker import DeviceFacts
+    from pyhipbench._sweep import scheduler
+    from pyhipbench._sweep.worker import DeviceFacts
     copy, empty = CodeObjectSource.from_file(COPY_PTX), CodeObjectSource.from_file(EMPTY_PTX)
     # Ready at once, source by source (copy's, then empty's); handed out as listed, interleaved.
     candidates = [Candidate(source, kernel, 1, 64, args, tags={"i": i}) for i, (source, kernel, args) in
                   enumerate([(copy, "copy", ARGS), (empty, "empty", ()), (copy, "copy", ARGS), (empty, "empty", ())])]
     executor = _HeldExecutor(1)
-    run = scheduler._Run(candidates, Store(tmp_path / "r.db"), executor, Progress(4, show=False),
-                         scheduler.SweepSummary(str(tmp_path / "r.db"), 4, 0), 10.0, 1)
-    run._start(0)
+    store = Store(tmp_path / "r.db")
+    run = scheduler._Scheduler(candidates, store, executor, Progress(4, show=False),
+                               scheduler.SweepSummary(str(tmp_path / "r.db"), 4, 0), 10.0, 1)
+    run._start_slot(0)
     run._handle(0, "ready", DeviceFacts("hip", 0, "Held", CompileTarget("gfx942"), 1))
     run._dispatch()
     for _ in range(3):
-        run._handle(0, "outcome", _ok(executor.sent[len(run.store.done_ids())][1]))
+        run._handle(0, "outcome", _ok(executor.sent[len(store.done_ids())][1]))
         run._dispatch()
     assert [task.candidate_id for _slot, task in executor.sent] == [c.id for c in candidates]
 
 
 def test_a_task_sent_ahead_goes_back_in_line_without_an_attempt_when_its_worker_is_replaced(tmp_path):
-    from pyhipbench.sweep.worker import FAULT, Outcome
+    from pyhipbench._sweep.worker import DeviceFacts
+    from pyhipbench._sweep.worker_slot import Attempt
     run, executor, candidates = _held_run(tmp_path, 6)
-    ahead = run.slots[0].queued
-    assert ahead is candidates[2]
-    faulted = Outcome(candidates[0].id, reason=FAULT, error="KernelFault: boom", replace_worker=True)
-    run._handle(0, "outcome", faulted)
+    assert run.slots[0].queued.candidate is candidates[2]
+    run._handle(0, "outcome", _fault(candidates[0]))
     assert executor.kills == [0] and run.slots[0].facts is None  # replaced: the new worker has not said ready
-    assert next(iter(run.ready)) is ahead and ahead.id not in run.attempts
-    assert list(run.retries) == [candidates[0]] and run.attempts[candidates[0].id] == 1
+    assert run.slots[0].queued is None and next(iter(run.dispatcher.ready)) is candidates[2]
+    assert list(run.dispatcher.retries) == [Attempt(candidates[0], 2, ("fault", "KernelFault: boom"))]
     # A death and a timeout give back what was sent ahead just the same.
-    behind_death = run.slots[1].queued
+    assert run.slots[1].queued.candidate is candidates[3]
     run._handle(1, "died", "the worker process was killed by SIGSEGV")
-    assert list(run.ready)[:2] == [ahead, behind_death] and behind_death.id not in run.attempts  # space order
+    assert list(run.dispatcher.ready)[:2] == candidates[2:4]  # in the space's order
     assert executor.kills == [0, 1]
+    # The new workers take the retries; the candidates given back run later as their first attempts.
+    for slot in (0, 1):
+        run._handle(slot, "ready", DeviceFacts("hip", slot, "Held", CompileTarget("gfx942"), 2))
+    run._dispatch()
+    assert [run.slots[i].running.attempt.number for i in (0, 1)] == [2, 2]
+    run._handle(0, "outcome", _ok(executor.sent[-2][1]))
+    assert run.slots[0].running.attempt == Attempt(candidates[2])
 
 
 def test_the_watchdog_of_a_task_sent_ahead_starts_when_the_one_before_it_ends(tmp_path):
@@ -846,27 +875,46 @@ def test_the_watchdog_of_a_task_sent_ahead_starts_when_the_one_before_it_ends(tm
     before = time.monotonic()
     run._handle(0, "outcome", _ok(executor.sent[0][1]))
     started = run.slots[0].running
-    assert started.candidate is candidates[2]
+    assert started.attempt.candidate is candidates[2]
     assert before + 2.0 <= started.deadline <= time.monotonic() + 2.0
     assert started.deadline >= first_deadline + 0.2  # not from when it was sent
     # It hangs: killed at its own deadline, once; what its worker then held ahead goes back unattempted.
-    ahead = run.slots[0].queued
-    assert ahead is candidates[4]
-    run.slots[0].running.deadline = time.monotonic() - 0.001
+    assert run.slots[0].queued.candidate is candidates[4]
+    run.slots[0].running = dataclasses.replace(started, deadline=time.monotonic() - 0.001)
     run._watchdog()
-    assert executor.kills == [0] and next(iter(run.ready)) is ahead and ahead.id not in run.attempts
-    assert list(run.retries) == [candidates[2]] and run.attempts[candidates[2].id] == 1
+    assert executor.kills == [0] and next(iter(run.dispatcher.ready)) is candidates[4]
+    assert [(a.candidate, a.number) for a in run.dispatcher.retries] == [(candidates[2], 2)]
+    assert run.dispatcher.retries[0].first_failure == (
+        "timeout", "no result after 2.0 s (the watchdog's limit); the worker was killed")
 
 
 def test_no_task_goes_ahead_behind_a_retry(tmp_path):
-    from pyhipbench.sweep.worker import FAULT, DeviceFacts, Outcome
+    from pyhipbench._sweep.worker import DeviceFacts
     run, executor, candidates = _held_run(tmp_path, 8)
-    run._handle(0, "outcome", Outcome(candidates[0].id, reason=FAULT, error="KernelFault: boom", replace_worker=True))
+    run._handle(0, "outcome", _fault(candidates[0]))
     sent = len(executor.sent)
     run._handle(0, "ready", DeviceFacts("hip", 0, "Held", CompileTarget("gfx942"), 2))
     run._dispatch()
     assert [task.candidate_id for _slot, task in executor.sent[sent:]] == [candidates[0].id]  # the retry, alone
-    assert run.slots[0].queued is None and run.attempts[candidates[0].id] == 2
+    assert run.slots[0].queued is None and run.slots[0].running.attempt.number == 2
+
+
+def test_code_goes_to_a_worker_unless_it_will_hold_it_when_it_reaches_the_task(tmp_path):
+    from pyhipbench._sweep.worker import DeviceFacts, Task
+    from pyhipbench._sweep.worker_slot import Attempt, WorkerSlot
+    copy, empty = CodeObjectSource.from_file(COPY_PTX), CodeObjectSource.from_file(EMPTY_PTX)
+    first = Candidate(copy, "copy", 1, 64, ARGS)
+    slot = WorkerSlot(_HeldExecutor(1), 0, 10.0)
+    slot.start()
+    slot.facts = DeviceFacts("hip", 0, "Held", CompileTarget("gfx942"), 1)
+    assert not slot.holds(copy.digest)  # a new worker holds nothing
+    slot.modules_held = frozenset({copy.digest, empty.digest})  # as its last outcome said
+    assert slot.holds(copy.digest)
+    slot.send(Task(first.id, "copy", first.grid, first.block, first.args, 0, first.bench, copy.digest, None),
+              Attempt(first))
+    assert slot.holds(copy.digest) and slot.holds(empty.digest)  # the task before loads nothing
+    slot.modules_held = frozenset({empty.digest})
+    assert not slot.holds(empty.digest)  # the task before loads copy's, which may unload empty's
 
 
 # -- the standby process per GPU ------------------------------------------------------------
@@ -879,7 +927,7 @@ def _events_until(pool, done, timeout_s: float = 60.0) -> list:
 
 
 def test_a_replacement_takes_the_standby_process_and_a_new_spare_starts(fake_gpus):
-    from pyhipbench.sweep.local import LocalPool
+    from pyhipbench._sweep.local import LocalPool
     pool = LocalPool("hip", [1])
     processes = []
     try:
@@ -903,7 +951,7 @@ def test_a_replacement_takes_the_standby_process_and_a_new_spare_starts(fake_gpu
 def test_a_new_worker_is_sent_nothing_before_the_one_it_replaces_has_exited():
     from types import SimpleNamespace
 
-    from pyhipbench.sweep.local import _Process
+    from pyhipbench._sweep.local import _Process
 
     class Connection:
         def __init__(self):
@@ -924,7 +972,7 @@ def test_a_new_worker_is_sent_nothing_before_the_one_it_replaces_has_exited():
 
 
 def test_a_spare_that_cannot_open_its_gpu_turns_the_standby_off(fake_gpus, monkeypatch):
-    from pyhipbench.sweep.local import LocalPool
+    from pyhipbench._sweep.local import LocalPool
     pool = LocalPool("hip", [0])
     try:
         pool.start(0)

@@ -15,12 +15,11 @@ from codegen_helpers import require_toolchain
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
 from sweep_helpers import ARGS, IR, sweep_environment
 
-from pyhipbench import BenchError
-from pyhipbench.sweep import BenchOptions, Candidate, CodeObjectSource, CompileTarget, IRSource, Store, sweep
-from pyhipbench.sweep import scheduler
-from pyhipbench.sweep.progress import Progress
-from pyhipbench.sweep.store import Row, now
-from pyhipbench.sweep.worker import FAULT, DeviceFacts, Outcome
+from pyhipbench import BenchError, BenchOptions, Candidate, CodeObjectSource, CompileTarget, IRSource, Store, sweep
+from pyhipbench._sweep import scheduler
+from pyhipbench._sweep.progress import Progress
+from pyhipbench._sweep.store import Row, now
+from pyhipbench._sweep.worker import FAULT, DeviceFacts, Outcome
 
 require_hip_python()
 REPO = Path(__file__).resolve().parent.parent
@@ -64,9 +63,9 @@ def _candidates(count: int, **bench) -> list[Candidate]:
 def _held_run(store: Store, candidates: list[Candidate], race: bool):
     """A scheduler on one held worker, started: it has sent the first task and one ahead."""
     executor = _HeldExecutor()
-    run = scheduler._Run(candidates, store, executor, Progress(len(candidates), show=False),
-                         scheduler.SweepSummary(str(store.path), len(candidates), 0), 10.0, 1, race)
-    run._start(0)
+    run = scheduler._Scheduler(candidates, store, executor, Progress(len(candidates), show=False),
+                               scheduler.SweepSummary(str(store.path), len(candidates), 0), 10.0, 1, race)
+    run._start_slot(0)
     run._handle(0, "ready", DeviceFacts("hip", 0, "Held", CompileTarget("gfx942"), 1))
     run._dispatch()
     return run, executor
@@ -78,13 +77,13 @@ def _ok(task, ci_high: float) -> Outcome:
 
 
 def _bounds(executor: _HeldExecutor) -> list[float | None]:
-    return [task.bench.get("slower_than_us") for task in executor.sent]
+    return [task.bench.slower_than_us for task in executor.sent]
 
 
 def _finish(run, executor, ci_highs: list[float]) -> None:
     """The worker's outcomes, in order: each running task's, with these CI upper bounds (µs)."""
     for ci_high in ci_highs:
-        running = run.slots[0].running.candidate
+        running = run.slots[0].running.attempt.candidate
         task = next(t for t in executor.sent if t.candidate_id == running.id)
         run._handle(0, "outcome", _ok(task, ci_high))
 
@@ -94,34 +93,34 @@ def test_without_race_each_task_carries_the_candidates_own_options(tmp_path):
     run, executor = _held_run(Store(tmp_path / "r.db"), candidates, race=False)
     _finish(run, executor, [5.0, 3.0, 4.0, 2.0, 6.0])
     assert [t.candidate_id for t in executor.sent] == [c.id for c in candidates]
-    assert [t.bench for t in executor.sent] == [c.bench.to_json() for c in candidates]
-    assert run.race_bound is None
+    assert [t.bench for t in executor.sent] == [c.bench for c in candidates]
+    assert run.racing.bound_us is None
 
 
 def test_racing_tasks_carry_the_lowest_ci_high_so_far_and_no_bound_before_a_result(tmp_path):
     candidates = _candidates(7)
     run, executor = _held_run(Store(tmp_path / "r.db"), candidates, race=True)
     assert _bounds(executor) == [None, None]  # the first, and the one sent ahead: no result yet
-    assert executor.sent[0].bench == candidates[0].bench.to_json()
+    assert executor.sent[0].bench == candidates[0].bench
     # Each outcome lowers the bound (or not) before the next task goes out; the one sent ahead carries the
     # bound of when it was sent (looser, still valid).
     _finish(run, executor, [5.0])
     assert _bounds(executor) == [None, None, 5.0]
     _finish(run, executor, [7.0])
     assert _bounds(executor) == [None, None, 5.0, 5.0]
-    run._handle(0, "outcome", Outcome(run.slots[0].running.candidate.id, reason=FAULT, error="KernelFault: x",
+    run._handle(0, "outcome", Outcome(run.slots[0].running.attempt.candidate.id, reason=FAULT, error="KernelFault: x",
                                       replace_worker=True))  # a failure measures nothing: the bound stays
     run._handle(0, "ready", DeviceFacts("hip", 0, "Held", CompileTarget("gfx942"), 1))
     run._dispatch()
     _finish(run, executor, [3.0])
-    assert run.race_bound == 3.0 and _bounds(executor)[-1] == 3.0
+    assert run.racing.bound_us == 3.0 and _bounds(executor)[-1] == 3.0
     sent = {t.candidate_id: t.bench for t in executor.sent}
     assert set(sent) <= {c.id for c in candidates}  # the bound joins the options sent, not the candidate
     for c in candidates:
-        assert "slower_than_us" not in c.bench.to_json() and "slower_than_us" not in c.to_json()["bench"]
+        assert c.bench.slower_than_us is None and "slower_than_us" not in c.to_json()["bench"]
         if c.id in sent:
-            assert {k: v for k, v in sent[c.id].items() if k != "slower_than_us"} == c.bench.to_json()
-    stored = run.store.db.execute("SELECT candidate_id, candidate FROM results WHERE status = 'ok'").fetchall()
+            assert sent[c.id].replace(slower_than_us=None) == c.bench
+    stored = run.recorder.store.db.execute("SELECT candidate_id, candidate FROM results WHERE status = 'ok'").fetchall()
     assert len(stored) == 3 and all(json.loads(c)["id"] == cid for cid, c in stored)
     assert all("slower_than_us" not in json.loads(c)["bench"] for _, c in stored)
 
@@ -131,10 +130,18 @@ def test_racing_sends_no_bound_with_a_fixed_iteration_count(tmp_path):
     candidates = [counted[0], raced[0], counted[1], raced[1], counted[2], raced[2]]
     run, executor = _held_run(Store(tmp_path / "r.db"), candidates, race=True)
     _finish(run, executor, [4.0, 6.0, 5.0, 3.0, 8.0])
-    bounds = {t.candidate_id: t.bench.get("slower_than_us") for t in executor.sent}
-    assert run.race_bound == 3.0
+    bounds = {t.candidate_id: t.bench.slower_than_us for t in executor.sent}
+    assert run.racing.bound_us == 3.0
     assert [bounds[c.id] for c in counted] == [None, None, None]  # bench refuses racing with iterations
     assert [bounds[c.id] for c in raced] == [None, 4.0, 3.0]      # no bound before the first result
+
+
+def test_racing_keeps_a_candidates_own_bound_where_it_is_lower(tmp_path):
+    low, high = _candidates(2, slower_than_us=1.0), _candidates(3, slower_than_us=9.0)
+    candidates = [high[0], low[0], high[1], low[1], high[2]]
+    run, executor = _held_run(Store(tmp_path / "r.db"), candidates, race=True)
+    _finish(run, executor, [5.0, 6.0, 7.0, 8.0])
+    assert _bounds(executor) == [9.0, 1.0, 5.0, 1.0, 5.0]  # its own before the first result; then the lower
 
 
 def _stored(path: Path) -> Store:
@@ -170,14 +177,17 @@ def test_sweep_refuses_a_race_that_is_not_a_bool(tmp_path, value):
 
 
 def test_cli_race_flag_reaches_sweep(tmp_path, monkeypatch):
+    import importlib
+
     from pyhipbench import cli
+    command = importlib.import_module("pyhipbench.cli.sweep")  # the command's module, which calls sweep()
     calls = []
 
     def fake_sweep(candidates, db, **options):
         calls.append(options["race"])
         return scheduler.SweepSummary(str(db), len(candidates), 0)
 
-    monkeypatch.setattr(cli, "sweep", fake_sweep)
+    monkeypatch.setattr(command, "sweep", fake_sweep)
     space = tmp_path / "space.json"
     space.write_text(json.dumps([{"source": {"kind": "llvm-ir", "text": IR}, "kernel": "copy", "grid": [1],
                                   "block": [64], "args": ARGS}]))
@@ -194,7 +204,7 @@ RACE_BENCH = {"cache": "warm", "max_time_s": 0.5}
 
 
 @pytest.fixture
-def fake_gpu(fake_hip_library, monkeypatch):
+def fake_gpu(fake_hip_library, monkeypatch):  # noqa: F811 (the fixture imported above)
     require_toolchain("gfx942")
     for name, value in {**sweep_environment(fake_hip_library), "FAKE_LAUNCH_US_BY_BLOCK": LAUNCH_US_BY_BLOCK}.items():
         monkeypatch.setenv(name, value)

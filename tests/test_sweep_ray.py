@@ -23,14 +23,14 @@ ray = pytest.importorskip("ray", reason="the Ray tests need ray (pip install 'ra
 TESTS = Path(__file__).resolve().parent
 
 
-def test_sweep_on_ray_isolates_faults_and_resumes(fake_hip_library, tmp_path):
+def test_sweep_on_ray_isolates_faults_and_resumes(fake_hip_library, tmp_path):  # noqa: F811 (the fixture imported above)
     require_toolchain("gfx942")
     script = textwrap.dedent(f"""
         import json, sqlite3, sys
         sys.path.insert(0, {str(TESTS)!r})
         import ray
         from sweep_helpers import space
-        from pyhipbench.sweep import candidates_from_json, sweep
+        from pyhipbench import candidates_from_json, sweep
 
         def main():
             ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)

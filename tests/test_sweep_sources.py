@@ -15,14 +15,13 @@ triton = pytest.importorskip("triton", reason="Triton is not installed (pip inst
                                                 "sweep source's tests need it")
 
 import pyhipbench as hb  # noqa: E402
-from pyhipbench import BenchError
+from pyhipbench import (BenchError, Candidate, CompileTarget, CudaSource, HipSource, Store,  # noqa: E402
+                        TritonSource, candidates_from_json, load_space)
 from pyhipbench._codeobject import image as codeobject, elf  # noqa: E402
 from pyhipbench._device.backends.base import KernelParam  # noqa: E402
 from pyhipbench.errors import CodegenError  # noqa: E402
-from pyhipbench.sweep import (Candidate, CompileTarget, CudaSource, HipSource, Store, TritonSource,  # noqa: E402
-                              candidates_from_json, load_space)
-from pyhipbench.sweep.scheduler import run  # noqa: E402
-from pyhipbench.sweep.worker import INVALID, DeviceFacts, Worker  # noqa: E402
+from pyhipbench._sweep.scheduler import run  # noqa: E402
+from pyhipbench._sweep.worker import INVALID, DeviceFacts, Worker  # noqa: E402
 from codegen_helpers import require_toolchain  # noqa: E402
 from fakes.build import HIPRTC_LIBRARY_NAME, build_fake  # noqa: E402
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: E402,F401 (fixture)
@@ -246,7 +245,7 @@ def test_bad_source_fields_are_named(tmp_path, source, fields, error, message):
 HIP = 'extern "C" __global__ void copy(const float* src, float* dst, long n) { /* ... */ }\n'
 
 
-def test_hip_source_and_triton_in_worker_processes(fake_hip_library, tmp_path, monkeypatch):
+def test_hip_source_and_triton_in_worker_processes(fake_hip_library, tmp_path, monkeypatch):  # noqa: F811 (the fixture imported above)
     """The local pool's spawned workers on a fake MI300X: HIP C++ through hiprtc in the compiler pool
     (the fake libhiprtc answers with a real gfx942 HSACO), Triton compiled in the worker for gfx942."""
     require_hip_python()

@@ -27,7 +27,7 @@ COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 
 
 def cuda_device(arch: str, driver: int = 13000):
-    return SimpleNamespace(arch=arch, backend=SimpleNamespace(driver_version=lambda: driver))
+    return SimpleNamespace(arch=arch, backend=SimpleNamespace(compile_driver_version=lambda: driver))
 
 
 @pytest.mark.parametrize("sm, specific", [("sm_90", "sm_90a"), ("sm_100", "sm_100a"), ("sm_120", "sm_120a"),

@@ -1,4 +1,4 @@
-"""Class 7 of issue 6 (library side): values beyond a type's range and sizes
+"""Values beyond a type's range and sizes
 beyond the device are BenchErrors naming the value and the limit, never
 numpy's or Python's overflow errors, and never an allocation."""
 from __future__ import annotations

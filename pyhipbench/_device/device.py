@@ -1,24 +1,21 @@
-"""Device: one GPU through one backend, with the C++ core's driver and timer for it."""
+"""Device: one GPU through one backend, with the C++ core's driver for it."""
 from __future__ import annotations
 
-import functools
 import os
-from importlib import resources
+from typing import Any
 
 import numpy as np
 
 from .. import _core
 from .._codeobject import image as codeobject
+from .._codeobject.code_object import CodeObject
+from .._values import integer, show
+from ..errors import BenchError, NoDeviceError
 from .backends import BACKEND_NAMES, open_backend
 from .backends.base import Backend, DeviceProperties
-from .._measure.cache import CleanStep
-from ..codegen import CodeObject, compile_ir
-from ..errors import BenchError, NoDeviceError
 from .memory import DeviceArray
-from .module import Module
+from .module import Kernel, Module
 from .stream import Stream
-from .._measure.timers import MAX_LAUNCHES_PER_SAMPLE, TIMERS
-from .._values import integer, show
 
 
 def available_backends() -> list[str]:
@@ -31,13 +28,6 @@ def available_backends() -> list[str]:
             continue
         found.append(name)
     return found
-
-
-@functools.lru_cache(maxsize=None)
-def _bundled_amd_code_object(arch: str) -> bytes:
-    """pyhipbench/kernels/amdgpu.ll compiled for `arch`, once per process."""
-    source = resources.files("pyhipbench") / "kernels" / "amdgpu.ll"
-    return compile_ir(source.read_bytes(), arch).data
 
 
 class Device:
@@ -64,8 +54,7 @@ class Device:
         self.properties: DeviceProperties = self.backend.properties()
         # The timers' driver library; dlopen returns the one the bindings loaded.
         self.driver = _core.load_driver(self.backend.name)
-        self._timers: dict[tuple[str, int], _core.Timer] = {}
-        self.cupti_works: bool | None = None  # found out on first need (timers.default_timer)
+        self.kept: dict[object, Any] = {}
 
     @classmethod
     def from_backend(cls, backend: Backend, driver: _core.Driver) -> "Device":
@@ -73,49 +62,29 @@ class Device:
         device = cls.__new__(cls)
         device.backend, device.driver = backend, driver
         device.properties = backend.properties()
-        device._timers = {}
-        device.cupti_works = None
+        device.kept = {}
         return device
 
+    # `kept`: what is made once for this device and reused while it lives (the measurement's core
+    # timers and clean step, the bundled modules), keyed by its maker.
+
     def __del__(self) -> None:
-        # Timers free their events, graphs and pinned memory, and the clean step
-        # its buffer, in the backend's context: drop them before the backend can
-        # release that context.
-        self.__dict__.pop("_timers", None)
-        clean = self.__dict__.pop("_clean_step", None)
-        if clean is not None:
-            clean.free()
+        # Timers free their events, graphs and pinned memory, and the clean step its buffer, in the
+        # backend's context: release them, newest first, before the backend can release that context.
+        kept = self.__dict__.pop("kept", {})
+        for value in reversed(list(kept.values())):
+            if hasattr(value, "free"):
+                value.free()
+        kept.clear()
 
-    # -- timing --------------------------------------------------------------
-    def timer(self, name: str = "events", launches_per_sample: int = 0) -> _core.Timer:
-        """The core's timer `name` on this device (made once, then reused).
-
-        `launches_per_sample`: graph nodes / batch length for "graph" and
-        "batched" (0: the core's default); 1 (or 0) for "events" and "cupti".
-        """
-        if not (isinstance(name, str) and name in TIMERS):
-            raise BenchError(f"timer {show(name)}: expected one of {', '.join(TIMERS)}")
-        key = (name, integer("launches_per_sample", launches_per_sample, 0, MAX_LAUNCHES_PER_SAMPLE))
-        if key not in self._timers:
-            spin = self.bundled_amd_module().kernel("spin").handle \
-                if name == "batched" and self.backend.name == "hip" else 0
-            self._timers[key] = _core.make_timer(name, self.driver, self.backend.context,
-                                                 launches_per_sample=key[1], spin_function=spin)
-        return self._timers[key]
-
-    def clean_step(self) -> CleanStep:
-        """The clean-cold state's clean step on this device: its buffer
-        (cache.CLEAN_BYTES_PER_LLC times the last-level cache, bytes) is allocated on first use and kept."""
-        if "_clean_step" not in self.__dict__:
-            self._clean_step = CleanStep(self)
-        return self._clean_step
-
-    def bundled_amd_module(self) -> Module:
-        """pyhipbench/kernels/amdgpu.ll compiled for this AMD device and loaded (once):
-        the demo's kernels, the batched timer's spin kernel, the clean step."""
-        if "_amd_module" not in self.__dict__:
-            self._amd_module = self.load_module(_bundled_amd_code_object(self.arch))
-        return self._amd_module
+    def bundled_kernel(self, name: str) -> Kernel:
+        """The bundled kernel `name` ("copy", "clean", "empty", "spin"; pyhipbench/kernels/), loaded
+        once: the demo's kernels, the clean step, the cupti probe, AMD's batched-timer spin kernel."""
+        code = self.backend.bundled_code(name, self.arch)
+        key = ("bundled module", code)
+        if key not in self.kept:
+            self.kept[key] = self.load_module(code)
+        return self.kept[key].kernel(name)
 
     # -- facts ---------------------------------------------------------------
     @property

@@ -157,7 +157,7 @@ class DeviceArray:
     @property
     def __cuda_array_interface__(self) -> dict:
         """CUDA array interface v3 (CUDA backend only): shape, typestr, data (address, read-only False)."""
-        if self._backend.name != "cuda":
+        if not self._backend.cuda_array_interface:
             raise AttributeError(f"__cuda_array_interface__ is CUDA's; this array is on the "
                                  f"{self._backend.name} backend (use DLPack: __dlpack__)")
         if not self.address:

@@ -11,17 +11,21 @@ from .._values import integer, show
 
 Dims = int | tuple[int, ...]
 
+MAX_DIM = (1 << 32) - 1  # the launch calls and the core's LaunchConfig take each grid and block dimension as 32 bits
 
-def _dims(name: str, value: Dims) -> tuple[int, int, int]:
-    """One integer, or 1 to 3 of them (tuple, list or 1-D array; numpy integers included),
-    each >= 1, padded with 1s to three."""
+
+def dims(name: str, value: Dims) -> tuple[int, int, int]:
+    """`value` as three grid or block dimensions: one integer, or 1 to 3 of them (tuple, list or
+    1-D array; numpy integers included), each in [1, MAX_DIM], padded with 1s. BenchError naming
+    `name` and the value otherwise: the one check of dimensions, for bench(), sweep candidates and the CLI."""
     if isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
         if not 1 <= len(value) <= 3:
             raise BenchError(f"{name}={show(value)}: expected 1 to 3 integers, got {len(value)}")
-        dims = tuple(integer(f"{name}[{i}]", d, 1) for i, d in enumerate(value))
+        checked = [integer(f"{name}[{i}]", d, 1, MAX_DIM) for i, d in enumerate(value)]
     else:
-        dims = (integer(name, value, 1),)
-    return dims + (1,) * (3 - len(dims))
+        checked = [integer(name, value, 1, MAX_DIM)]
+    x, y, z = checked + [1] * (3 - len(checked))
+    return x, y, z
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ class LaunchConfig:
 
     @classmethod
     def checked(cls, grid: Dims, block: Dims, shared_bytes: int, props: DeviceProperties) -> "LaunchConfig":
-        config = cls(_dims("grid", grid), _dims("block", block),
+        config = cls(dims("grid", grid), dims("block", block),
                      integer("shared_bytes", shared_bytes, 0, props.max_shared_bytes_optin,
                              unit="bytes; the device's opt-in maximum per block"))
         for axis, (g, b, max_g, max_b) in enumerate(zip(config.grid, config.block, props.max_grid, props.max_block)):
@@ -46,9 +50,7 @@ class LaunchConfig:
                 raise BenchError(f"block {xyz} = {b} exceeds the device's limit {max_b}")
             if g > max_g:
                 raise BenchError(f"grid {xyz} = {g} exceeds the device's limit {max_g}")
-            # hipExtModuleLaunchKernel takes global sizes (grid x block) as 32-bit values.
-            if props.backend == "hip" and g * b >= 1 << 32:
-                raise BenchError(f"grid {xyz} x block {xyz} = {g * b} threads exceeds HIP's 32-bit global size")
+        props.launch_limits.check(config.grid, config.block)  # BenchError, worded by the core
         if config.threads > props.max_threads_per_block:
             raise BenchError(f"block {config.block} has {config.threads} threads; the device allows "
                              f"{props.max_threads_per_block} per block")

@@ -32,6 +32,7 @@ from .._launch.launch_config import Dims, LaunchConfig
 from .._device.module import Kernel
 from .result import Result
 from .rotation import plan_rotation
+from .cache import clean_step
 from .options import BenchOptions
 from .._device.stream import Stream
 from .timers import default_timer, min_launches_per_sample, timer_for
@@ -83,7 +84,7 @@ def bench_with(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], op
         if expectation is not None:
             expectation.verify(device, plan, sets)
         if cache == "clean-cold":
-            device.clean_step().attach(plan)
+            clean_step(device).attach(plan)
         taken = _core.measure(core_timer, plan, rule.core, options.warmup)
     times_us = taken.times_us
     return Result(kernel.name, _device_facts(device.properties), config, rotation, times_us,

@@ -18,7 +18,6 @@ are offered and every result names the one it was measured in.
 """
 from __future__ import annotations
 
-from importlib import resources
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,7 +44,7 @@ CLEAN_BLOCKS_PER_UNIT = 8           # blocks per compute unit: enough to keep ev
 class CleanStep:
     """The device side of clean-cold: the zero-filled buffer and the loaded `clean` kernel.
 
-    Made once per device (`Device.clean_step()`), reused by every clean-cold run.
+    Made once per device (`clean_step(device)`), reused by every clean-cold run.
     `read_bytes`: how much the clean step reads, bytes (None: CLEAN_BYTES_PER_LLC
     times the last-level cache); rounded down to whole 16-byte loads.
     bench/throughput.py sweeps it to find the smallest read that leaves the
@@ -58,7 +57,7 @@ class CleanStep:
         self.nbytes = integer("read_bytes", read_bytes, 16, unit="bytes") // 16 * 16  # whole 16-byte loads
         self.buffer = device.array(np.zeros(self.nbytes // 4, np.float32))
         self.sink = device.empty(1, np.float32)
-        self.kernel = _clean_kernel(device)
+        self.kernel = device.bundled_kernel("clean")
         self.grid = device.properties.compute_units * CLEAN_BLOCKS_PER_UNIT
 
     def attach(self, plan: _core.LaunchPlan) -> None:
@@ -73,8 +72,9 @@ class CleanStep:
         self.sink.free()
 
 
-def _clean_kernel(device: Device):
-    kernels = resources.files("pyhipbench") / "kernels"
-    if device.backend.name == "cuda":
-        return device.load_module(kernels / "clean.ptx").kernel("clean")
-    return device.bundled_amd_module().kernel("clean")
+def clean_step(device: Device) -> CleanStep:
+    """`device`'s clean step: its buffer (CLEAN_BYTES_PER_LLC times the last-level cache, bytes) is
+    allocated on first use and kept while the device lives."""
+    if clean_step not in device.kept:
+        device.kept[clean_step] = CleanStep(device)
+    return device.kept[clean_step]

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import BenchError
 from .._values import integer, real, show
 from .cache import CACHE_STATES, DEFAULT_CACHE_STATE
+from .rotation import checked_rotate
 from .stopping import StopRule
 from .timers import PER_KERNEL_TIMERS, TIMERS
 
@@ -66,10 +67,7 @@ class BenchOptions:
             self._set("iterations", integer("iterations", self.iterations, 1, MAX_LAUNCHES))
         if self.warmup is not None:
             self._set("warmup", integer("warmup", self.warmup, 0, MAX_LAUNCHES))
-        if self.rotate != "auto":
-            if isinstance(self.rotate, str):
-                raise BenchError(f"rotate={self.rotate!r}: expected 'auto' or a set count >= 1")
-            self._set("rotate", integer("rotate", self.rotate, 1, unit="argument sets, or 'auto'"))
+        self._set("rotate", checked_rotate(self.rotate))
         if self.slower_than_us is not None:
             self._set("slower_than_us", real("slower_than_us", self.slower_than_us, above=0))
             if self.iterations is not None:

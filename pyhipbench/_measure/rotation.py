@@ -47,6 +47,15 @@ class Rotation:
         return (self.sets - 1) * self.set_bytes
 
 
+def checked_rotate(rotate: object) -> int | str:
+    """`rotate` if it is "auto" or a set count >= 1 (as a Python int), else BenchError naming it."""
+    if isinstance(rotate, str):
+        if rotate != "auto":
+            raise BenchError(f"rotate={rotate!r}: expected 'auto' or a set count >= 1")
+        return rotate
+    return integer("rotate", rotate, 1, unit="argument sets, or 'auto'")
+
+
 def headroom_bytes(total_bytes: int) -> int:
     """Device memory left free, bytes: HEADROOM_FRACTION of `total_bytes`, at least MIN_HEADROOM_BYTES."""
     return _core.headroom_bytes(total_bytes)
@@ -62,8 +71,7 @@ def plan_rotation(set_bytes: int, llc_bytes: int, free_bytes: int, total_bytes: 
     since it was copied, R - 1 sets ago at the least. Warns RotationCapped when
     free memory cut R below what the cache asks for.
     """
-    if rotate != "auto" and (isinstance(rotate, bool) or not isinstance(rotate, int) or rotate < 1):
-        raise BenchError(f"rotate={rotate!r}: expected 'auto' or a set count >= 1")
+    rotate = checked_rotate(rotate)
     sizes = [integer(name, value, 0, MAX_BYTES, unit="bytes") for name, value in (
         ("set_bytes", set_bytes), ("llc_bytes", llc_bytes), ("free_bytes", free_bytes), ("total_bytes", total_bytes))]
     launches = None if launches is None else integer("launches", launches, 1)

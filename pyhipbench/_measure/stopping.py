@@ -1,29 +1,10 @@
-"""When a measurement has enough samples: the adaptive stopping rule.
+"""StopRule: the adaptive stopping rule's targets and caps, checked and handed to the C++ core.
 
-The C++ core applies it (csrc/include/pyhipbench/stopping.hpp: `measure`
-takes chunks of samples and, after each, asks the rule whether to go on);
-`StopRule` here checks a rule's values and hands it to the core. A run stops
-at the first of:
-
-- "precision": the median's 95 % confidence interval is within ±`precision`
-  of the median (default ±1 %), or no wider than one tick of the timer's
-  clock (`tick_us`), once `min_samples` are in;
-- "slower" (racing, when `slower_than_us` is set): the median's 95 % CI lies
-  wholly above `slower_than_us`, once `min_samples` are in: a tuner passes the
-  best candidate's CI upper bound so far, and a candidate surely slower than
-  it stops without reaching the precision (pyhipbench.triton.autotune does);
-- "max-samples": `max_samples` taken;
-- "max-time": `max_time_s` of wall time spent (warm-up included, setup excluded).
-
-Warm-up reads chunks of `warmup_chunk` samples until a chunk's median agrees
-within `settle` with the one before it (clocks up, caches and TLBs in their
-steady state), or until `max_warmup_samples`; that chunk is already steady,
-so it is the first timed one. The first run of the timer holds one warm-up
-chunk and the first timed chunk (`first_chunk` samples); each later run is
-sized from the median's CI so far to reach the precision (the CI shrinks as
-1/sqrt(n); at most doubling the samples so far; racing, to lift the CI above
-`slower_than_us` if that takes fewer), because every run
-costs a synchronisation and, for the cupti timer, a flush of its records.
+The core applies the rule (csrc/include/pyhipbench/stopping.hpp; `measure`
+takes chunks of samples and, after each, asks the rule whether to go on): a
+run stops at the median's 95 % CI within ±`precision` ("precision"), wholly
+above `slower_than_us` ("slower", racing), `max_samples` or `max_time_s`.
+docs/measurement.md explains the warm-up, the run sizing and each stop.
 """
 from __future__ import annotations
 

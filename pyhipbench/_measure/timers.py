@@ -15,10 +15,10 @@ study in docs/measurement.md.
 """
 from __future__ import annotations
 
-from importlib import resources
 from typing import TYPE_CHECKING
 
 from .. import _core
+from .._values import integer, show
 from ..errors import BenchError, Error
 
 if TYPE_CHECKING:
@@ -31,22 +31,40 @@ MAX_LAUNCHES_PER_SAMPLE = 512             # batched queues them all behind the s
                                           # under the driver's queue depth, or the host blocks
 
 
+def core_timer(device: Device, name: str, launches_per_sample: int = 0) -> _core.Timer:
+    """The core's timer `name` on `device`, made once per device and then reused.
+
+    `launches_per_sample`: graph nodes / batch length for "graph" and
+    "batched" (0: the core's default); 1 (or 0) for "events" and "cupti".
+    """
+    if not (isinstance(name, str) and name in TIMERS):
+        raise BenchError(f"timer {show(name)}: expected one of {', '.join(TIMERS)}")
+    key = (core_timer, name, integer("launches_per_sample", launches_per_sample, 0, MAX_LAUNCHES_PER_SAMPLE))
+    if key not in device.kept:
+        spin = device.backend.spin_kernel
+        spin_function = device.bundled_kernel(spin).handle if name == "batched" and spin else 0
+        device.kept[key] = _core.make_timer(name, device.driver, device.backend.context,
+                                            launches_per_sample=key[2], spin_function=spin_function)
+    return device.kept[key]
+
+
 def default_timer(device: Device) -> str:
-    """cupti where it works on this device, else events: on NVIDIA, libcupti must
-    load and trace one launch of the bundled empty kernel (it cannot while
-    another profiler holds CUPTI). Probed once per device."""
-    if device.backend.name != "cuda":
+    """The backend's kernel timer (cupti on NVIDIA) where it works on this device, else events:
+    it must trace one launch of the bundled empty kernel (CUPTI cannot while another profiler
+    holds it). Probed once per device."""
+    timer = device.backend.kernel_timer
+    if timer is None:
         return "events"
-    if device.cupti_works is None:
-        empty = device.load_module(resources.files("pyhipbench") / "kernels" / "empty.ptx").kernel("empty")
+    key = (default_timer, timer)
+    if key not in device.kept:
+        empty = device.bundled_kernel("empty")
         plan = _core.LaunchPlan(empty.handle, "empty", (1, 1, 1), (1, 1, 1), 0, 0, [b""], [])
         try:
-            device.timer("cupti").run(plan, 1, 0)
-            device.cupti_works = True
+            core_timer(device, timer).run(plan, 1, 0)
+            device.kept[key] = True
         except Error:
-            device.cupti_works = False
-        empty.module.unload()
-    return "cupti" if device.cupti_works else "events"
+            device.kept[key] = False
+    return timer if device.kept[key] else "events"
 
 
 def min_launches_per_sample(timer: str) -> int:
@@ -70,4 +88,4 @@ def launches_per_sample(timer: str, sets: int) -> int:
 
 def timer_for(device: Device, timer: str, sets: int) -> _core.Timer:
     """The core timer for a run of `sets` argument sets."""
-    return device.timer(timer, 0 if timer in PER_KERNEL_TIMERS else launches_per_sample(timer, sets))
+    return core_timer(device, timer, 0 if timer in PER_KERNEL_TIMERS else launches_per_sample(timer, sets))

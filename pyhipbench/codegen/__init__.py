@@ -9,8 +9,6 @@ or PTX (NVIDIA). See docs/codegen.md.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -18,6 +16,7 @@ import numpy as np
 from . import ir
 from . import amdgpu, emit, nvptx
 from ..errors import CodegenError, VerificationError
+from .._codeobject.code_object import CodeObject
 from .verify import KernelEntry, Verification
 
 __all__ = [
@@ -42,39 +41,6 @@ _NO_FLUSH_ON_NVIDIA = (
     "Code rotation (benchmarking several loaded copies of the module) is the "
     "alternative and is not built yet; pass icache_flush=False or leave it unset."
 )
-
-
-@dataclass(frozen=True)
-class CodeObject:
-    """A loadable code object and what went into it.
-
-    ``data`` is an HSACO (ELF, ``format == "hsaco"``) or PTX text
-    (``format == "ptx"``); ``target`` is the processor (``"gfx942"``,
-    ``"sm_90"``); ``kernels`` are the kernel names; ``verification`` is the
-    AMD first-instruction proof (None when nothing was injected, and on NVIDIA).
-    """
-
-    data: bytes
-    format: str
-    target: str
-    kernels: tuple[str, ...]
-    verification: Verification | None = None
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write ``data`` to ``path``; returns the path.
-
-        A failed write raises OSError whose ``filename`` is ``path`` (a write
-        that fails after the file opened, e.g. a full disk, names no file
-        otherwise).
-        """
-        path = Path(path)
-        try:
-            path.write_bytes(self.data)
-        except OSError as e:
-            if e.filename is not None:
-                raise
-            raise OSError(e.errno, e.strerror or str(e), os.fspath(path)) from e
-        return path
 
 
 def _triple_family(processor: str) -> str:
@@ -235,8 +201,7 @@ def compile_for_device(source: str | bytes | os.PathLike | ir.Module, device, **
     On NVIDIA, PTX newer than the installed driver loads is compiled again at
     the newest version it does load, unless ``ptx_version`` was given.
     """
-    driver_version = device.backend.driver_version() if _triple_family(device.arch) == nvptx.TRIPLE else None
-    return compile_for_target(source, device.arch, driver_version, **options)
+    return compile_for_target(source, device.arch, device.backend.compile_driver_version(), **options)
 
 
 def compile_for_target(source: str | bytes | os.PathLike | ir.Module, arch: str, driver_version: int | None,

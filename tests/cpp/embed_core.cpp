@@ -57,6 +57,58 @@ size_t fake_memory_in_use(const std::string& backend, void* fake) {
   return total_bytes - free_bytes;
 }
 
+// How many calls named `call` the fake CUDA driver recorded from record `first` on.
+int recorded(void* fake, int first, const char* call) {
+  auto count = reinterpret_cast<int (*)()>(dlsym(fake, "fake_record_count"));
+  // A record starts with its call's name.
+  auto record = reinterpret_cast<const char* (*)(int)>(dlsym(fake, "fake_get_record"));
+  int n = 0;
+  for (int i = first; i < count(); ++i) n += std::strcmp(record(i), call) == 0;
+  return n;
+}
+
+// What R rotated sets cost (the fake CUDA driver records its calls): one
+// allocation, and B + ceil(log2(R - 1)) copies for B buffers: the originals
+// into copy set 1, then doubling. Two 1000- and 13-byte buffers at `a`, `b`.
+const char* rotation_costs(void* fake, std::shared_ptr<Driver> driver, uintptr_t context, uintptr_t a, uintptr_t b) {
+  auto count = reinterpret_cast<int (*)()>(dlsym(fake, "fake_record_count"));
+  const size_t in_use = fake_memory_in_use("cuda", fake);
+  struct Cost {
+    size_t sets;
+    int doubling_copies;  // ceil(log2(sets - 1)); none for 1 or 2 sets
+  };
+  for (const Cost cost :
+       {Cost{1, 0}, Cost{2, 0}, Cost{3, 1}, Cost{4, 2}, Cost{5, 2}, Cost{9, 3}, Cost{17, 4}, Cost{100, 7}}) {
+    const int allocations = cost.sets > 1 ? 1 : 0;
+    for (const std::vector<BufferRange>& buffers :
+         {std::vector<BufferRange>{{a, 1000}}, std::vector<BufferRange>{{a, 1000}, {b, 13}}}) {
+      const int first = count();
+      RotatedBuffers rotated(driver, context, buffers, cost.sets);
+      const int copies = cost.sets > 1 ? static_cast<int>(buffers.size()) + cost.doubling_copies : 0;
+      if (recorded(fake, first, "cuMemAlloc_v2") != allocations) return "RotatedBuffers: not one allocation";
+      if (recorded(fake, first, "cuMemcpyDtoD_v2") != copies) return "RotatedBuffers: not B + ceil(log2(R - 1)) copies";
+      if (rotated.set_stride_bytes() != 256 * (buffers.size() == 1 ? 4 : 5)) return "RotatedBuffers: wrong stride";
+      for (size_t s = 1; s < cost.sets; ++s) {
+        for (size_t i = 0; i < buffers.size(); ++i) {
+          if (std::memcmp(reinterpret_cast<const void*>(rotated.address(s, i)),
+                          reinterpret_cast<const void*>(buffers[i].address), buffers[i].bytes) != 0) {
+            return "RotatedBuffers: a doubled copy does not hold the original's bytes";
+          }
+        }
+        if (rotated.address(s, 0) != rotated.address(1, 0) + (s - 1) * rotated.set_stride_bytes()) {
+          return "RotatedBuffers: copy sets not one stride apart";
+        }
+      }
+      rotated.free();
+      rotated.free();
+      if (rotated.sets() != 1 || rotated.address(0, 0) != a || fake_memory_in_use("cuda", fake) != in_use) {
+        return "RotatedBuffers: free() kept the copies or lost the originals";
+      }
+    }
+  }
+  return nullptr;
+}
+
 // An embedder's measurement: its own buffers, R - 1 rotated copies made by
 // the core, one plan over the R sets, every timer; the copies freed after.
 const char* whole_measurement(const std::string& backend, void* fake, std::shared_ptr<Driver> driver) {
@@ -124,17 +176,20 @@ const char* whole_measurement(const std::string& backend, void* fake, std::share
       }
     }
     if (fake_memory_in_use(backend, fake) <= in_use) return "RotatedBuffers allocated nothing";
+    if (backend == "cuda") {
+      if (const char* failure = rotation_costs(fake, driver, context, a.address(), b.address())) return failure;
+    }
     if (backend == "cuda") {  // a failed copy or allocation frees what was made (the fake fails CUDA calls)
       auto fail = reinterpret_cast<void (*)(const char*, int, int, int)>(dlsym(fake, "fake_fail"));
       const size_t before = fake_memory_in_use(backend, fake);
-      fail("cuMemcpyDtoD_v2", 1, 2, 0);
+      fail("cuMemcpyDtoD_v2", 1, 2, 0);  // the first doubling copy, after both buffers went into set 1
       if (!throws<DriverError>([&] { RotatedBuffers(driver, context, {{a.address(), 1000}, {b.address(), 13}}, 4); },
                                "cuMemcpyDtoD_v2 failed: CUDA_ERROR_INVALID_VALUE (1)")) {
         return "RotatedBuffers: a failed copy";
       }
-      fail("cuMemAlloc_v2", 2, 1, 0);
+      fail("cuMemAlloc_v2", 2, 0, 0);  // the one allocation
       if (!throws<DriverError>([&] { RotatedBuffers(driver, context, {{a.address(), 1000}}, 3); },
-                               "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory (allocating 1024 bytes)")) {
+                               "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory (allocating 2048 bytes)")) {
         return "RotatedBuffers: a failed allocation";
       }
       if (fake_memory_in_use(backend, fake) != before) return "RotatedBuffers leaked after a failure";

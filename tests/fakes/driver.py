@@ -48,6 +48,12 @@ class FakeDriver:
         """
         return [r for r in self.records() if r.call.decode() not in CONTEXT_CALLS]
 
+    def live_allocations(self) -> int:
+        """Device allocations the fake holds now (made through it, not the host backend's)."""
+        if hasattr(self.lib, "fake_hip_live_allocations"):  # the HIP runtime keeps its own
+            return self.lib.fake_hip_live_allocations()
+        return self.lib.fake_live_device_allocations()
+
     def fail(self, call: str, code: int, after: int = 0, sticky: bool = False) -> None:
         self.lib.fake_fail(call.encode(), code, after, int(sticky))
 

@@ -694,8 +694,8 @@ int cuModuleUnload(fake_module* module) {
  * (default 141 GB), read at each cuMemGetInfo_v2, whose free memory is that
  * less the live allocations. Device d's primary context is the handle
  * 0xC00000 + d (the made-up context the tests push). Device memory is host
- * memory; copies must lie inside one live allocation, so tests catch copies
- * past the end of a buffer. */
+ * memory; a copy's range must lie inside one live allocation, so tests catch
+ * copies past the end of a buffer, or clear of them all (copyable_range). */
 #define FAKE_CUDA_PRIMARY_CONTEXT 0xC00000u
 #define FAKE_CUDA_L2_BYTES (60 << 20)
 #define MAX_DEVICE_ALLOCATIONS 4096
@@ -828,10 +828,26 @@ static int device_range(uint64_t address, size_t bytes) {
   }
   return 0;
 }
+/* Whether a device-to-device copy may read or write [address, address + bytes):
+ * inside one live allocation, or clear of every one. The second is host memory
+ * a test owns standing in for device memory made elsewhere in the process (the
+ * host backend's arrays, fake tensors), as the real driver copies between
+ * allocations made through other bindings of it. */
+static int copyable_range(uint64_t address, size_t bytes) {
+  if (address == 0) return 0;
+  if (device_range(address, bytes)) return 1;
+  for (int i = 0; i < MAX_DEVICE_ALLOCATIONS; ++i) {
+    const device_allocation* a = &device_allocations[i];
+    const uintptr_t base = (uintptr_t)a->base;
+    const int overlaps = base <= address ? address - base < a->bytes : base - address < bytes;
+    if (a->base && overlaps) return 0; /* runs into or past an allocation: not inside it */
+  }
+  return 1;
+}
 int cuMemcpyDtoD_v2(uint64_t destination, uint64_t source, size_t bytes) {
   int err = needs_context("cuMemcpyDtoD_v2");
   if (err) return err;
-  if (!device_range(destination, bytes) || !device_range(source, bytes)) return 1;
+  if (!copyable_range(destination, bytes) || !copyable_range(source, bytes)) return 1;
   memmove((void*)(uintptr_t)destination, (const void*)(uintptr_t)source, bytes);
   record("cuMemcpyDtoD_v2")->value = bytes;
   return 0;

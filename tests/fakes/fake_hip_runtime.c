@@ -278,6 +278,8 @@ typedef struct allocation {
 
 static allocation* allocations;
 static size_t allocated_bytes;
+static int live_allocations;
+int fake_hip_live_allocations(void) { return live_allocations; }
 
 /* The live allocation holding [address, address + bytes), or NULL. */
 static allocation* find_range(const void* address, size_t bytes) {
@@ -300,6 +302,7 @@ int hipMalloc(void** ptr, size_t bytes) {
   a->next = allocations;
   allocations = a;
   allocated_bytes += bytes;
+  ++live_allocations;
   *ptr = a->base;
   return hipSuccess;
 }
@@ -311,6 +314,7 @@ int hipFree(void* ptr) {
     if (a->base == ptr) {
       *link = a->next;
       allocated_bytes -= a->bytes;
+      --live_allocations;
       free(a->base);
       free(a);
       return hipSuccess;
@@ -340,8 +344,24 @@ int hipMemcpyDtoH(void* host, void* device, size_t bytes) {
   return hipSuccess;
 }
 
+/* Whether a device-to-device copy may read or write [address, address + bytes):
+ * inside one live allocation, or clear of every one. The second is host memory
+ * a test owns standing in for device memory made elsewhere in the process (the
+ * host backend's arrays, fake tensors), as the real runtime copies between
+ * allocations made through other bindings of it. */
+static int copyable_range(const void* address, size_t bytes) {
+  if (!address) return 0;
+  if (find_range(address, bytes)) return 1;
+  const char* p = address;
+  for (allocation* a = allocations; a; a = a->next) {
+    const int overlaps = a->base <= p ? (size_t)(p - a->base) < a->bytes : (size_t)(a->base - p) < bytes;
+    if (overlaps) return 0; /* runs into or past an allocation: not inside it */
+  }
+  return 1;
+}
+
 int hipMemcpyDtoD(void* destination, void* source, size_t bytes) {
-  if (!find_range(destination, bytes) || !find_range(source, bytes)) return hipErrorInvalidValue;
+  if (!copyable_range(destination, bytes) || !copyable_range(source, bytes)) return hipErrorInvalidValue;
   memmove(destination, source, bytes);
   return hipSuccess;
 }

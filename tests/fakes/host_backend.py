@@ -12,6 +12,8 @@ import numpy as np
 
 from pyhipbench._device.backends.base import DeviceProperties, FunctionLimits, KernelParam
 from pyhipbench._codeobject.image import kernels
+from pyhipbench._device.backends.cuda import CudaBackend
+from pyhipbench._device.backends.hip import HipBackend
 
 MiB = 1 << 20
 FAKE_CUDA_CONTEXT = 0xC0_0000
@@ -39,6 +41,13 @@ class HostBackend:
         self.function_limit = FunctionLimits(max_threads_per_block=1024, static_shared_bytes=0)
         self.dynamic_shared_calls: list[tuple[int, int]] = []
         self.device_count = 1
+        # The vendor's own answers to what differs between vendors (bundled kernels, timers, ...).
+        vendor = {"cuda": CudaBackend, "hip": HipBackend}[self.name]
+        for fact in ("kernel_timer", "spin_kernel", "icache_invalidation", "cuda_array_interface"):
+            setattr(self, fact, getattr(vendor, fact))
+        self.bundled_code = vendor.bundled_code.__get__(self)
+        self.triton_target = vendor.triton_target.__get__(self)
+        self.compile_driver_version = vendor.compile_driver_version.__get__(self)
 
     def make_current(self) -> None:
         pass
@@ -64,9 +73,6 @@ class HostBackend:
 
     def copy_to_host(self, host: np.ndarray, address: int) -> None:
         ctypes.memmove(host.ctypes.data, address, host.nbytes)
-
-    def copy_device(self, destination: int, source: int, nbytes: int) -> None:
-        ctypes.memmove(destination, source, nbytes)
 
     def load_module(self, image: bytes) -> int:
         handle = 0x1000 + 0x100 * len(self.modules)

@@ -1,4 +1,4 @@
-"""GPU tests: run on the device machine, skipped elsewhere with the reason."""
+"""GPU tests: run on a machine with an NVIDIA GPU, skipped elsewhere with the reason."""
 from __future__ import annotations
 
 import pytest

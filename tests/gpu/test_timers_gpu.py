@@ -42,7 +42,7 @@ def test_each_launch_of_a_sample_writes_its_own_set(cuda_device, copy, name):
 
 
 def test_graph_and_batched_read_below_the_event_pair(cuda_device, copy):
-    n = 4 * (1 << 20) // 4  # the 4 MB copy of issue 7
+    n = 4 * (1 << 20) // 4  # a 4 MiB copy
     src = cuda_device.array(np.ones(n, np.float32))
     dst = cuda_device.empty_like(src)
     config = LaunchConfig.checked(cuda_device.properties.compute_units * 8, 256, 0, cuda_device.properties)

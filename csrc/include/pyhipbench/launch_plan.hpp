@@ -29,6 +29,29 @@ struct LaunchConfig {
   uintptr_t stream = 0;                    // driver stream handle; 0 = default stream
 };
 
+// What a backend's launch call can express, beyond the device's own limits
+// (blocks and threads per dimension, threads per block: the device's
+// properties state those and the driver checks them at launch). The timers
+// check every plan against their backend's; Python checks a launch against
+// the same before anything is launched.
+struct LaunchLimits {
+  // The most threads per axis, grid x block. HIP: hipExtModuleLaunchKernel
+  // takes global work sizes (threads, not blocks) as 32-bit values, so
+  // 2^32 - 1. CUDA: cuLaunchKernel takes block counts, so no limit here.
+  uint64_t max_global_threads = UINT64_MAX;
+  // Why max_global_threads is what it is, as check_launch_limits states it;
+  // empty when there is no limit.
+  std::string limited_by;
+};
+
+// The launch limits of backend "cuda" or "hip". Throws std::invalid_argument
+// for another name.
+PYHIPBENCH_API LaunchLimits launch_limits(const std::string& backend);
+
+// Throws std::invalid_argument naming the axis, the sizes and the limit if
+// grid x block on an axis of `config` exceeds `limits.max_global_threads`.
+PYHIPBENCH_API void check_launch_limits(const LaunchLimits& limits, const LaunchConfig& config);
+
 class PYHIPBENCH_API LaunchPlan {
  public:
   // `function`: a CUfunction / hipFunction_t as an integer.

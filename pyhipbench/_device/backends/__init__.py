@@ -6,15 +6,21 @@ from .base import Backend, DeviceProperties, FunctionLimits, KernelParam
 BACKEND_NAMES = ("hip", "cuda")  # AMD first: pyhipbench's primary target
 
 
-def open_backend(name: str, index: int) -> Backend:
-    """Opens device `index` through backend `name`; raises NoDeviceError if it can't."""
+def backend_class(name: str) -> type[Backend]:
+    """Backend `name`'s class, no device opened: its class attributes (kernel_timer, formats, ...)
+    answer what differs between vendors where there is no GPU (the demo's plan)."""
     if name == "cuda":
         from .cuda import CudaBackend
-        return CudaBackend(index)
+        return CudaBackend
     if name == "hip":
         from .hip import HipBackend
-        return HipBackend(index)
+        return HipBackend
     raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
 
 
-__all__ = ["Backend", "DeviceProperties", "FunctionLimits", "KernelParam", "BACKEND_NAMES", "open_backend"]
+def open_backend(name: str, index: int) -> Backend:
+    """Opens device `index` through backend `name`; raises NoDeviceError if it can't."""
+    return backend_class(name)(index)
+
+
+__all__ = ["Backend", "DeviceProperties", "FunctionLimits", "KernelParam", "BACKEND_NAMES", "backend_class", "open_backend"]

@@ -12,6 +12,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ... import _core
+
 
 @dataclass(frozen=True)
 class DeviceProperties:
@@ -28,6 +30,13 @@ class DeviceProperties:
     max_grid: tuple[int, int, int]   # per-dimension grid limits, blocks
     max_shared_bytes: int      # static + dynamic shared memory per block without opting in, bytes
     max_shared_bytes_optin: int  # static + dynamic shared memory per block a kernel may opt in to, bytes
+
+    @property
+    def launch_limits(self) -> _core.LaunchLimits:
+        """What the backend's launch call can express beyond the limits above (HIP: grid x block per
+        axis below 2**32, hipExtModuleLaunchKernel taking global work sizes): the C++ core's, which
+        its timers check every plan against, so Python refuses the same launches before any launch."""
+        return _core.launch_limits(self.backend)
 
 
 @dataclass(frozen=True)
@@ -46,10 +55,29 @@ class KernelParam:
 
 
 class Backend(Protocol):
+    """One vendor's driver for one device. Every vendor difference the rest of the package needs is
+    one of these attributes or methods, so nothing outside backends/ tests which vendor it runs on."""
     name: str                 # "cuda" or "hip"
     formats: tuple[str, ...]  # code object formats its driver loads (see codeobject.FORMATS)
     context: int              # what the C++ timers run in: CUDA, a CUcontext handle; HIP, the device ordinal
     device_count: int         # devices this backend sees (a sweep starts one worker per device)
+    # The timer that reads each kernel's own start and end, which timer="auto" tries first
+    # ("cupti" on NVIDIA); None where there is none (AMD: events bracket the dispatch).
+    kernel_timer: str | None
+    # The bundled kernel the batched timer queues its launches behind; None where the C++ core
+    # brings its own (CUDA: a PTX spin kernel compiled into the core).
+    spin_kernel: str | None
+    icache_invalidation: bool    # the code can invalidate its instruction cache (AMD's s_icache_inv)
+    cuda_array_interface: bool   # device arrays can export __cuda_array_interface__ (CUDA only)
+
+    def bundled_code(self, kernel: str, arch: str) -> bytes:
+        """The code object holding the bundled kernel `kernel` ("copy", "clean", "empty", "spin",
+        pyhipbench/kernels/) for `arch`: PTX on NVIDIA, AMD's amdgpu.ll compiled for `arch`."""
+    def triton_target(self, arch: str) -> tuple[str, int | str, int]:
+        """Triton's GPUTarget fields for `arch`: (backend, capability or processor, warp size)."""
+    def compile_driver_version(self) -> int | None:
+        """The driver version that limits what a compiler may emit for this device (CUDA: the newest
+        PTX the driver loads follows from it), or None where the driver limits nothing (AMD)."""
 
     def make_current(self) -> None:
         """Makes this device the calling thread's current one (context / device)."""
@@ -60,7 +88,6 @@ class Backend(Protocol):
     def free(self, address: int) -> None: ...
     def copy_to_device(self, address: int, host: np.ndarray) -> None: ...
     def copy_to_host(self, host: np.ndarray, address: int) -> None: ...
-    def copy_device(self, destination: int, source: int, nbytes: int) -> None: ...
     def load_module(self, image: bytes) -> int: ...
     def unload_module(self, module: int) -> None: ...
     def function(self, module: int, name: str) -> int:

@@ -6,12 +6,14 @@ used in turn; the C++ core then launches into that context from the same thread.
 """
 from __future__ import annotations
 
+import re
+from importlib import resources
 from typing import Any
 
 import numpy as np
 
 from ..archs import last_level_cache_bytes
-from ...errors import NoDeviceError, driver_error
+from ...errors import BenchError, NoDeviceError, driver_error
 from .base import DeviceProperties, FunctionLimits, KernelParam
 
 
@@ -28,6 +30,10 @@ class CudaBackend:
 
     name = "cuda"
     formats = ("ptx", "cubin", "fatbin")
+    kernel_timer = "cupti"
+    spin_kernel = None            # the core's batched timer brings its own PTX spin kernel
+    icache_invalidation = False   # neither PTX nor the driver API exposes one
+    cuda_array_interface = True
 
     def __init__(self, index: int) -> None:
         self._cu = cu = _driver()
@@ -97,6 +103,20 @@ class CudaBackend:
         """The driver's CUDA version, as 1000 x major + 10 x minor (13000 = CUDA 13.0)."""
         return int(self._check("cuDriverGetVersion", self._cu.cuDriverGetVersion()))
 
+    def compile_driver_version(self) -> int:
+        """The driver's version: a compiler emits no PTX newer than the driver loads."""
+        return self.driver_version()
+
+    def bundled_code(self, kernel: str, arch: str) -> bytes:
+        """pyhipbench/kernels/<kernel>.ptx (PTX JIT-compiles for any NVIDIA `arch`)."""
+        return (resources.files("pyhipbench") / "kernels" / f"{kernel}.ptx").read_bytes()
+
+    def triton_target(self, arch: str) -> tuple[str, int, int]:
+        match = re.fullmatch(r"sm_(\d+)a?", arch)
+        if not match:
+            raise BenchError(f"device arch {arch!r}: expected sm_<capability> such as sm_90")
+        return "cuda", int(match[1]), 32
+
     def memory_info(self) -> tuple[int, int]:
         self.make_current()
         free, total = self._check("cuMemGetInfo", self._cu.cuMemGetInfo())
@@ -117,10 +137,6 @@ class CudaBackend:
     def copy_to_host(self, host: np.ndarray, address: int) -> None:
         self.make_current()
         self._check("cuMemcpyDtoH", self._cu.cuMemcpyDtoH(host.ctypes.data, address, host.nbytes))
-
-    def copy_device(self, destination: int, source: int, nbytes: int) -> None:
-        self.make_current()
-        self._check("cuMemcpyDtoD", self._cu.cuMemcpyDtoD(destination, source, nbytes))
 
     def load_module(self, image: bytes) -> int:
         self.make_current()

@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from importlib import resources
 from importlib.metadata import PackageNotFoundError, version as distribution_version
 from typing import Any
 
@@ -140,11 +141,24 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+@functools.lru_cache(maxsize=None)
+def _bundled_code_object(arch: str) -> bytes:
+    """pyhipbench/kernels/amdgpu.ll compiled for `arch`, once per process (the code generator,
+    and so llvmlite, is imported only here)."""
+    from ...codegen import compile_ir
+    source = resources.files("pyhipbench") / "kernels" / "amdgpu.ll"
+    return compile_ir(source.read_bytes(), arch).data
+
+
 class HipBackend:
     """Device `index` through hip-python; handles and device pointers are ints."""
 
     name = "hip"
     formats = ("hsaco",)
+    kernel_timer = None           # no kernel tracer yet: events bracket the dispatch itself
+    spin_kernel = "spin"          # amdgpu.ll's, launched by the batched timer
+    icache_invalidation = True    # s_icache_inv, injected at each kernel's entry (pyhipbench.codegen)
+    cuda_array_interface = False
 
     def __init__(self, index: int) -> None:
         self._bindings = import_hip_python()
@@ -189,6 +203,19 @@ class HipBackend:
                 "'video'); HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES do not hide it"
             )
         return self._check(call, result)
+
+    def bundled_code(self, kernel: str, arch: str) -> bytes:
+        """pyhipbench/kernels/amdgpu.ll (which holds every bundled kernel) compiled for `arch`."""
+        return _bundled_code_object(arch)
+
+    def triton_target(self, arch: str) -> tuple[str, str, int]:
+        """AMD's wave size is 64 on gfx9 (CDNA) and 32 on gfx10 and later (RDNA), as Triton uses them."""
+        processor = arch.split(":")[0]
+        return "hip", processor, 64 if processor.startswith("gfx9") else 32
+
+    def compile_driver_version(self) -> None:
+        """None: a code object is compiled for its processor, whatever the driver."""
+        return None
 
     @property
     def context(self) -> int:
@@ -269,9 +296,6 @@ class HipBackend:
         if not host.flags.writeable:
             raise BenchError("copy_to_host needs a writable numpy array, got a read-only one")
         self._check("hipMemcpyDtoH", self._hip.hipMemcpyDtoH(host.ctypes.data, address, host.nbytes))
-
-    def copy_device(self, destination: int, source: int, nbytes: int) -> None:
-        self._check("hipMemcpyDtoD", self._hip.hipMemcpyDtoD(destination, source, nbytes))
 
     def load_module(self, image: bytes) -> int:
         """Loads a code object (HSACO) onto the device; the module handle."""

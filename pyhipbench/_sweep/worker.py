@@ -2,11 +2,14 @@
 
 `Worker` holds a Device, the modules it has loaded (by source digest) and the
 arguments it has made (by their specs, so candidates with the same argument
-specs reuse them), and turns a `Task` into an `Outcome`. The same class runs
-in a spawned process per GPU (`serve`, the local pool) and in a Ray actor
-(ray_cluster.py). It never lets a pyhipbench error escape: bad input is an
-outcome; a fault is an outcome that asks for the worker to be replaced, since
-the device context may be lost. Hangs and process deaths are the
+specs reuse them), and turns a `Task` into an `Outcome`, which says which
+modules it holds after the task, so the scheduler sends a code object only to
+a worker that may lack it. The same class runs in a spawned process per GPU
+(`serve`, the local pool) and in a Ray actor (ray_cluster.py). A task's
+bench options, the candidate's BenchOptions (with racing, the bound), go to
+bench_with as they are. It never lets a pyhipbench error escape: bad input is
+an outcome; a fault is an outcome that asks for the worker to be replaced,
+since the device context may be lost. Hangs and process deaths are the
 scheduler's to see (its watchdog, the process sentinel).
 """
 from __future__ import annotations
@@ -17,12 +20,13 @@ import sys
 import time
 import traceback
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._launch.arg_spec import ArgSpec, materialize
 from .._launch.args import Shared
-from .._measure.bench import bench
+from .._measure.bench import bench_with
+from .._measure.options import BenchOptions
 from .._device.device import Device
 from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
 from .._device.memory import DeviceArray
@@ -45,7 +49,7 @@ MODULES_KEPT = 64  # code objects a worker keeps loaded for later candidates; th
 
 @dataclass(frozen=True)
 class Task:
-    """A candidate as a worker runs it: the code object travels only to a worker that lacks it;
+    """A candidate as a worker runs it: the code object travels only to a worker that may lack it;
     a source the worker compiles (Triton) travels with every task instead."""
     candidate_id: str
     kernel: str  # the name the module knows it by (a C++ kernel's lowered name)
@@ -53,9 +57,9 @@ class Task:
     block: tuple[int, ...] | None  # None: the compiled source's own (Triton's)
     args: tuple[ArgSpec, ...]
     shared_bytes: int
-    bench: dict[str, Any]
+    bench: BenchOptions
     code_digest: str
-    code: bytes | None  # None: the worker has loaded it before, or compiles `source` itself
+    code: bytes | None  # None: the worker holds it (its outcomes said so), or compiles `source` itself
     source: Source | None = None  # a source with compiled_in_worker, compiled for each task
 
 
@@ -68,8 +72,7 @@ class Outcome:
     error: str | None = None
     replace_worker: bool = False  # the device context may be unusable: start a fresh worker
     busy_s: float = 0.0           # the measurement's wall time on the GPU, seconds
-    load_failed: bool = False     # the task's code object did not load, so the worker does not hold it
-                                  # (its other unloads the scheduler mirrors as it sends tasks)
+    modules_held: frozenset[str] = frozenset()  # digests of the code objects loaded after the task
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,6 @@ class DeviceFacts:
     target: CompileTarget
     device_count: int  # devices the backend sees: how many workers the sweep starts by default
     place: str = ""    # where it is beyond this machine's device index (a Ray node and GPU id)
-    modules_kept: int = MODULES_KEPT  # code objects the worker keeps loaded (the scheduler mirrors its LRU)
 
     @property
     def label(self) -> str:
@@ -101,9 +103,8 @@ class Worker:
 
     def facts(self) -> DeviceFacts:
         backend = self.device.backend
-        driver_version = backend.driver_version() if backend.name == "cuda" else None
         return DeviceFacts(backend.name, self.device.properties.index, self.device.name,
-                           CompileTarget(self.device.arch, driver_version), backend.device_count)
+                           CompileTarget(self.device.arch, backend.compile_driver_version()), backend.device_count)
 
     def _kernel(self, task: Task):
         if task.code_digest in self.modules:
@@ -133,42 +134,37 @@ class Worker:
         compile is bound to the argument values, which a later task may not share)."""
         compiled = task.source.compile_on(self.device, self._arguments(task.args))
         try:
-            return compiled.bench(task.grid, **task.bench)
+            return compiled.bench(task.grid, task.bench)
         finally:
             compiled.unload()
 
     def run(self, task: Task) -> Outcome:
         """Measures `task`'s candidate; every pyhipbench error (and any other exception) becomes an outcome,
-        which says whether the task's code object failed to load."""
-        outcome = self._measure(task)
-        if task.source is None and task.code_digest not in self.modules:
-            return replace(outcome, load_failed=True)
-        return outcome
-
-    def _measure(self, task: Task) -> Outcome:
+        which says which code objects the worker holds afterwards (not one that failed to load)."""
         started = time.perf_counter()
+
+        def failed(reason: str, error: str, replace_worker: bool = True) -> Outcome:
+            return Outcome(task.candidate_id, reason=reason, error=error, replace_worker=replace_worker,
+                           busy_s=time.perf_counter() - started, modules_held=frozenset(self.modules))
+
         try:
             if task.source is not None:
                 result = self._bench_compiled_here(task)
             else:
-                result = bench(self._kernel(task), task.grid, task.block, self._arguments(task.args),
-                               shared_bytes=task.shared_bytes, **task.bench)
+                result = bench_with(self._kernel(task), task.grid, task.block, self._arguments(task.args),
+                                    task.bench, shared_bytes=task.shared_bytes)
         except _INVALID_ERRORS as e:
-            return Outcome(task.candidate_id, reason=INVALID, error=f"{type(e).__name__}: {e}",
-                           busy_s=time.perf_counter() - started)
+            return failed(INVALID, f"{type(e).__name__}: {e}", replace_worker=False)
         except KernelFault as e:
             usable = "the context is still usable" if e.context_usable else "the context is lost"
-            return Outcome(task.candidate_id, reason=FAULT, error=f"KernelFault: {e} ({usable})",
-                           replace_worker=True, busy_s=time.perf_counter() - started)
+            return failed(FAULT, f"KernelFault: {e} ({usable})")
         except Error as e:
-            return Outcome(task.candidate_id, reason=ERROR, error=f"{type(e).__name__}: {e}", replace_worker=True,
-                           busy_s=time.perf_counter() - started)
+            return failed(ERROR, f"{type(e).__name__}: {e}")
         except Exception as e:  # a bug, or a library's own exception: say where, and start afresh
-            return Outcome(task.candidate_id, reason=ERROR, error=unexpected(e), replace_worker=True,
-                           busy_s=time.perf_counter() - started)
+            return failed(ERROR, unexpected(e))
         record = result.to_dict()
         del record["times_us"]  # the statistics stay; thousands of samples per candidate would bloat the store
-        return Outcome(task.candidate_id, result=record, busy_s=result.wall_s)
+        return Outcome(task.candidate_id, result=record, busy_s=result.wall_s, modules_held=frozenset(self.modules))
 
 
 def unexpected(error: Exception) -> str:

@@ -21,71 +21,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from .._launch.arg_spec import ArgSpec, ArraySpec, ScalarSpec, parse_arg
-from .._measure.cache import CACHE_STATES
+from .._launch.launch_config import dims
+from .._measure.options import BenchOptions
 from ..errors import BenchError
-from .._measure.timers import TIMERS
 from .._values import integer, real, show
 from .sources import Source, TritonSource, source_from_json
 
-__all__ = ["BenchOptions", "Candidate", "load_space", "candidates_from_json"]
+__all__ = ["Candidate", "load_space", "candidates_from_json"]
 
-MAX_DIM = (1 << 32) - 1  # the drivers take each grid and block dimension as 32 bits
-MAX_SAMPLES = 1_000_000   # bench.MAX_LAUNCHES
-
-
-@dataclass(frozen=True)
-class BenchOptions:
-    """`bench()`'s options for one candidate (see bench() for each); checked on construction."""
-    timer: str = "auto"
-    cache: str = "auto"
-    precision: float = 0.01
-    max_time_s: float = 1.0
-    iterations: int | None = None
-    warmup: int | None = None
-    rotate: int | str = "auto"
-
-    def __post_init__(self) -> None:
-        if self.timer not in TIMERS + ("auto",):
-            raise BenchError(f"timer={show(self.timer)}: expected one of {', '.join(TIMERS + ('auto',))}")
-        if self.cache not in CACHE_STATES + ("auto",):
-            raise BenchError(f"cache={show(self.cache)}: expected one of {', '.join(CACHE_STATES + ('auto',))}")
-        object.__setattr__(self, "precision", real("precision", self.precision, above=0, below=1))
-        object.__setattr__(self, "max_time_s", real("max_time_s", self.max_time_s, above=0))
-        if self.iterations is not None:
-            object.__setattr__(self, "iterations", integer("iterations", self.iterations, 1, MAX_SAMPLES))
-        if self.warmup is not None:
-            object.__setattr__(self, "warmup", integer("warmup", self.warmup, 0, MAX_SAMPLES))
-        if self.rotate != "auto":
-            object.__setattr__(self, "rotate", integer("rotate", self.rotate, 1, MAX_SAMPLES,
-                                                       unit="argument sets, or 'auto'"))
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: object) -> "BenchOptions":
-        if not isinstance(data, dict):
-            raise BenchError(f"bench={show(data)}: expected an object of bench() options")
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise BenchError(f"bench option(s) {', '.join(map(repr, unknown))} unknown; expected "
-                             f"{', '.join(sorted(names))}")
-        return cls(**data)
-
-
-def _dims(name: str, value: object) -> tuple[int, ...]:
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
-    if not 1 <= len(values) <= 3:
-        raise BenchError(f"{name}={show(value)}: expected 1 to 3 integers")
-    dims = tuple(integer(f"{name}[{i}]", v, 1, MAX_DIM) for i, v in enumerate(values))
-    return dims + (1,) * (3 - len(dims))
+MAX_SHARED_BYTES = (1 << 32) - 1  # the launch calls take dynamic shared memory as 32 bits
 
 
 def _arg(i: int, value: object) -> ArgSpec:
@@ -104,7 +54,9 @@ class Candidate:
     candidate gives no block and no shared_bytes (Triton's compile says them) and its kernel is
     the function's name. `args`: ArgSpec values or their `--arg` text (scalars reach a Triton
     function as Python numbers, so Triton specialises on them as its launcher does).
-    `timeout_s`: the watchdog's limit for this candidate instead of the one derived from `bench`.
+    `shared_bytes`: dynamic shared memory, bytes. `bench`: the measurement's options, a
+    pyhipbench.BenchOptions or its JSON object.
+    `timeout_s`: the watchdog's limit for this candidate, seconds, instead of the one derived from `bench`.
     `tags`: JSON-serialisable data of the caller's, part of the id.
     """
     source: Source
@@ -119,11 +71,11 @@ class Candidate:
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, Source):
-            raise BenchError(f"source={show(self.source)}: expected a pyhipbench.sweep source "
-                             "(CodeObjectSource, IRSource, ...)")
+            raise BenchError(f"source={show(self.source)}: expected a sweep source "
+                             "(pyhipbench.CodeObjectSource, IRSource, ...)")
         if not isinstance(self.kernel, str) or not self.kernel:
             raise BenchError(f"kernel={show(self.kernel)}: expected a kernel name")
-        object.__setattr__(self, "grid", _dims("grid", self.grid))
+        object.__setattr__(self, "grid", dims("grid", self.grid))
         if isinstance(self.source, TritonSource):
             if self.kernel != self.source.kernel_name:
                 raise BenchError(f"kernel={self.kernel!r}: a Triton source's kernel is its function, "
@@ -136,11 +88,11 @@ class Candidate:
             raise BenchError(f"block=None: expected 1 to 3 integers (threads per block) for a {self.source.kind} "
                              "source")
         else:
-            object.__setattr__(self, "block", _dims("block", self.block))
+            object.__setattr__(self, "block", dims("block", self.block))
         if not isinstance(self.args, (list, tuple)):
             raise BenchError(f"args={show(self.args)}: expected a list of argument specs")
         object.__setattr__(self, "args", tuple(_arg(i, a) for i, a in enumerate(self.args)))
-        object.__setattr__(self, "shared_bytes", integer("shared_bytes", self.shared_bytes, 0, MAX_DIM,
+        object.__setattr__(self, "shared_bytes", integer("shared_bytes", self.shared_bytes, 0, MAX_SHARED_BYTES,
                                                          unit="bytes"))
         if not isinstance(self.bench, BenchOptions):
             object.__setattr__(self, "bench", BenchOptions.from_json(self.bench))
@@ -155,9 +107,12 @@ class Candidate:
 
     def _fields(self) -> dict[str, Any]:
         block = None if self.block is None else list(self.block)
+        bench = self.bench.to_json()
+        if bench["slower_than_us"] is None:  # left out when unset: results databases hold ids hashed without it
+            del bench["slower_than_us"]
         return {"kernel": self.kernel, "grid": list(self.grid), "block": block,
                 "args": [str(a) for a in self.args], "shared_bytes": self.shared_bytes,
-                "bench": self.bench.to_json(), "timeout_s": self.timeout_s, "tags": self.tags}
+                "bench": bench, "timeout_s": self.timeout_s, "tags": self.tags}
 
     @cached_property
     def id(self) -> str:

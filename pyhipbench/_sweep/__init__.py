@@ -1,26 +1,30 @@
 """Sweeps: many candidates across every GPU of a machine, or of a Ray cluster, each fault isolated,
-results durable in SQLite, resumable after a kill.
+results durable in SQLite, resumable after a kill. The public names are pyhipbench's own
+(`pyhipbench.sweep`, `pyhipbench.Candidate`, ...), loaded on first use.
 
-    candidate.py    Candidate, BenchOptions, load_space (JSON / YAML search spaces)
-    sources.py      source kinds: code objects, LLVM IR, CUDA/HIP C++, Triton; a registry for more
-    worker.py       one GPU's worker: Task in, Outcome out
-    scheduler.py    candidates to idle workers, the compiler pool, the watchdog, retries
-    local.py        a spawned process per local GPU
-    ray_cluster.py  a Ray actor per GPU of a Ray cluster
-    store.py        the SQLite results database
-    progress.py     the progress bar
+    candidate.py      Candidate, load_space (JSON / YAML search spaces); its options a pyhipbench.BenchOptions
+    sources.py        source kinds: code objects, LLVM IR, CUDA/HIP C++, Triton; a registry for more
+    worker.py         one GPU's worker: Task in, Outcome out (which says the code objects it holds)
+    scheduler.py      the sweep's loop: events from the workers to the parts below, faults retried once
+    compile_queue.py  each source's code, compiled in a CPU pool ahead of the GPUs
+    dispatch.py       which worker runs what next, in the space's order; one task sent ahead
+    worker_slot.py    one worker's state: its attempt, the one sent ahead, its watchdog, its replacement
+    racing.py         racing's bound: the lowest CI upper bound so far
+    recorder.py       each candidate's end: the store, the summary, the progress bar
+    local.py          a spawned process per local GPU
+    ray_cluster.py    a Ray actor per GPU of a Ray cluster
+    store.py          the SQLite results database
+    progress.py       the progress bar
 """
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Iterable
 from pathlib import Path
 
 from .._device.backends import BACKEND_NAMES
 from ..errors import BenchError
 from .._values import integer, real, show
-from .candidate import BenchOptions, Candidate, candidates_from_json, load_space
+from .candidate import Candidate, candidates_from_json, load_space
 from .local import LocalPool
 from .progress import Progress
 from .scheduler import TIMEOUT_FLOOR_S, SweepSummary, run, watchdog_s
@@ -28,7 +32,7 @@ from .sources import (SOURCE_KINDS, Code, CodeObjectSource, CompileTarget, CudaS
                       TritonSource, register_source_kind)
 from .store import Store, export_best, load_results
 
-__all__ = ["sweep", "Candidate", "BenchOptions", "load_space", "candidates_from_json", "Source", "CodeObjectSource",
+__all__ = ["sweep", "Candidate", "load_space", "candidates_from_json", "Source", "CodeObjectSource",
            "IRSource", "CudaSource", "HipSource", "TritonSource", "Code", "CompileTarget", "SOURCE_KINDS",
            "register_source_kind", "Store", "SweepSummary", "export_best", "load_results", "watchdog_s"]
 
@@ -51,14 +55,15 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
     after a fault, hang or death without waiting for a process to start (one more device context per GPU).
     `race`: racing, for a space of candidates solving one problem: each candidate's bench() gets
     `slower_than_us`, the lowest CI upper bound (µs) measured so far in `db` (resumed results included;
-    none before the first result, nor for a fixed `iterations`), and stops (stop_reason "slower") once
+    none before the first result, nor for a fixed `iterations`; a candidate's own bound, if lower, stays),
+    and stops (stop_reason "slower") once
     surely slower than that. The best candidate is still measured to its precision; the medians of those
     stopped as slower are less precise.
     """
     candidates = list(candidates)
     for i, c in enumerate(candidates):
         if not isinstance(c, Candidate):
-            raise BenchError(f"candidates[{i}]={show(c)}: expected a pyhipbench.sweep.Candidate")
+            raise BenchError(f"candidates[{i}]={show(c)}: expected a pyhipbench.Candidate")
     if not candidates:
         raise BenchError("sweep() needs at least one candidate")
     if gpus is not None:
@@ -90,14 +95,3 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
     finally:
         store.close()
 
-
-class _CallablePackage(types.ModuleType):
-    """`pyhipbench.sweep(...)` calls `sweep`, while `pyhipbench.sweep.Candidate` and the package's
-    modules (`pyhipbench.sweep.store`) stay reachable: a function of the same name in pyhipbench's
-    namespace would hide the package from `import pyhipbench.sweep.store`."""
-
-    def __call__(self, candidates: Iterable[Candidate], db: str | Path, **options) -> SweepSummary:
-        return sweep(candidates, db, **options)
-
-
-sys.modules[__name__].__class__ = _CallablePackage

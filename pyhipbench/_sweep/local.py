@@ -177,7 +177,7 @@ class LocalPool:
         del self.spares[slot]
         spare.end()
 
-    def events(self, timeout: float) -> list[tuple[int, str, Any]]:
+    def events(self, timeout_s: float) -> list[tuple[int, str, Any]]:
         if self.due:
             due, self.due = self.due, []
             return due
@@ -186,7 +186,7 @@ class LocalPool:
             for slot, member in group.items():
                 waitables[member.connection] = waitables[member.process.sentinel] = (role, slot)
         out = []
-        ready = set(wait(list(waitables), timeout))
+        ready = set(wait(list(waitables), timeout_s))
         for role, slot in sorted({waitables[w] for w in ready}):
             if role == "spare":
                 self._spare_event(slot)

@@ -102,11 +102,11 @@ class RayCluster:
             del self.pending[ref]
         self.ray.kill(actor, no_restart=True)
 
-    def events(self, timeout: float) -> list[tuple[int, str, Any]]:
+    def events(self, timeout_s: float) -> list[tuple[int, str, Any]]:
         if not self.pending:
-            time.sleep(timeout)
+            time.sleep(timeout_s)
             return []
-        ready, _ = self.ray.wait(list(self.pending), num_returns=len(self.pending), timeout=timeout)
+        ready, _ = self.ray.wait(list(self.pending), num_returns=len(self.pending), timeout=timeout_s)
         ready = set(ready)
         out = []
         for ref in [r for r in self.pending if r in ready]:  # in the order sent: an actor's outcomes in turn

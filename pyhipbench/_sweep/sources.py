@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._launch.args import Scalar
+from .._measure.options import BenchOptions
 from ..codegen import compile_for_target, nvptx, triple_of
 from .._codeobject.image import detect_format, read_image
 from ..errors import BenchError, CodegenError
@@ -89,7 +90,7 @@ class Source:
 
     def compile_on(self, device: Any, arguments: list[Any]) -> Any:
         """(`compiled_in_worker` kinds) A kernel compiled and loaded on `device` (a pyhipbench.Device) for
-        `arguments` (the candidate's, made on `device`), with `bench(grid, **bench_options)` -> Result
+        `arguments` (the candidate's, made on `device`), with `bench(grid, options: BenchOptions)` -> Result
         and `unload()`; BenchError / CodegenError when it cannot be compiled."""
         raise NotImplementedError
 
@@ -336,9 +337,9 @@ class _TritonLaunch:
     def __init__(self, kernel: Any) -> None:
         self.kernel = kernel
 
-    def bench(self, grid: tuple[int, ...], **bench_options: Any) -> Any:
-        from ..triton import bench_compiled
-        return bench_compiled(self.kernel, grid, **bench_options)
+    def bench(self, grid: tuple[int, ...], options: BenchOptions) -> Any:
+        from ..triton import bench_compiled_with
+        return bench_compiled_with(self.kernel, grid, options)
 
     def unload(self) -> None:
         self.kernel.unload()

@@ -1,0 +1,208 @@
+"""The scheduler: candidates to idle workers, code compiled ahead of them, faults contained.
+
+It drives an executor (local.py: a process per GPU; ray_cluster.py: an actor
+per GPU) through `initial_slots`, `more_slots`, `start(slot)`,
+`submit(slot, task)`, `kill(slot)`, and `events(timeout_s)`, which reports
+("ready", DeviceFacts), ("error", message) when a worker cannot open its
+device, ("outcome", Outcome) and ("died", reason). Its parts, one job each:
+
+    compile_queue.py  each source's code, compiled ahead of the GPUs once they are known
+    dispatch.py       which worker runs what next, in the space's order; tasks sent ahead
+    worker_slot.py    one worker's state: its attempt, the one sent ahead, its watchdog
+    racing.py         racing's bound, which each task's options carry
+    recorder.py       each candidate's end, in the store, the summary and the progress bar
+
+and here what ties them together:
+
+- Code: a code object travels with a task unless the worker will hold it when
+  it reaches the task (WorkerSlot.holds): each outcome says which code objects
+  the worker holds after its task.
+- After an outcome the next tasks go out before the result is committed, so
+  the worker does not wait on the database.
+- Faults cost one candidate: a fault, a driver error, a timeout or a death is
+  retried once, on a fresh worker (one that has run nothing yet), then
+  recorded as failed with its reason. Bad input (the kernel, launch,
+  arguments or IR cannot work) is recorded at once: retrying cannot help.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from ..errors import NoDeviceError
+from .candidate import Candidate
+from .compile_queue import Compiled, CompileQueue
+from .dispatch import Dispatcher
+from .progress import Progress
+from .racing import RacingBound
+from .recorder import Recorder, SweepSummary
+from .store import Store
+from .worker import DIED, INVALID, TIMEOUT, DeviceFacts, Outcome, Task
+from .worker_slot import STARTUP_TIMEOUT_S, TIMEOUT_FLOOR_S, Attempt, Running, WorkerSlot, watchdog_s
+
+__all__ = ["Executor", "SweepSummary", "run", "watchdog_s", "MAX_ATTEMPTS", "TIMEOUT_FLOOR_S"]
+
+MAX_ATTEMPTS = 2  # a candidate that faults, hangs or kills its worker runs once more, then fails
+POLL_S = 0.05     # how often compiled code is collected while compiles are outstanding, seconds
+
+
+class Executor(Protocol):
+    def initial_slots(self) -> list[int]: ...
+    def more_slots(self, facts: DeviceFacts) -> list[int]:
+        """Slots to add once the first worker is up (a local pool learns the GPU count from it)."""
+    def start(self, slot: int) -> None:
+        """Starts the slot's worker, killing the one before if still there; it reports "ready"."""
+    def submit(self, slot: int, task: Task) -> None:
+        """Sends `task` to the slot's worker, which may be busy: it runs its tasks in the order sent."""
+    def kill(self, slot: int) -> None:
+        """Ends the slot's worker; the next one started on the slot measures nothing before it is gone."""
+    def events(self, timeout_s: float) -> list[tuple[int, str, Any]]:
+        """What the workers reported, as (slot, kind, value), waiting up to `timeout_s` seconds for any."""
+    def close(self) -> None: ...
+
+
+class _Scheduler:
+    """One sweep of `candidates` (none recorded yet) on `executor`'s workers."""
+
+    def __init__(self, candidates: list[Candidate], store: Store, executor: Executor, progress: Progress,
+                 summary: SweepSummary, timeout_floor_s: float, compile_workers: int, race: bool = False) -> None:
+        self.executor, self.summary, self.timeout_floor_s = executor, summary, timeout_floor_s
+        self.slots: dict[int, WorkerSlot] = {}
+        self.compiles = CompileQueue(candidates, compile_workers)
+        self.dispatcher = Dispatcher(candidates)
+        self.racing = RacingBound(store, race)
+        self.recorder = Recorder(store, progress, summary, len(candidates))
+
+    def loop(self) -> None:
+        for index in self.executor.initial_slots():
+            self._start_slot(index)
+        try:
+            while self.recorder.remaining:
+                self._compiled(self.compiles.collect())
+                self._dispatch()
+                # A slot whose worker is replaced while this batch is handled: the rest of the batch's events
+                # for it are the old worker's (a Ray actor's second call).
+                started = {index: slot.workers_started for index, slot in self.slots.items()}
+                for index, kind, value in self.executor.events(self._wait_s()):
+                    if self.slots[index].workers_started == started[index]:
+                        self._handle(index, kind, value)
+                self._watchdog()
+        finally:
+            self.compiles.close()
+
+    def _start_slot(self, index: int) -> None:
+        self.slots[index] = WorkerSlot(self.executor, index, self.timeout_floor_s)
+        self.slots[index].start()
+
+    def _compiled(self, news: Compiled) -> None:
+        self.dispatcher.add(news.ready)
+        for candidate, reason, error in news.failed:
+            self.recorder.not_compiled(candidate, reason, error)
+
+    def _dispatch(self) -> None:
+        self.dispatcher.dispatch(list(self.slots.values()), self._send)
+
+    def _send(self, slot: WorkerSlot, attempt: Attempt) -> None:
+        """Sends `attempt` to `slot`'s worker with the code object only if the worker will not hold it."""
+        c, options = attempt.candidate, self.racing.options_for(attempt.candidate)
+        if c.source.compiled_in_worker:
+            task = Task(c.id, c.kernel, c.grid, c.block, c.args, c.shared_bytes, options, c.source.digest, None,
+                        c.source)
+        else:
+            code = self.compiles.code[c.source.digest]
+            task = Task(c.id, code.kernel_name(c.kernel), c.grid, c.block, c.args, c.shared_bytes, options,
+                        c.source.digest, None if slot.holds(c.source.digest) else code.data)
+        slot.send(task, attempt)
+
+    def _handle(self, index: int, kind: str, value: Any) -> None:
+        slot = self.slots[index]
+        if kind == "ready":
+            self._ready(slot, value)
+        elif kind == "error":
+            raise NoDeviceError(f"a worker could not open its GPU (slot {index}): {value}")
+        elif kind == "outcome":
+            self._outcome(slot, value)
+        elif kind == "died":
+            if slot.running is None and slot.facts is None:
+                raise NoDeviceError(f"a worker died opening its GPU (slot {index}): {value}")
+            running, device = slot.running, slot.facts.label
+            self._replace(slot)
+            if running is not None:
+                self._failed(running, DIED, value, device)
+
+    def _ready(self, slot: WorkerSlot, facts: DeviceFacts) -> None:
+        slot.facts = facts
+        if self.compiles.target is None:
+            self._compiled(self.compiles.start(facts.target))
+            for extra in self.executor.more_slots(facts):
+                self._start_slot(extra)
+        elif facts.target != self.compiles.target:
+            raise NoDeviceError(f"the sweep's GPUs differ: {facts.label} is {facts.target}, another is "
+                                f"{self.compiles.target}; run one sweep per kind of GPU and driver")
+        self.summary.gpus = len(self.slots)
+
+    def _outcome(self, slot: WorkerSlot, outcome: Outcome) -> None:
+        device = slot.facts.label
+        done = slot.finished(outcome)
+        self.summary.busy_s += outcome.busy_s
+        if outcome.result is not None:  # before the next tasks go out, so they race against it
+            self.racing.lower(outcome.result)
+        if outcome.replace_worker:
+            self._replace(slot)
+        self._dispatch()  # the workers' next tasks go out before this result is committed
+        if outcome.result is not None:
+            self.recorder.measured(done, outcome, device)
+        else:
+            self._failed(done, outcome.reason, outcome.error, device)
+
+    def _failed(self, done: Running, reason: str, error: str, device: str) -> None:
+        """A fault, error, timeout or death: once more on a fresh worker, else recorded as failed."""
+        if reason != INVALID and done.attempt.number < MAX_ATTEMPTS:
+            self.dispatcher.retry(done.attempt.retry(reason, error))
+        else:
+            self.recorder.failed(done, reason, error, device)
+
+    def _replace(self, slot: WorkerSlot) -> None:
+        """A new worker on the slot; what was sent ahead to the old one goes back in line, at its place."""
+        ahead = slot.replace()
+        if ahead is not None:
+            self.dispatcher.add([ahead.candidate])
+
+    def _watchdog(self) -> None:
+        clock = time.monotonic()
+        for slot in list(self.slots.values()):
+            if slot.running is not None and clock > slot.running.deadline:
+                running, device = slot.running, slot.facts.label
+                self._replace(slot)
+                self._failed(running, TIMEOUT, f"no result after {running.limit_s:.1f} s (the watchdog's limit); "
+                             "the worker was killed", device)
+            elif slot.facts is None and clock > slot.startup_deadline:
+                raise NoDeviceError(f"a worker (slot {slot.index}) did not open its GPU within "
+                                    f"{STARTUP_TIMEOUT_S:.0f} s")
+
+    def _wait_s(self) -> float:
+        """How long to wait for events, seconds: until the next deadline, and no longer than POLL_S while
+        code is compiling."""
+        deadlines = [slot.deadline for slot in self.slots.values() if slot.deadline is not None]
+        wait = max(0.0, min(deadlines) - time.monotonic()) if deadlines else 1.0
+        return min(wait, POLL_S) if self.compiles.compiling else wait
+
+
+def run(candidates: list[Candidate], store: Store, executor: Executor, *, progress: Progress | None = None,
+        timeout_floor_s: float = TIMEOUT_FLOOR_S, compile_workers: int = 2, race: bool = False) -> SweepSummary:
+    """Runs every candidate not yet in `store` on `executor`'s workers; returns what it did.
+    `timeout_floor_s`: the watchdog's least limit, seconds (worker_slot.py). `race`: each candidate races
+    the lowest CI upper bound so far (racing.py)."""
+    started = time.perf_counter()
+    done = store.done_ids()
+    todo = list({c.id: c for c in candidates if c.id not in done}.values())  # a candidate listed twice runs once
+    summary = SweepSummary(str(store.path), len(candidates), len(candidates) - len(todo))
+    progress = progress or Progress(len(todo), show=False)
+    try:
+        if todo:
+            _Scheduler(todo, store, executor, progress, summary, timeout_floor_s, compile_workers, race).loop()
+    finally:
+        executor.close()
+        progress.close()
+    summary.wall_s = time.perf_counter() - started
+    return summary

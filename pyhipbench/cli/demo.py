@@ -1,0 +1,95 @@
+"""`pyhipbench demo`: the bundled copy and empty kernels in each cache state, or without a GPU the plan."""
+from __future__ import annotations
+
+import argparse
+import functools
+from typing import Callable
+
+import numpy as np
+
+from .._device import archs
+from .._device.backends import BACKEND_NAMES, backend_class
+from .._device.device import Device
+from .._launch.args import int64
+from .._measure.bench import bench
+from .._measure.cache import CACHE_STATES, CLEAN_BYTES_PER_LLC
+from .._measure.result import Result
+from .._measure.rotation import plan_rotation
+from .._measure.timers import default_timer
+from ..errors import NoDeviceError
+
+MiB = archs.MiB
+BLOCK = 256  # threads per block of the copy
+# What the plan says of the timer a backend's default picks (timers.py describes each).
+TIMER_WORDS = {"cupti": "kernel time from CUPTI activity records", "events": "an event pair around each launch"}
+
+
+def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str | None], Device]) -> None:
+    parser = commands.add_parser("demo", help="time the bundled kernels in each cache state")
+    parser.add_argument("--backend", choices=BACKEND_NAMES)
+    parser.add_argument("--profile", choices=sorted(archs.PROFILES), default="h200",
+                        help="device to plan for when no GPU is present (default h200)")
+    parser.set_defaults(handler=functools.partial(run, open_device=open_device))
+
+
+def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -> int:
+    try:
+        device = open_device(args.backend)
+    except NoDeviceError as e:  # no GPU is no failure here: the plan is what the demo shows
+        print_plan(e, args.profile)
+        return 0
+    measure(device)
+    return 0
+
+
+def copy_sizes(llc_bytes: int) -> list[int]:
+    """Copy sizes (bytes per buffer) well below and well above the last-level cache."""
+    return [llc_bytes // 8, llc_bytes * 4]
+
+
+def print_plan(reason: Exception, profile_name: str) -> None:
+    """What the demo would run on the profile's device, and why, without running anything."""
+    profile = archs.PROFILES[profile_name]
+    print(f"no GPU here ({reason}); showing the plan for {profile.name} ({profile_name}), nothing is run")
+    print(f"  L2 {profile.l2_bytes / MiB:.0f} MiB, last-level cache {profile.llc_bytes / MiB:.0f} MiB, "
+          f"{profile.total_bytes / 1e9:.0f} GB")
+    print(f"  the copy kernel in each cache state: warm (one argument set), dirty-cold (rotated sets), "
+          f"clean-cold (one set, a {CLEAN_BYTES_PER_LLC * profile.llc_bytes / MiB:.0f} MiB read before each launch)")
+    print(f"  {'copy size':>12} {'set (src+dst)':>14} {'dirty-cold sets':>16}  why")
+    for size in copy_sizes(profile.llc_bytes):
+        r = plan_rotation(2 * size, profile.llc_bytes, profile.total_bytes, profile.total_bytes)
+        print(f"  {size / MiB:>9.1f} MiB {2 * size / MiB:>10.1f} MiB {r.sets:>16}  {r.reason}")
+    timer = f"events ({TIMER_WORDS['events']})"
+    kernel_timer = backend_class(profile.backend).kernel_timer  # what timer="auto" tries first
+    if kernel_timer is not None:
+        timer = f"{kernel_timer} ({TIMER_WORDS.get(kernel_timer, 'the kernel itself')}) where it loads, else {timer}"
+    print(f"  timer: {timer}; each run stops once the median's 95 % CI is within ±1 %")
+    print("  plus an empty kernel, warm, with the default timer and with per-launch events")
+
+
+def measure(device: Device) -> None:
+    """Times the copy at each size in each cache state, then the empty kernel, a table row each."""
+    copy, empty = device.bundled_kernel("copy"), device.bundled_kernel("empty")
+    p = device.properties
+    print(f"{p.name} ({p.arch}), last-level cache {p.llc_bytes / MiB:.0f} MiB; medians to a ±1 % 95 % CI")
+    print(f"{'kernel':<7} {'size':>10} {'cache':<11} {'timer':<7} {'sets':>5} {'median µs':>10} {'CI ±':>7} "
+          f"{'samples':>7} {'GB/s':>7} {'wall ms':>8}")
+    for size in copy_sizes(p.llc_bytes):
+        n = size // 4
+        src = device.array(np.arange(n, dtype=np.float32))
+        dst = device.empty_like(src)
+        grid = min(-(-n // BLOCK), p.compute_units * 8)
+        for cache in CACHE_STATES:
+            r = bench(copy, grid, BLOCK, [src, dst, int64(n)], cache=cache)
+            _row("copy", f"{size / MiB:.1f} MiB", r, f"{2 * size / (r.median_us * 1e3):.0f}")
+        src.free()
+        dst.free()
+    for timer in dict.fromkeys((default_timer(device), "events")):
+        _row("empty", "-", bench(empty, 1, 1, [], cache="warm", timer=timer), "-")
+    print("warm: one argument set; dirty-cold: rotated sets (earlier outputs still in the cache, written back "
+          "during the kernel); clean-cold: one set, the cache cleaned by a read before each launch (untimed)")
+
+
+def _row(kernel: str, size: str, r: Result, gbps: str) -> None:
+    print(f"{kernel:<7} {size:>10} {r.cache_state:<11} {r.timer:<7} {r.rotation.sets:>5} {r.median_us:>10.3f} "
+          f"{100 * r.stats.rel_ci:>6.2f}% {r.samples:>7} {gbps:>7} {1e3 * r.wall_s:>8.1f}")

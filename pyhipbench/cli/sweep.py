@@ -1,0 +1,89 @@
+"""`pyhipbench sweep`: a search space of candidates measured on every GPU (or a Ray cluster) into a database."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .._device.backends import BACKEND_NAMES
+from .._measure.report import render
+from .._sweep import Store, SweepSummary, export_best, load_space, sweep
+from .._sweep.scheduler import TIMEOUT_FLOOR_S
+from .._sweep.store import refuse_non_database
+from .._sweep.worker import INVALID
+from .._values import integer
+from ..errors import BenchError
+from . import values
+from .files import check_output, write_or_print
+
+MAX_FAILURES_LISTED = 20  # the summary lists this many failures; the database holds them all
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "sweep", help="measure a search space of candidates on every GPU (or a Ray cluster) into a database",
+        description="Measure every candidate of SPACE (JSON, or YAML with pyyaml) on every GPU, a worker process "
+                    "per GPU (or a Ray actor per GPU with --ray); faults, hangs and crashes cost one candidate. "
+                    "Each result is committed to the SQLite database --out as it arrives.")
+    parser.add_argument("space", type=Path, help="the search space: a JSON (or YAML) file of candidates")
+    parser.add_argument("--out", type=Path, required=True, help="the results database (SQLite) to write")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a database that holds results, skipping the candidates recorded there")
+    parser.add_argument("--gpus", type=values.integers,
+                        help="device indices to use, e.g. 0,1 (default: all); with --ray, how many GPUs: the "
+                             "count of indices given")
+    parser.add_argument("--ray", metavar="ADDRESS",
+                        help="run on a Ray cluster: an actor per GPU (ray://host:10001, or auto); needs ray")
+    parser.add_argument("--backend", choices=BACKEND_NAMES)
+    parser.add_argument("--timeout-floor", type=values.number, default=TIMEOUT_FLOOR_S,
+                        help=f"the watchdog's least limit per candidate, s (default {TIMEOUT_FLOOR_S:.0f})")
+    parser.add_argument("--race", action="store_true",
+                        help="racing: stop each candidate once its median's 95%% CI lies wholly above the lowest "
+                             "CI upper bound measured so far (stop reason 'slower'); for candidates solving one "
+                             "problem: the best is measured to the precision, the others' medians less precisely")
+    parser.add_argument("--best", type=values.integer, default=10, help="how many of the fastest to list and export")
+    parser.add_argument("--export", type=Path, action="append", default=[],
+                        help="write the fastest candidates as JSON, CSV or a markdown table by the suffix "
+                             "(.json, .csv, .md); repeatable")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # --best is the command's own (how much of the database to show), so it is checked here;
+    # --gpus, --timeout-floor and the rest are sweep()'s, which checks them before any worker starts.
+    best = integer("--best", args.best, 1)
+    check_output("--out", args.out, args.space)
+    refuse_non_database(args.out, "--out ")
+    for path in args.export:
+        check_output("--export", path, args.space)
+        if path.resolve() == args.out.resolve():
+            raise BenchError(f"--export {path}: is the --out database; writing it would overwrite the results")
+        render(path, [])  # an unknown format is refused before any work
+    candidates = load_space(args.space)
+    summary = sweep(candidates, args.out, resume=args.resume, gpus=args.gpus, backend=args.backend,
+                    cluster=args.ray, timeout_floor_s=args.timeout_floor, race=args.race)
+    store = Store(args.out, resume=True)
+    try:
+        print_summary(summary, store, args.out, best)
+        written = [write_or_print("sweep", path, export_best(store, path, best)) for path in args.export]
+    finally:
+        store.close()
+    return 0 if all(written) else 1
+
+
+def print_summary(summary: SweepSummary, store: Store, out: Path, best: int) -> None:
+    """The counts and the time, the failures (up to MAX_FAILURES_LISTED) and the `best` fastest."""
+    print(f"{summary.measured} measured, {summary.failed} failed, {summary.skipped} already in {out}; "
+          f"{summary.wall_s:.1f} s wall on {summary.gpus} GPU(s), GPU busy {summary.busy_s:.1f} s "
+          f"({100 * summary.utilisation:.0f} %)")
+    failures = store.failures()
+    for candidate_id, kernel, reason, error in failures[:MAX_FAILURES_LISTED]:
+        retried = "" if reason == INVALID else " (after a retry)"  # invalid input is not retried
+        print(f"failed {candidate_id[:12]} {kernel}: {reason}{retried}: {error}")
+    if len(failures) > MAX_FAILURES_LISTED:
+        print(f"... and {len(failures) - MAX_FAILURES_LISTED} more failed (the database's results table has "
+              "each, with status 'failed')")
+    for r in store.best(best):
+        raced = " (raced: stopped as slower, a less precise median)" if r.get("stop_reason") == "slower" else ""
+        print(f"best {r['candidate_id'][:12]} {r['kernel']} grid {'x'.join(map(str, r['grid']))} block "
+              f"{'x'.join(map(str, r['block']))} {r['tags'] or ''}: median {r['stats_us']['median']:.3f} µs"
+              f"{raced}")
