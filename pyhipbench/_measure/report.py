@@ -68,10 +68,7 @@ def render(path: Path, results: list[dict[str, Any]]) -> str:
 
 
 def load(path: Path) -> list[dict[str, Any]]:
-    """Results from a JSON report (a list of results, or one result), or a sweep's results database."""
-    from .._sweep.store import is_results_db, load_results  # the sweep package imports this module
-    if is_results_db(path):
-        return load_results(path)
+    """Results from a JSON report (a list of results, or one result)."""
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as e:

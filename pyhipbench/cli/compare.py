@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .._measure.report import compare, load
+from .._measure import report
 from ..errors import BenchError
 
 
@@ -16,8 +16,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
+def _load(path: Path) -> list[dict]:
+    """Results from a sweep's database or a JSON report, whichever `path` is."""
+    from .._sweep.store import is_results_db, load_results  # SQLite and the sweep package only for a database
+    return load_results(path) if is_results_db(path) else report.load(path)
+
+
 def run(args: argparse.Namespace) -> int:
-    comparisons = compare(load(args.a), load(args.b))
+    comparisons = report.compare(_load(args.a), _load(args.b))
     if not comparisons:
         raise BenchError(f"{args.a} and {args.b} have no kernel and launch in common (matched by kernel "
                          "name, grid, block, cache state and timer)")

@@ -28,7 +28,7 @@ from pyhipbench._sweep.progress import Progress
 from pyhipbench._sweep.store import Row, now
 
 require_hip_python()
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COPY_PTX = REPO / "pyhipbench" / "kernels" / "copy.ptx"
 EMPTY_PTX = REPO / "pyhipbench" / "kernels" / "empty.ptx"
 

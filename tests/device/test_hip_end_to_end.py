@@ -15,7 +15,7 @@ from fakes.conftest_fixtures import fake_hip_library, require_hip_python, run_wi
 
 require_hip_python()
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 IR = TESTS / "data" / "ir" / "kernels_gfx942.ll"
 
 

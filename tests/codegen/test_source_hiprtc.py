@@ -21,7 +21,7 @@ from fakes.conftest_fixtures import fake_hip_library, require_hip_python, run_wi
 
 require_hip_python()
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 SOURCE = """#include "tile.h"
 extern "C" __global__ void copy(const float* src, float* dst, long n) { /* ... */ }
 template <typename T> __global__ void scale(T* x, T a, long n) { /* ... */ }

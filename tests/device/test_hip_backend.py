@@ -28,7 +28,7 @@ hip = require_hip_python()
 HIP_PYTHON_7 = "7.2.2.562.43"
 HIP_PYTHON_10 = "10.0.0.0.1.2"
 PINNED_LINES = {HIP_PYTHON_7: (70253211, False), HIP_PYTHON_10: (71526333, True)}
-README = Path(__file__).parent.parent / "README.md"
+README = Path(__file__).parents[2] / "README.md"
 
 # A kernel and a device function for gfx942: the kernel has a descriptor (add_one.kd), the helper none.
 KERNEL_ASM = """

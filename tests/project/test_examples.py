@@ -25,7 +25,7 @@ from pyhipbench._codeobject import elf
 from pyhipbench._device.backends.base import KernelParam
 from test_source import require_nvrtc
 
-EXAMPLES = Path(__file__).parents[1] / "examples"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 def load(name: str):

@@ -20,7 +20,7 @@ from sweep_helpers import sweep_environment
 
 require_hip_python()
 ray = pytest.importorskip("ray", reason="the Ray tests need ray (pip install 'ray[default]')")
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def test_sweep_on_ray_isolates_faults_and_resumes(fake_hip_library, tmp_path):  # noqa: F811 (the fixture imported above)

@@ -340,7 +340,7 @@ def test_the_matmul_scripts_space(monkeypatch):
 
     from fakes.host_backend import HostBackend
     monkeypatch.setitem(sys.modules, "torch", type(sys)("torch"))
-    path = Path(__file__).parents[1] / "bench" / "triton_matmul.py"
+    path = Path(__file__).parents[2] / "bench" / "triton_matmul.py"
     spec = importlib.util.spec_from_file_location("triton_matmul", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

@@ -18,7 +18,7 @@ from pyhipbench.codegen import compile_ir
 from pyhipbench._measure.rotation import RotationCapped, plan_rotation
 from pyhipbench._measure.stopping import StopRule
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 KERNELS = ROOT / "pyhipbench" / "kernels"
 COPY_PTX = KERNELS / "copy.ptx"
 BLOCKS = (64, 128, 256, 512, 1024)

@@ -22,7 +22,7 @@ from pyhipbench._sweep.store import Row, now
 from pyhipbench._sweep.worker import FAULT, DeviceFacts, Outcome
 
 require_hip_python()
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COPY_PTX = REPO / "pyhipbench" / "kernels" / "copy.ptx"
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import pyhipbench as hb
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 @pytest.mark.parametrize("script, argv, message", [

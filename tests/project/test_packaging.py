@@ -14,7 +14,7 @@ import pytest
 import pyhipbench
 from pyhipbench import _cpp as cpp
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 PUBLIC_HEADERS = ROOT / "csrc" / "include" / "pyhipbench"
 CORE_MODULE = Path(importlib.util.find_spec("pyhipbench._core").origin)
 # Internal classes of the core, none of which may be visible outside it.

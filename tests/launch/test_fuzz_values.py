@@ -4,7 +4,7 @@ Hypothesis drives the scalar constructors, `Pointer`, code-object bytes
 (random truncations and bit flips of real PTX, an HSACO made here, and
 cubin/fatbin headers) and whole `pyhipbench run` command lines on the fake
 device. Any exception that is not a `pyhipbench.Error` fails the test
-(tests/test_cli_fuzz.py covers the CLI's option strings one by one). The
+(tests/cli/test_cli_fuzz.py covers the CLI's option strings one by one). The
 example count is bounded (PYHIPBENCH_FUZZ_EXAMPLES, default 150 per target)
 so CI stays fast.
 """

@@ -43,7 +43,7 @@ class Synthetic(_core.Timer):
         return np.asarray(self.draw(samples), dtype=np.float64), self.launches_per_sample, 2.0 * samples
 
 
-# ---- the stopping rule, on synthetic samples (tests/test_stopping.py's cases, through measure) ----
+# ---- the stopping rule, on synthetic samples (tests/measure/test_stopping.py's cases, through measure) ----
 
 def test_a_precise_kernel_stops_early_on_precision():
     rng = np.random.default_rng(0)

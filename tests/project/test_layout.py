@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "pyhipbench"
+PACKAGE = Path(__file__).resolve().parents[2] / "pyhipbench"
 
 
 def _module_name(path: Path) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 CORE_SOURCES = ["launch_plan.cpp", "dynamic_library.cpp", "errors.cpp", "driver.cpp", "cuda_driver.cpp",
                 "hip_driver.cpp", "timer.cpp", "statistics.cpp", "stopping.cpp", "rotation.cpp", "rotated_buffers.cpp",
                 "cupti.cpp", "timers/cupti_timer.cpp"]
@@ -22,7 +22,7 @@ def embed_core(tmp_path_factory):
     binary = tmp_path_factory.mktemp("embed") / "embed_core"
     subprocess.run([compiler, "-std=c++17", "-g", "-O1", "-fsanitize=address,undefined",
                     "-fno-sanitize-recover=all", "-I", str(ROOT / "csrc" / "include"), "-I", str(ROOT / "csrc"),
-                    "-o", str(binary), str(Path(__file__).parent / "cpp" / "embed_core.cpp"),
+                    "-o", str(binary), str(Path(__file__).parents[1] / "cpp" / "embed_core.cpp"),
                     *(str(ROOT / "csrc" / s) for s in CORE_SOURCES), "-ldl"], check=True)
     return binary
 

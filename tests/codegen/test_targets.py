@@ -20,7 +20,7 @@ from pyhipbench._measure.report import to_csv
 from fakes.host_backend import HostBackend
 from code_objects import COPY_METADATA, hsaco_with_metadata, minimal_cubin, msgpack
 
-IR_DATA = Path(__file__).parent / "data" / "ir"
+IR_DATA = Path(__file__).parents[1] / "data" / "ir"
 WGMMA = IR_DATA / "wgmma.ll"
 COPY_SM_90 = IR_DATA / "copy_sm_90.ll"  # clang wrote "target-cpu"="sm_90" on its kernel
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()

@@ -252,7 +252,7 @@ def test_hip_source_and_triton_in_worker_processes(fake_hip_library, tmp_path, m
     require_toolchain("gfx942")
     from pyhipbench.codegen import compile_ir
     hsaco = tmp_path / "kernels.hsaco"
-    compile_ir(Path(__file__).parent / "data" / "ir" / "kernels_gfx942.ll", "gfx942").save(hsaco)
+    compile_ir(Path(__file__).parents[1] / "data" / "ir" / "kernels_gfx942.ll", "gfx942").save(hsaco)
     hiprtc = build_fake(tmp_path / "fake-hiprtc", HIPRTC_LIBRARY_NAME)
     for name, value in {**sweep_environment(fake_hip_library, devices=1), "FAKE_HIPRTC_CODE_OBJECT": str(hsaco),
                         "LD_LIBRARY_PATH": f"{fake_hip_library.parent}:{hiprtc.parent}",
