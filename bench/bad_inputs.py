@@ -387,7 +387,7 @@ def cases() -> list[Case]:
                         ("array:float32:1000000000000000:random", "1000000000000000")):
         args = ["--arg", spec, *COPY_ARGS[2:]] if spec.startswith(("array", "shared")) else [*COPY_ARGS[:4], "--arg", spec]
         c.append(cli(7, f"run --arg {spec}", ["run", "{F}/k.ptx", *RUN, *args, *QUICK], [shown]))
-    for size in ("infM", "-1", "0", "nan", "1E999", "99999999T", ""):
+    for size in ("infM", "-1", "nan", "1E999", "99999999T", ""):
         c.append(cli(7, f"info --size {size!r}", ["info", "--size", size], [repr(size)[1:-1] or "--size", ("expected", "not a size")]))
     for opt, value in (("--iterations", "1000000000000"), ("--warmup", "1000000000000"), ("--shared-bytes", "1099511627776"),
                        ("--grid", "1099511627776"), ("--block", "8589934592")):
@@ -558,7 +558,8 @@ def contains(text: str, fragment) -> bool:
 
 def classify(case: Case, rc: int, stdout: str, stderr: str, report: dict | None) -> tuple[str, str, str]:
     """(outcome, why, shown output) for one case's child."""
-    tail = lambda s: s.strip()[-1500:]
+    def tail(text: str) -> str:
+        return text.strip()[-1500:]
     if report is None:
         died = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}"
         return "crash", f"the process died ({died}) before reporting", tail(stderr or stdout)

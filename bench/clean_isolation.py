@@ -17,10 +17,9 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from fidelity import MiB, setup  # bench/fidelity.py: the same kernels, grids and arguments
 
 from pyhipbench._measure.options import MAX_LAUNCHES
-
-from fidelity import MiB, setup  # bench/fidelity.py: the same kernels, grids and arguments
 
 SLOW = 1.012  # a sample this far above the median counts as slow
 
@@ -60,9 +59,9 @@ def main() -> None:
 
     from pyhipbench import _core
     from pyhipbench._launch.argument_sets import ArgumentSets
+    from pyhipbench._launch.launch_config import LaunchConfig
     from pyhipbench._measure.bench import make_plan
     from pyhipbench._measure.cache import CleanStep
-    from pyhipbench._launch.launch_config import LaunchConfig
     from pyhipbench._measure.stopping import StopRule
     from pyhipbench._measure.timers import core_timer, default_timer
     n = options.samples

@@ -122,7 +122,9 @@ int main(int argc, char** argv) {
   void* params[] = {&src, &dst, &n};
   CUevent done;
   check_cu(cuEventCreate(&done, 0), "cuEventCreate");
-  auto launch = [&] { check_cu(cuLaunchKernel(copy, 1056, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel"); };
+  auto launch = [&] {
+    check_cu(cuLaunchKernel(copy, 1056, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
+  };
   auto launches = [&](int count) {
     for (int i = 0; i < count; ++i) launch();
   };
@@ -144,12 +146,12 @@ int main(int argc, char** argv) {
     CUpti_SubscriberHandle subscriber;
     subscribe.us.push_back(timed([&] {
       check_cupti(cuptiSubscribe(&subscriber, on_driver_call, nullptr), "cuptiSubscribe");
-      check_cupti(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel),
-                  "cuptiEnableCallback");
+      check_cupti(
+          cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel),
+          "cuptiEnableCallback");
     }));
-    enable.us.push_back(timed([] {
-      check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable");
-    }));
+    enable.us.push_back(
+        timed([] { check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable"); }));
     after_enable.us.push_back(timed(launch));
     for (int i = 0; i < 15; ++i) traced.us.push_back(timed(launch));
     synchronize();
@@ -163,16 +165,15 @@ int main(int argc, char** argv) {
     after_default.us.push_back(timed(launch));
     synchronize();
     check_cupti(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flush");
-    disable.us.push_back(timed([] {
-      check_cupti(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable");
-    }));
+    disable.us.push_back(timed(
+        [] { check_cupti(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable"); }));
     unsubscribe.us.push_back(timed([&] { check_cupti(cuptiUnsubscribe(subscriber), "cuptiUnsubscribe"); }));
     for (int i = 0; i < 16; ++i) untraced.us.push_back(timed(launch));
     synchronize();
   }
   std::printf("| host cost, median of %d | µs |\n|---|---|\n", reps);
-  for (Column* column : {&subscribe, &enable, &disable, &unsubscribe, &untraced, &traced, &after_enable,
-                         &after_forced, &after_default, &forced, &default_flush}) {
+  for (Column* column : {&subscribe, &enable, &disable, &unsubscribe, &untraced, &traced, &after_enable, &after_forced,
+                         &after_default, &forced, &default_flush}) {
     std::printf("| %s | %.1f |\n", column->name, column->median());
   }
   std::printf("\ndefault flushes after a synchronisation that missed a record: %d of %d\n", default_flush_short, reps);

@@ -36,8 +36,8 @@ import numpy as np
 
 import pyhipbench as hb
 from pyhipbench._launch.argument_sets import ArgumentSets
-from pyhipbench._measure.bench import make_plan
 from pyhipbench._launch.launch_config import LaunchConfig
+from pyhipbench._measure.bench import make_plan
 from pyhipbench._measure.timers import core_timer
 
 HERE = Path(__file__).parent

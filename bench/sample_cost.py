@@ -21,6 +21,7 @@ import statistics
 import time
 
 from fidelity import MiB, setup  # bench/fidelity.py: the same kernels, grids and arguments
+
 from pyhipbench._measure.cache import clean_step
 
 CASES = ({"name": "copy 4 MiB", "kernel": "copy", "bytes": 4 * MiB},

@@ -29,10 +29,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from fidelity import MiB, run_do_bench, setup  # bench/fidelity.py: the same kernels, grids and arguments
 
 from pyhipbench._measure.cache import CACHE_STATES
-
-from fidelity import MiB, run_do_bench, setup  # bench/fidelity.py: the same kernels, grids and arguments
 
 COPY_MIB = (1, 4, 16, 64)
 CLEAN_READ_PER_LLC = (1.0, 1.25, 1.5, 2.0)
@@ -69,9 +68,9 @@ def clean_read_sweep(case: dict, repeats: int) -> list[dict]:
     """Clean-cold medians of `case` with the clean step reading each of CLEAN_READ_PER_LLC x the LLC."""
     from pyhipbench import _core
     from pyhipbench._launch.argument_sets import ArgumentSets
+    from pyhipbench._launch.launch_config import LaunchConfig
     from pyhipbench._measure.bench import make_plan
     from pyhipbench._measure.cache import CleanStep
-    from pyhipbench._launch.launch_config import LaunchConfig
     from pyhipbench._measure.stats import summarize
     from pyhipbench._measure.stopping import StopRule
     from pyhipbench._measure.timers import core_timer, default_timer

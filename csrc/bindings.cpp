@@ -73,14 +73,12 @@ PYBIND11_MODULE(_core, m) {
 
   // pyhipbench.Error is the root of every error a user can cause; the Python
   // layer derives its own errors from it (pyhipbench/errors.py).
-  py::object error = py::reinterpret_steal<py::object>(
-      PyErr_NewException("pyhipbench._core.Error", PyExc_Exception, nullptr));
+  py::object error =
+      py::reinterpret_steal<py::object>(PyErr_NewException("pyhipbench._core.Error", PyExc_Exception, nullptr));
   m.attr("Error") = error;
-  py::exception<DriverError> driver_error(
-      m, "DriverError", py::make_tuple(error, py::handle(PyExc_RuntimeError)));
+  py::exception<DriverError> driver_error(m, "DriverError", py::make_tuple(error, py::handle(PyExc_RuntimeError)));
   py::exception<KernelFault> kernel_fault(m, "KernelFault", driver_error);
-  py::register_exception<LibraryError>(m, "LibraryError",
-                                       py::make_tuple(error, py::handle(PyExc_OSError)));
+  py::register_exception<LibraryError>(m, "LibraryError", py::make_tuple(error, py::handle(PyExc_OSError)));
   py::register_exception<MeasurementError>(m, "MeasurementError",
                                            py::make_tuple(error, py::handle(PyExc_RuntimeError)));
   py::register_exception_translator([](std::exception_ptr p) {
@@ -127,45 +125,51 @@ PYBIND11_MODULE(_core, m) {
         "The launch limits of backend 'cuda' or 'hip' (the timers check every plan against them).");
 
   py::class_<LaunchPlan>(m, "LaunchPlan")
-      .def(py::init([](uintptr_t function, std::string kernel_name,
-                       std::array<uint32_t, 3> grid, std::array<uint32_t, 3> block,
-                       uint32_t shared_bytes, uintptr_t stream, std::vector<py::bytes> arg_sets,
-                       std::vector<size_t> arg_offsets) {
+      .def(py::init([](uintptr_t function, std::string kernel_name, std::array<uint32_t, 3> grid,
+                       std::array<uint32_t, 3> block, uint32_t shared_bytes, uintptr_t stream,
+                       std::vector<py::bytes> arg_sets, std::vector<size_t> arg_offsets) {
              std::vector<std::string> sets(arg_sets.begin(), arg_sets.end());
              return std::make_unique<LaunchPlan>(function, std::move(kernel_name),
-                                                 LaunchConfig{grid, block, shared_bytes, stream},
-                                                 sets, std::move(arg_offsets));
+                                                 LaunchConfig{grid, block, shared_bytes, stream}, sets,
+                                                 std::move(arg_offsets));
            }),
-           py::arg("function"), py::arg("kernel_name"), py::arg("grid"), py::arg("block"),
-           py::arg("shared_bytes"), py::arg("stream"), py::arg("arg_sets"), py::arg("arg_offsets"))
+           py::arg("function"), py::arg("kernel_name"), py::arg("grid"), py::arg("block"), py::arg("shared_bytes"),
+           py::arg("stream"), py::arg("arg_sets"), py::arg("arg_offsets"))
       .def_property_readonly("sets", &LaunchPlan::sets)
       .def_property_readonly("arg_count", &LaunchPlan::arg_count)
       .def_property_readonly("kernel_name", &LaunchPlan::kernel_name)
       .def_property_readonly("id", &LaunchPlan::id)
-      .def("set_clean_step",
-           [](LaunchPlan& plan, uintptr_t function, std::string kernel_name, std::array<uint32_t, 3> grid,
-              std::array<uint32_t, 3> block, py::bytes args, std::vector<size_t> arg_offsets) {
-             plan.set_clean_step(std::make_unique<LaunchPlan>(
-                 function, std::move(kernel_name), LaunchConfig{grid, block, 0, plan.config().stream},
-                 std::vector<std::string>{std::string(args)}, std::move(arg_offsets)));
-           },
-           py::arg("function"), py::arg("kernel_name"), py::arg("grid"), py::arg("block"), py::arg("args"),
-           py::arg("arg_offsets"),
-           "An untimed launch before each timed one, on the plan's stream (the clean-cold clean step).")
+      .def(
+          "set_clean_step",
+          [](LaunchPlan& plan, uintptr_t function, std::string kernel_name, std::array<uint32_t, 3> grid,
+             std::array<uint32_t, 3> block, py::bytes args, std::vector<size_t> arg_offsets) {
+            plan.set_clean_step(std::make_unique<LaunchPlan>(
+                function, std::move(kernel_name), LaunchConfig{grid, block, 0, plan.config().stream},
+                std::vector<std::string>{std::string(args)}, std::move(arg_offsets)));
+          },
+          py::arg("function"), py::arg("kernel_name"), py::arg("grid"), py::arg("block"), py::arg("args"),
+          py::arg("arg_offsets"),
+          "An untimed launch before each timed one, on the plan's stream (the clean-cold clean step).")
       .def_property_readonly("has_clean_step", [](const LaunchPlan& plan) { return plan.clean_step() != nullptr; })
-      .def("arg_pointers", [](LaunchPlan& plan, size_t set) {
-             // The kernelParams addresses of one set, for tests of the packing.
-             if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
-             std::vector<uintptr_t> out;
-             void** args = plan.args(set);
-             for (size_t a = 0; a < plan.arg_count(); ++a) out.push_back(reinterpret_cast<uintptr_t>(args[a]));
-             return out;
-           }, py::arg("set"))
-      .def("params_address", [](LaunchPlan& plan, size_t set) {
-             // Where set `set`'s kernelParams array lives: what the driver is handed.
-             if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
-             return reinterpret_cast<uintptr_t>(plan.args(set));
-           }, py::arg("set"));
+      .def(
+          "arg_pointers",
+          [](LaunchPlan& plan, size_t set) {
+            // The kernelParams addresses of one set, for tests of the packing.
+            if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
+            std::vector<uintptr_t> out;
+            void** args = plan.args(set);
+            for (size_t a = 0; a < plan.arg_count(); ++a) out.push_back(reinterpret_cast<uintptr_t>(args[a]));
+            return out;
+          },
+          py::arg("set"))
+      .def(
+          "params_address",
+          [](LaunchPlan& plan, size_t set) {
+            // Where set `set`'s kernelParams array lives: what the driver is handed.
+            if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
+            return reinterpret_cast<uintptr_t>(plan.args(set));
+          },
+          py::arg("set"));
 
   py::class_<Driver, std::shared_ptr<Driver>>(m, "Driver")
       .def_property_readonly("backend", &Driver::backend)
@@ -200,39 +204,40 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init<std::string>(), py::arg("name"),
            "A timer written in Python: subclass and define run(plan, samples, first_set).")
       .def_property_readonly("name", &Timer::name)
-      .def("run",
-           [](Timer& timer, LaunchPlan& plan, size_t samples, size_t first_set) {
-             Timings timings;
-             {
-               py::gil_scoped_release release;
-               timings = timer.run(plan, samples, first_set);
-             }
-             return py::make_tuple(as_array(timings.times_us), timings.launches_per_sample, timings.host_us);
-           },
-           py::arg("plan"), py::arg("samples"), py::arg("first_set") = 0,
-           "Takes `samples` samples, launch k on argument set (first_set + k) mod plan.sets; returns "
-           "(µs per kernel per sample as a float64 array, launches per sample, host µs spent "
-           "issuing them all).");
+      .def(
+          "run",
+          [](Timer& timer, LaunchPlan& plan, size_t samples, size_t first_set) {
+            Timings timings;
+            {
+              py::gil_scoped_release release;
+              timings = timer.run(plan, samples, first_set);
+            }
+            return py::make_tuple(as_array(timings.times_us), timings.launches_per_sample, timings.host_us);
+          },
+          py::arg("plan"), py::arg("samples"), py::arg("first_set") = 0,
+          "Takes `samples` samples, launch k on argument set (first_set + k) mod plan.sets; returns "
+          "(µs per kernel per sample as a float64 array, launches per sample, host µs spent "
+          "issuing them all).");
 
-  m.def("make_timer",
-        [](const std::string& name, std::shared_ptr<Driver> driver, uintptr_t context,
-           size_t launches_per_sample, uintptr_t spin_function, double spin_timeout_ms) {
-          TimerOptions options;
-          options.launches_per_sample = launches_per_sample;
-          options.spin_function = spin_function;
-          options.spin_timeout_ms = spin_timeout_ms;
-          return make_timer(name, std::move(driver), context, options);
-        },
-        py::arg("name"), py::arg("driver"), py::arg("context"), py::kw_only(),
-        py::arg("launches_per_sample") = 0, py::arg("spin_function") = 0,
-        py::arg("spin_timeout_ms") = TimerOptions{}.spin_timeout_ms,
-        "A timer `name` ('events', 'graph', 'batched'; CUDA also 'cupti') on `driver`, running in "
-        "`context` (CUDA: a CUcontext handle; HIP: a device ordinal). 'cupti' loads libcupti: "
-        "$PYHIPBENCH_CUPTI_LIBRARY, else libcupti.so.13 / .12 / .so by the loader's search, then under "
-        "$CUDA_HOME and /usr/local/cuda. `launches_per_sample`: kernel nodes per graph, "
-        "launches per batch (0 = the default, 100). `spin_function` (batched, HIP only): the handle "
-        "of the `spin` kernel of pyhipbench/kernels/amdgpu.ll loaded on the device. "
-        "`spin_timeout_ms` (batched): how long the spin kernel waits for a batch to be queued.");
+  m.def(
+      "make_timer",
+      [](const std::string& name, std::shared_ptr<Driver> driver, uintptr_t context, size_t launches_per_sample,
+         uintptr_t spin_function, double spin_timeout_ms) {
+        TimerOptions options;
+        options.launches_per_sample = launches_per_sample;
+        options.spin_function = spin_function;
+        options.spin_timeout_ms = spin_timeout_ms;
+        return make_timer(name, std::move(driver), context, options);
+      },
+      py::arg("name"), py::arg("driver"), py::arg("context"), py::kw_only(), py::arg("launches_per_sample") = 0,
+      py::arg("spin_function") = 0, py::arg("spin_timeout_ms") = TimerOptions{}.spin_timeout_ms,
+      "A timer `name` ('events', 'graph', 'batched'; CUDA also 'cupti') on `driver`, running in "
+      "`context` (CUDA: a CUcontext handle; HIP: a device ordinal). 'cupti' loads libcupti: "
+      "$PYHIPBENCH_CUPTI_LIBRARY, else libcupti.so.13 / .12 / .so by the loader's search, then under "
+      "$CUDA_HOME and /usr/local/cuda. `launches_per_sample`: kernel nodes per graph, "
+      "launches per batch (0 = the default, 100). `spin_function` (batched, HIP only): the handle "
+      "of the `spin` kernel of pyhipbench/kernels/amdgpu.ll loaded on the device. "
+      "`spin_timeout_ms` (batched): how long the spin kernel waits for a batch to be queued.");
 
   py::class_<Summary>(m, "Summary", "Statistics of one sample, all in µs except the counts and rel_ci.")
       .def_readonly("count", &Summary::count)
@@ -250,30 +255,33 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("rel_ci", &Summary::rel_ci,
                              "Half-width of the median's confidence interval over the median (0.01 = ±1 %).")
       .def("__repr__", [](const Summary& s) {
-        return py::str("Summary(count={}, median={}, ci_low={}, ci_high={}, confidence={}, mean={}, stdev={}, "
-                       "min={}, max={}, p10={}, p90={}, outliers={})")
-            .format(s.count, s.median, s.ci_low, s.ci_high, s.confidence, s.mean, s.stdev, s.min, s.max, s.p10,
-                    s.p90, s.outliers);
+        return py::str(
+                   "Summary(count={}, median={}, ci_low={}, ci_high={}, confidence={}, mean={}, stdev={}, "
+                   "min={}, max={}, p10={}, p90={}, outliers={})")
+            .format(s.count, s.median, s.ci_low, s.ci_high, s.confidence, s.mean, s.stdev, s.min, s.max, s.p10, s.p90,
+                    s.outliers);
       });
-  m.def("summarize",
-        [](const py::array_t<double, py::array::c_style | py::array::forcecast>& times, double confidence) {
-          return summarize(as_vector(times), confidence);
-        },
-        py::arg("times_us"), py::arg("confidence") = 0.95, "All statistics of `times_us` (µs, any order).");
-  m.def("median_ci",
-        [](const py::array_t<double, py::array::c_style | py::array::forcecast>& sorted, double confidence) {
-          return median_ci(as_vector(sorted), confidence);
-        },
-        py::arg("sorted_times_us"), py::arg("confidence") = 0.95,
-        "The median's distribution-free confidence interval from ascending samples, µs.");
+  m.def(
+      "summarize",
+      [](const py::array_t<double, py::array::c_style | py::array::forcecast>& times, double confidence) {
+        return summarize(as_vector(times), confidence);
+      },
+      py::arg("times_us"), py::arg("confidence") = 0.95, "All statistics of `times_us` (µs, any order).");
+  m.def(
+      "median_ci",
+      [](const py::array_t<double, py::array::c_style | py::array::forcecast>& sorted, double confidence) {
+        return median_ci(as_vector(sorted), confidence);
+      },
+      py::arg("sorted_times_us"), py::arg("confidence") = 0.95,
+      "The median's distribution-free confidence interval from ascending samples, µs.");
 
   const StopRule defaults;
   py::class_<StopRule>(m, "StopRule", "Targets and caps of one measurement (pyhipbench/stopping.hpp).")
       .def(py::init([](double precision, size_t min_samples, size_t max_samples, double max_time_s, double settle,
                        size_t max_warmup_samples, size_t warmup_chunk, size_t first_chunk, double tick_us,
                        double slower_than_us) {
-             StopRule rule{precision, min_samples, max_samples, max_time_s, settle, max_warmup_samples,
-                           warmup_chunk, first_chunk, tick_us, slower_than_us};
+             StopRule rule{precision,          min_samples,  max_samples, max_time_s, settle,
+                           max_warmup_samples, warmup_chunk, first_chunk, tick_us,    slower_than_us};
              rule.validate();
              return rule;
            }),
@@ -292,46 +300,50 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("first_chunk", &StopRule::first_chunk)
       .def_readonly("tick_us", &StopRule::tick_us)
       .def_readonly("slower_than_us", &StopRule::slower_than_us)
-      .def("stop_reason",
-           [](const StopRule& rule, const Summary& summary, double elapsed_s) -> std::optional<std::string> {
-             std::string reason = rule.stop_reason(summary, elapsed_s);
-             if (reason.empty()) return std::nullopt;
-             return reason;
-           },
-           py::arg("summary"), py::arg("elapsed_s"),
-           "Why to stop after a chunk ('precision', 'slower', 'max-samples', 'max-time'), or None to go on.")
+      .def(
+          "stop_reason",
+          [](const StopRule& rule, const Summary& summary, double elapsed_s) -> std::optional<std::string> {
+            std::string reason = rule.stop_reason(summary, elapsed_s);
+            if (reason.empty()) return std::nullopt;
+            return reason;
+          },
+          py::arg("summary"), py::arg("elapsed_s"),
+          "Why to stop after a chunk ('precision', 'slower', 'max-samples', 'max-time'), or None to go on.")
       .def("next_chunk", &StopRule::next_chunk, py::arg("summary"),
            "Samples to ask for next, given the summary of the timed samples so far.")
       .def("settled", &StopRule::settled, py::arg("previous_median_us"), py::arg("median_us"));
 
   py::class_<Measurement>(m, "Measurement", "What measure() took: the timed samples and how it stopped.")
-      .def_property_readonly("times_us", [](const Measurement& r) { return as_array(r.times_us); },
-                             "the timed samples, µs per kernel (float64 array)")
+      .def_property_readonly(
+          "times_us", [](const Measurement& r) { return as_array(r.times_us); },
+          "the timed samples, µs per kernel (float64 array)")
       .def_readonly("stop_reason", &Measurement::stop_reason)
       .def_readonly("warmup_samples", &Measurement::warmup_samples)
       .def_readonly("launches_per_sample", &Measurement::launches_per_sample)
       .def_readonly("host_us", &Measurement::host_us, "host µs spent issuing the timed samples' launches")
       .def_readonly("precision_reached", &Measurement::precision_reached);
-  m.def("measure",
-        [](Timer& timer, LaunchPlan& plan, const StopRule& rule, std::optional<size_t> warmup) {
-          py::gil_scoped_release release;
-          return measure(timer, plan, rule, warmup);
-        },
-        py::arg("timer"), py::arg("plan"), py::arg("rule"), py::arg("warmup") = py::none(),
-        "Times `plan` with `timer` in chunks until `rule` says stop, warming up first (`warmup` untimed "
-        "samples, or None: until two chunk medians settle); one timer session throughout.");
+  m.def(
+      "measure",
+      [](Timer& timer, LaunchPlan& plan, const StopRule& rule, std::optional<size_t> warmup) {
+        py::gil_scoped_release release;
+        return measure(timer, plan, rule, warmup);
+      },
+      py::arg("timer"), py::arg("plan"), py::arg("rule"), py::arg("warmup") = py::none(),
+      "Times `plan` with `timer` in chunks until `rule` says stop, warming up first (`warmup` untimed "
+      "samples, or None: until two chunk medians settle); one timer session throughout.");
 
   m.attr("MIN_HEADROOM_BYTES") = kMinHeadroomBytes;
   m.attr("HEADROOM_FRACTION") = kHeadroomFraction;
   m.def("headroom_bytes", &headroom_bytes, py::arg("total_bytes"),
         "Device memory left free for the driver, bytes: 5 % of `total_bytes`, at least MIN_HEADROOM_BYTES.");
-  m.def("plan_rotation",
-        [](uint64_t set_bytes, uint64_t llc_bytes, uint64_t free_bytes, uint64_t total_bytes,
-           std::optional<size_t> rotate, std::optional<size_t> launches) {
-          const Rotation r = plan_rotation(set_bytes, llc_bytes, free_bytes, total_bytes, rotate, launches);
-          return py::make_tuple(r.sets, r.wanted, r.reason);
-        },
-        py::arg("set_bytes"), py::arg("llc_bytes"), py::arg("free_bytes"), py::arg("total_bytes"),
-        py::arg("rotate") = py::none(), py::arg("launches") = py::none(),
-        "(R, R before the free-memory cap, why) for one rotated set of `set_bytes` (pyhipbench/rotation.hpp).");
+  m.def(
+      "plan_rotation",
+      [](uint64_t set_bytes, uint64_t llc_bytes, uint64_t free_bytes, uint64_t total_bytes,
+         std::optional<size_t> rotate, std::optional<size_t> launches) {
+        const Rotation r = plan_rotation(set_bytes, llc_bytes, free_bytes, total_bytes, rotate, launches);
+        return py::make_tuple(r.sets, r.wanted, r.reason);
+      },
+      py::arg("set_bytes"), py::arg("llc_bytes"), py::arg("free_bytes"), py::arg("total_bytes"),
+      py::arg("rotate") = py::none(), py::arg("launches") = py::none(),
+      "(R, R before the free-memory cap, why) for one rotated set of `set_bytes` (pyhipbench/rotation.hpp).");
 }

@@ -127,8 +127,8 @@ std::unique_ptr<pyhipbench::Module> CudaDriver::load_module(uintptr_t context, c
   CurrentContext current(*this, current_context);
   Module module = nullptr;
   check("cuModuleLoadData", cuModuleLoadData(&module, image.c_str()));  // c_str(): PTX must end in NUL
-  return std::make_unique<CudaModule>(std::static_pointer_cast<const CudaDriver>(shared_from_this()),
-                                      current_context, module);
+  return std::make_unique<CudaModule>(std::static_pointer_cast<const CudaDriver>(shared_from_this()), current_context,
+                                      module);
 }
 
 uintptr_t CudaDriver::allocate(uintptr_t context, size_t bytes) {

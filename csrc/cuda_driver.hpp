@@ -8,10 +8,10 @@
 #include <string>
 
 #include "dynamic_library.hpp"
-#include "status.hpp"
 #include "pyhipbench/driver.hpp"
 #include "pyhipbench/errors.hpp"
 #include "pyhipbench/launch_plan.hpp"
+#include "status.hpp"
 
 namespace pyhipbench {
 
@@ -76,9 +76,8 @@ class CudaDriver final : public Driver {
     if (start != nullptr) {
       if (Result r = cuEventRecord(start, stream)) return {r, "cuEventRecord"};
     }
-    if (Result r = cuLaunchKernel(reinterpret_cast<Function>(plan.function()), c.grid[0], c.grid[1],
-                                  c.grid[2], c.block[0], c.block[1], c.block[2], c.shared_bytes,
-                                  stream, args, nullptr)) {
+    if (Result r = cuLaunchKernel(reinterpret_cast<Function>(plan.function()), c.grid[0], c.grid[1], c.grid[2],
+                                  c.block[0], c.block[1], c.block[2], c.shared_bytes, stream, args, nullptr)) {
       return {r, "cuLaunchKernel"};
     }
     if (stop != nullptr) {
@@ -106,8 +105,8 @@ class CudaDriver final : public Driver {
   };
 
   // ---- the entry points (cuda.h signatures, handle types as above) ----
-  Result (*cuLaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                           unsigned, Stream, void**, void**);
+  Result (*cuLaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Stream,
+                           void**, void**);
   Result (*cuEventCreate)(Event*, unsigned flags);
   Result (*cuEventRecord)(Event, Stream);
   Result (*cuEventSynchronize)(Event);
@@ -162,9 +161,7 @@ class CudaDriver final : public Driver {
   // checked for capture safety, so other threads may allocate meanwhile.
   Status capture_stream_create(Stream* stream) const { return {cuStreamCreate(stream, 1), "cuStreamCreate"}; }
   Status stream_destroy(Stream stream) const { return {cuStreamDestroy_v2(stream), "cuStreamDestroy_v2"}; }
-  Status begin_capture(Stream stream) const {
-    return {cuStreamBeginCapture_v2(stream, 1), "cuStreamBeginCapture_v2"};
-  }
+  Status begin_capture(Stream stream) const { return {cuStreamBeginCapture_v2(stream, 1), "cuStreamBeginCapture_v2"}; }
   Status end_capture(Stream stream, Graph* graph) const {
     return {cuStreamEndCapture(stream, graph), "cuStreamEndCapture"};
   }

@@ -47,8 +47,8 @@ std::unique_ptr<DynamicLibrary> open_cupti(const std::string& explicit_path) {
   }
   std::string tried;
   for (const std::string& candidate : candidates) tried += (tried.empty() ? "" : ", ") + candidate;
-  throw LibraryError("cannot find libcupti (the cupti timer needs it): tried " + tried + "; the first said: " +
-                     first_reason + ". Set " + kEnvVar +
+  throw LibraryError("cannot find libcupti (the cupti timer needs it): tried " + tried +
+                     "; the first said: " + first_reason + ". Set " + kEnvVar +
                      " to libcupti's path (the CUDA toolkit's lib64, or nvidia/cu13/lib of the "
                      "nvidia-cuda-cupti wheel)");
 }
@@ -180,8 +180,7 @@ CuptiLibrary::CuptiLibrary(const std::string& explicit_path) : library_(open_cup
   if (version_ < cupti::kMinimumVersion) {
     throw LibraryError("the CUPTI library '" + path() + "' has API version " + std::to_string(version_) +
                        ", older than " + std::to_string(cupti::kMinimumVersion) +
-                       " (CUDA 12.0), the oldest the cupti timer reads; set " + kEnvVar +
-                       " to a newer libcupti");
+                       " (CUDA 12.0), the oldest the cupti timer reads; set " + kEnvVar + " to a newer libcupti");
   }
 }
 
@@ -189,8 +188,7 @@ DriverError CuptiLibrary::error(const char* call, cupti::Result result) const {
   const char* name = nullptr;
   if (get_result_string(result, &name) != cupti::kSuccess || name == nullptr) name = "unknown CUPTI error";
   const char* message = nullptr;
-  if (get_error_message == nullptr || get_error_message(result, &message) != cupti::kSuccess ||
-      message == nullptr) {
+  if (get_error_message == nullptr || get_error_message(result, &message) != cupti::kSuccess || message == nullptr) {
     message = name;
   }
   return DriverError(call, result, name, message);
@@ -263,8 +261,7 @@ size_t CuptiKernelTrace::dropped_records() {
   size_t total = 0;
   for (cupti::Context context : {context_, cupti::Context{nullptr}}) {
     size_t dropped = 0;
-    cupti_.check("cuptiActivityGetNumDroppedRecords",
-                 cupti_.activity_get_num_dropped_records(context, 0, &dropped));
+    cupti_.check("cuptiActivityGetNumDroppedRecords", cupti_.activity_get_num_dropped_records(context, 0, &dropped));
     total += dropped;
   }
   return total;
@@ -280,13 +277,15 @@ void CuptiKernelTrace::expect(uintptr_t function, size_t launches, size_t other_
 // Each launch's record, as the flushes deliver them.
 struct KernelArrivals {
   explicit KernelArrivals(const std::vector<uint32_t>& correlation_ids)
-      : by_id(correlation_ids.size()), start(correlation_ids.size(), 0), end(correlation_ids.size(), 0),
+      : by_id(correlation_ids.size()),
+        start(correlation_ids.size(), 0),
+        end(correlation_ids.size(), 0),
         found(correlation_ids.size(), false) {
     for (size_t k = 0; k < correlation_ids.size(); ++k) by_id[k] = {correlation_ids[k], k};
     std::sort(by_id.begin(), by_id.end());
   }
   std::vector<std::pair<uint32_t, size_t>> by_id;  // (correlation id, launch index), sorted
-  std::vector<uint64_t> start, end;                 // ns, GPU clock
+  std::vector<uint64_t> start, end;                // ns, GPU clock
   std::vector<bool> found;
   size_t count = 0;
 };
@@ -345,8 +344,7 @@ void CuptiKernelTrace::finish() {
 
 // Reads the buffers CUPTI delivered since the last read into `arrivals`,
 // stepping over other launches' records.
-void CuptiKernelTrace::read_records(const LaunchConfig& config, const std::string& which,
-                                    KernelArrivals& arrivals) {
+void CuptiKernelTrace::read_records(const LaunchConfig& config, const std::string& which, KernelArrivals& arrivals) {
   const std::vector<Delivered> delivered = buffer_pool().take_delivered();
   struct GiveBack {
     const std::vector<Delivered>& buffers;
@@ -375,8 +373,8 @@ void CuptiKernelTrace::read_records(const LaunchConfig& config, const std::strin
       if (at == arrivals.by_id.end() || at->first != id) continue;  // another launch's kernel
       const size_t k = at->second;
       if (arrivals.found[k]) {
-        throw MeasurementError("CUPTI delivered two kernel records for launch " + std::to_string(k) + " of " +
-                               which + " (correlation id " + std::to_string(id) + ")");
+        throw MeasurementError("CUPTI delivered two kernel records for launch " + std::to_string(k) + " of " + which +
+                               " (correlation id " + std::to_string(id) + ")");
       }
       int32_t record_grid[3], record_block[3];
       std::memcpy(record_grid, bytes + cupti::kernel_record::kGrid, sizeof record_grid);

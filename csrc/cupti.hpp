@@ -16,30 +16,29 @@
 #include <vector>
 
 #include "dynamic_library.hpp"
-#include "pyhipbench/launch_plan.hpp"
 #include "pyhipbench/errors.hpp"
+#include "pyhipbench/launch_plan.hpp"
 
 namespace pyhipbench {
 
 namespace cupti {
 
-using Result = int;                      // CUptiResult
-using Context = void*;                   // CUcontext
-using Subscriber = void*;                // CUpti_SubscriberHandle
+using Result = int;        // CUptiResult
+using Context = void*;     // CUcontext
+using Subscriber = void*;  // CUpti_SubscriberHandle
 using CallbackFunction = void (*)(void* userdata, int domain, uint32_t callback_id, const void* data);
 using BufferRequested = void (*)(uint8_t** buffer, size_t* size, size_t* max_records);
-using BufferCompleted = void (*)(Context context, uint32_t stream_id, uint8_t* buffer, size_t size,
-                                 size_t valid_size);
+using BufferCompleted = void (*)(Context context, uint32_t stream_id, uint8_t* buffer, size_t size, size_t valid_size);
 
 constexpr Result kSuccess = 0;
-constexpr Result kMaxLimitReached = 12;           // cuptiActivityGetNextRecord: no more records
-constexpr Result kInvalidKind = 21;               // cuptiActivityGetNextRecord: incomplete record
-constexpr int kKindKernel = 3;                    // CUPTI_ACTIVITY_KIND_KERNEL
-constexpr int kKindConcurrentKernel = 10;         // CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-constexpr int kDomainDriverApi = 1;               // CUPTI_CB_DOMAIN_DRIVER_API
-constexpr uint32_t kCallbackCuLaunchKernel = 307; // CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
-constexpr int kApiExit = 1;                       // CUPTI_API_EXIT
-constexpr uint32_t kFlushForced = 1;              // CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
+constexpr Result kMaxLimitReached = 12;            // cuptiActivityGetNextRecord: no more records
+constexpr Result kInvalidKind = 21;                // cuptiActivityGetNextRecord: incomplete record
+constexpr int kKindKernel = 3;                     // CUPTI_ACTIVITY_KIND_KERNEL
+constexpr int kKindConcurrentKernel = 10;          // CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+constexpr int kDomainDriverApi = 1;                // CUPTI_CB_DOMAIN_DRIVER_API
+constexpr uint32_t kCallbackCuLaunchKernel = 307;  // CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
+constexpr int kApiExit = 1;                        // CUPTI_API_EXIT
+constexpr uint32_t kFlushForced = 1;               // CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
 
 // CUPTI 12.0 (API version 19) is the oldest this was checked against; from 13.0
 // on the version reads xxyyzz (130000 = 13.0).
@@ -63,10 +62,10 @@ constexpr size_t kEndOfFields = 96;    // every record is at least this long
 // CUpti_CallbackData, what a driver API callback receives (the fields up to
 // correlationId, which has been there since CUPTI 4.1).
 struct CallbackData {
-  int callback_site;               // CUPTI_API_ENTER / CUPTI_API_EXIT
+  int callback_site;  // CUPTI_API_ENTER / CUPTI_API_EXIT
   const char* function_name;
-  const void* function_params;     // for cuLaunchKernel: cuLaunchKernel_params, CUfunction first
-  void* function_return_value;     // CUresult*, valid at exit
+  const void* function_params;  // for cuLaunchKernel: cuLaunchKernel_params, CUfunction first
+  void* function_return_value;  // CUresult*, valid at exit
   const char* symbol_name;
   Context context;
   uint32_t context_uid;
@@ -157,7 +156,7 @@ class CuptiKernelTrace {
 
   const CuptiLibrary& cupti_;
   cupti::Context context_;
-  const std::thread::id thread_;           // the launching thread
+  const std::thread::id thread_;  // the launching thread
   std::unique_lock<std::mutex> one_trace_at_a_time_;
   uintptr_t function_ = 0;                 // the expected launches' function
   std::vector<uint32_t> correlation_ids_;  // launch k's correlation id, written by the callback

@@ -8,15 +8,15 @@
 
 namespace pyhipbench {
 
-DynamicLibrary::DynamicLibrary(const std::string& path, const std::string& what,
-                               const std::string& env_var, bool stay_loaded)
+DynamicLibrary::DynamicLibrary(const std::string& path, const std::string& what, const std::string& env_var,
+                               bool stay_loaded)
     : path_(path),
       what_(what),
       handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (stay_loaded ? RTLD_NODELETE : 0))) {
   if (handle_ == nullptr) {
     const char* reason = dlerror();
-    throw LibraryError("cannot load the " + what + " library '" + path + "': " +
-                       (reason ? reason : "unknown dlopen error") + " (is the driver installed? set " +
+    throw LibraryError("cannot load the " + what + " library '" + path +
+                       "': " + (reason ? reason : "unknown dlopen error") + " (is the driver installed? set " +
                        env_var + " to the library's path)");
   }
 }
@@ -34,8 +34,7 @@ void* DynamicLibrary::symbol(const char* name) const {
   return address;
 }
 
-std::string choose_library(const std::string& explicit_path, const char* env_var,
-                           const char* default_name) {
+std::string choose_library(const std::string& explicit_path, const char* env_var, const char* default_name) {
   if (!explicit_path.empty()) return explicit_path;
   const char* from_env = std::getenv(env_var);
   if (from_env != nullptr && from_env[0] != '\0') return from_env;

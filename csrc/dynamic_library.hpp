@@ -41,7 +41,6 @@ class DynamicLibrary {
 };
 
 // The library path to load: `explicit_path`, else $env_var, else `default_name`.
-std::string choose_library(const std::string& explicit_path, const char* env_var,
-                           const char* default_name);
+std::string choose_library(const std::string& explicit_path, const char* env_var, const char* default_name);
 
 }  // namespace pyhipbench

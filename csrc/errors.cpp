@@ -17,11 +17,10 @@ DriverError::DriverError(const DriverError& cause, std::string what)
       message_(cause.message_) {}
 
 KernelFault::KernelFault(const DriverError& cause, const std::string& kernel, bool context_usable)
-    : DriverError(cause,
-                  "kernel '" + kernel + "' faulted while running: " + cause.what() +
-                      (context_usable ? "; the device context is still usable"
-                                      : "; the device context is no longer usable (a sticky "
-                                        "error): start a new process to use the GPU again")),
+    : DriverError(cause, "kernel '" + kernel + "' faulted while running: " + cause.what() +
+                             (context_usable ? "; the device context is still usable"
+                                             : "; the device context is no longer usable (a sticky "
+                                               "error): start a new process to use the GPU again")),
       context_usable_(context_usable) {}
 
 }  // namespace pyhipbench

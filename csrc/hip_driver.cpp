@@ -53,8 +53,8 @@ DriverError HipDriver::error(const char* call, Result status) const {
 
 HipDriver::Context HipDriver::context(uintptr_t device) {
   if (device > INT_MAX) {
-    throw std::invalid_argument("HIP device " + std::to_string(device) +
-                                " is not a device ordinal: expected 0 .. " + std::to_string(INT_MAX));
+    throw std::invalid_argument("HIP device " + std::to_string(device) + " is not a device ordinal: expected 0 .. " +
+                                std::to_string(INT_MAX));
   }
   return static_cast<Context>(device);
 }
@@ -112,8 +112,7 @@ std::unique_ptr<pyhipbench::Module> HipDriver::load_module(uintptr_t context, co
   CurrentContext current(*this, device);
   Module module = nullptr;
   check("hipModuleLoadData", hipModuleLoadData(&module, image.data()));
-  return std::make_unique<HipModule>(std::static_pointer_cast<const HipDriver>(shared_from_this()), device,
-                                     module);
+  return std::make_unique<HipModule>(std::static_pointer_cast<const HipDriver>(shared_from_this()), device, module);
 }
 
 uintptr_t HipDriver::allocate(uintptr_t context, size_t bytes) {
@@ -136,8 +135,7 @@ void HipDriver::deallocate(uintptr_t context, uintptr_t address) noexcept {
 
 void HipDriver::copy(uintptr_t context, uintptr_t destination, uintptr_t source, size_t bytes) {
   CurrentContext current(*this, HipDriver::context(context));
-  check("hipMemcpyDtoD",
-        hipMemcpyDtoD(reinterpret_cast<void*>(destination), reinterpret_cast<void*>(source), bytes));
+  check("hipMemcpyDtoD", hipMemcpyDtoD(reinterpret_cast<void*>(destination), reinterpret_cast<void*>(source), bytes));
   check("hipDeviceSynchronize", hipDeviceSynchronize());  // device-to-device copies may return before they finish
 }
 

@@ -51,9 +51,7 @@ class HipDriver final : public Driver {
   // hipErrorIllegalAddress, hipErrorLaunchTimeOut, hipErrorAssert,
   // hipErrorLaunchFailure. On ROCm a GPU memory fault usually aborts the
   // process (HSA's default) before any of these reaches the caller.
-  static bool is_kernel_fault(Result code) {
-    return code == 700 || code == 702 || code == 710 || code == 719;
-  }
+  static bool is_kernel_fault(Result code) { return code == 700 || code == 702 || code == 710 || code == 719; }
 
   // A device ordinal from the caller.
   static Context context(uintptr_t device);
@@ -71,10 +69,9 @@ class HipDriver final : public Driver {
   // sure grid x block fits in 32 bits.
   Status launch(const LaunchPlan& plan, void** args, Stream stream, Event start, Event stop) const {
     const LaunchConfig& c = plan.config();
-    const Result r = hipExtModuleLaunchKernel(
-        reinterpret_cast<Function>(plan.function()), c.grid[0] * c.block[0], c.grid[1] * c.block[1],
-        c.grid[2] * c.block[2], c.block[0], c.block[1], c.block[2], c.shared_bytes, stream, args,
-        nullptr, start, stop, 0);
+    const Result r = hipExtModuleLaunchKernel(reinterpret_cast<Function>(plan.function()), c.grid[0] * c.block[0],
+                                              c.grid[1] * c.block[1], c.grid[2] * c.block[2], c.block[0], c.block[1],
+                                              c.block[2], c.shared_bytes, stream, args, nullptr, start, stop, 0);
     return {r, "hipExtModuleLaunchKernel"};
   }
 
@@ -96,9 +93,8 @@ class HipDriver final : public Driver {
   };
 
   // ---- the entry points (hip_runtime_api.h signatures, handle types as above) ----
-  Result (*hipExtModuleLaunchKernel)(Function, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
-                                     uint32_t, size_t, Stream, void**, void**, Event start,
-                                     Event stop, uint32_t flags);
+  Result (*hipExtModuleLaunchKernel)(Function, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, size_t,
+                                     Stream, void**, void**, Event start, Event stop, uint32_t flags);
   Result (*hipEventCreate)(Event*);
   Result (*hipEventRecord)(Event, Stream);
   Result (*hipEventSynchronize)(Event);
@@ -178,8 +174,7 @@ class HipDriver final : public Driver {
 
   // One work-item of `function` with `params` on `stream`.
   Status launch_single(Function function, void** params, Stream stream) const {
-    return {hipExtModuleLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr, nullptr,
-                                     nullptr, 0),
+    return {hipExtModuleLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr, nullptr, nullptr, 0),
             "hipExtModuleLaunchKernel"};
   }
 

@@ -26,16 +26,15 @@ LaunchPlan::LaunchPlan(uintptr_t function, std::string kernel_name, LaunchConfig
   const size_t set_bytes = arg_sets[0].size();
   for (size_t s = 0; s < sets_; ++s) {
     if (arg_sets[s].size() != set_bytes) {
-      throw std::invalid_argument("argument set " + std::to_string(s) + " has " +
-                                  std::to_string(arg_sets[s].size()) + " bytes, set 0 has " +
-                                  std::to_string(set_bytes) + "; all sets must share one layout");
+      throw std::invalid_argument("argument set " + std::to_string(s) + " has " + std::to_string(arg_sets[s].size()) +
+                                  " bytes, set 0 has " + std::to_string(set_bytes) +
+                                  "; all sets must share one layout");
     }
   }
   for (size_t offset : arg_offsets_) {
     if (offset >= set_bytes) {
-      throw std::invalid_argument("argument offset " + std::to_string(offset) +
-                                  " is outside the " + std::to_string(set_bytes) +
-                                  "-byte argument set");
+      throw std::invalid_argument("argument offset " + std::to_string(offset) + " is outside the " +
+                                  std::to_string(set_bytes) + "-byte argument set");
     }
   }
   set_stride_ = round_up(set_bytes);
@@ -66,8 +65,10 @@ void check_launch_limits(const LaunchLimits& limits, const LaunchConfig& config)
 
 void LaunchPlan::set_clean_step(std::unique_ptr<LaunchPlan> step) {
   if (step != nullptr && (step->sets() != 1 || step->clean_step() != nullptr)) {
-    throw std::invalid_argument("a clean step is one launch: a plan of one argument set and no clean step of "
-                                "its own, got " + std::to_string(step->sets()) + " sets");
+    throw std::invalid_argument(
+        "a clean step is one launch: a plan of one argument set and no clean step of "
+        "its own, got " +
+        std::to_string(step->sets()) + " sets");
   }
   clean_step_ = std::move(step);
 }

@@ -7,8 +7,8 @@
 
 namespace pyhipbench {
 
-RotatedBuffers::RotatedBuffers(std::shared_ptr<Driver> driver, uintptr_t context,
-                               std::vector<BufferRange> originals, size_t sets)
+RotatedBuffers::RotatedBuffers(std::shared_ptr<Driver> driver, uintptr_t context, std::vector<BufferRange> originals,
+                               size_t sets)
     : originals_(std::move(originals)) {
   if (driver == nullptr) throw std::invalid_argument("RotatedBuffers needs a driver, got none");
   if (sets == 0) throw std::invalid_argument("sets=0: expected at least 1 argument set (1 = no copies)");
@@ -17,8 +17,8 @@ RotatedBuffers::RotatedBuffers(std::shared_ptr<Driver> driver, uintptr_t context
   for (size_t b = 0; b < originals_.size(); ++b) {
     const BufferRange& original = originals_[b];
     if (original.address == 0 || original.bytes == 0) {
-      throw std::invalid_argument("buffer " + std::to_string(b) + " (address " +
-                                  std::to_string(original.address) + ", " + std::to_string(original.bytes) +
+      throw std::invalid_argument("buffer " + std::to_string(b) + " (address " + std::to_string(original.address) +
+                                  ", " + std::to_string(original.bytes) +
                                   " bytes): expected a device address and a size above 0 bytes");
     }
     if (original.bytes > kMaxBytes - (kAlignmentBytes - 1)) {

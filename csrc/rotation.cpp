@@ -36,13 +36,14 @@ Rotation plan_rotation(uint64_t set_bytes, uint64_t llc_bytes, uint64_t free_byt
     const size_t r = *rotate;
     if (r == 0) throw std::invalid_argument("rotate=0: expected 'auto' or a set count >= 1");
     if (set_bytes == 0 && r > 1) {
-      throw std::invalid_argument("rotate=" + std::to_string(r) + ": no argument is a rotated device array, so "
+      throw std::invalid_argument("rotate=" + std::to_string(r) +
+                                  ": no argument is a rotated device array, so "
                                   "there is nothing to rotate; use rotate=1 or pass device arrays");
     }
     if (r > fits) {
       throw std::invalid_argument("rotate=" + std::to_string(r) + " sets of " + std::to_string(set_bytes) +
-                                  " bytes cannot fit in device memory: " + memory + " holds " +
-                                  std::to_string(fits) + " (the original included)");
+                                  " bytes cannot fit in device memory: " + memory + " holds " + std::to_string(fits) +
+                                  " (the original included)");
     }
     return {r, r, "set by the caller (rotate=" + std::to_string(r) + ")"};
   }
@@ -53,8 +54,8 @@ Rotation plan_rotation(uint64_t set_bytes, uint64_t llc_bytes, uint64_t free_byt
     reason = "one set (" + mib(set_bytes) + ") >= last-level cache (" + mib(llc_bytes) + "): 2 sets";
   } else {
     wanted = 2 * static_cast<size_t>((llc_bytes + set_bytes - 1) / set_bytes);
-    reason = "2 x ceil(last-level cache " + mib(llc_bytes) + " / set " + mib(set_bytes) + ") = " +
-             std::to_string(wanted) + " sets";
+    reason = "2 x ceil(last-level cache " + mib(llc_bytes) + " / set " + mib(set_bytes) +
+             ") = " + std::to_string(wanted) + " sets";
   }
   if (launches && wanted > *launches) {
     wanted = *launches;

@@ -42,8 +42,7 @@ void StopRule::validate() const {
 
 std::string StopRule::stop_reason(const Summary& summary, double elapsed_s) const {
   const double half_width = (summary.ci_high - summary.ci_low) / 2;
-  if (precision > 0 && summary.count >= min_samples &&
-      (summary.rel_ci() <= precision || half_width <= tick_us / 2)) {
+  if (precision > 0 && summary.count >= min_samples && (summary.rel_ci() <= precision || half_width <= tick_us / 2)) {
     return "precision";
   }
   if (slower_than_us > 0 && summary.count >= min_samples && summary.ci_low > slower_than_us) return "slower";
@@ -75,8 +74,8 @@ size_t StopRule::next_chunk(const Summary& summary) const {
       ratio = std::min(ratio, (summary.median - summary.ci_low) / (summary.median - slower_than_us));
     }
     // In doubles until capped: a tiny target can make the estimate overflow a size_t.
-    const double needed = std::min(std::ceil(static_cast<double>(taken) * ratio * ratio),
-                                   2.0 * static_cast<double>(taken));
+    const double needed =
+        std::min(std::ceil(static_cast<double>(taken) * ratio * ratio), 2.0 * static_cast<double>(taken));
     wanted = needed > static_cast<double>(taken) ? static_cast<size_t>(needed) - taken : 0;
     wanted = std::max({wanted, first_chunk / 2, min_samples > taken ? min_samples - taken : 0});
   }

@@ -25,8 +25,10 @@ std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_pt
   }
   const size_t launches = options.launches_per_sample;
   if (options.spin_function != 0 && name != "batched") {
-    throw std::invalid_argument("spin_function=" + std::to_string(options.spin_function) + ": only the "
-                                "batched timer takes a spin kernel, not '" + name + "'");
+    throw std::invalid_argument("spin_function=" + std::to_string(options.spin_function) +
+                                ": only the "
+                                "batched timer takes a spin kernel, not '" +
+                                name + "'");
   }
   if (name == "events" || name == "cupti") {
     if (launches > 1) {
@@ -40,8 +42,8 @@ std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_pt
   const size_t per_sample = launches == 0 ? TimerOptions::kDefaultLaunchesPerSample : launches;
   if (name == "graph") return std::make_unique<GraphTimer<VendorDriver>>(std::move(driver), context, per_sample);
   if (name == "batched") {
-    return std::make_unique<BatchedTimer<VendorDriver>>(std::move(driver), context, per_sample,
-                                                        options.spin_function, options.spin_timeout_ms);
+    return std::make_unique<BatchedTimer<VendorDriver>>(std::move(driver), context, per_sample, options.spin_function,
+                                                        options.spin_timeout_ms);
   }
   throw std::invalid_argument("unknown timer '" + name + "' for the " + driver->backend() +
                               " backend; expected one of " + names);
@@ -49,8 +51,8 @@ std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_pt
 
 }  // namespace
 
-std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver,
-                                  uintptr_t context, const TimerOptions& options) {
+std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver, uintptr_t context,
+                                  const TimerOptions& options) {
   if (driver == nullptr) throw std::invalid_argument("make_timer needs a driver, got none");
   if (auto cuda = std::dynamic_pointer_cast<CudaDriver>(driver)) {
     return make_vendor_timer(name, std::move(cuda), context, options);

@@ -17,19 +17,45 @@ their dependencies (llvmlite, Triton, SQLite) only when first used.
 from importlib import import_module as _import_module
 from importlib.metadata import version as _distribution_version
 
-from ._launch.args import Pointer, Scalar, float16, float32, float64, int8, int16, int32, int64, shared
-from ._launch.args import uint8, uint16, uint32, uint64
-from ._measure.bench import bench
 from ._cpp import cmake_dir, include_dir
 from ._device.device import Device, available_backends
-from .errors import (BenchError, CodegenError, DriverError, Error, IRError, KernelFault, LibraryError,
-                     MeasurementError, NoDeviceError, OutputMismatch, ToolchainError, VerificationError)
-from ._launch.launch_config import LaunchConfig
 from ._device.memory import DeviceArray
 from ._device.module import Kernel, Module
+from ._launch.args import (
+    Pointer,
+    Scalar,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    shared,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from ._launch.launch_config import LaunchConfig
+from ._measure.bench import bench
 from ._measure.options import BenchOptions
 from ._measure.result import Result
 from ._measure.rotation import Rotation, RotationCapped, plan_rotation
+from .errors import (
+    BenchError,
+    CodegenError,
+    DriverError,
+    Error,
+    IRError,
+    KernelFault,
+    LibraryError,
+    MeasurementError,
+    NoDeviceError,
+    OutputMismatch,
+    ToolchainError,
+    VerificationError,
+)
 
 __version__ = _distribution_version("pyhipbench")  # pyproject.toml holds the one version
 
@@ -53,7 +79,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
-    "bench", "BenchOptions", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module", "Kernel", "LaunchConfig",
+    "bench", "BenchOptions", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module",
+    "Kernel", "LaunchConfig",
     "Result", "Rotation", "RotationCapped", "plan_rotation", "shared", "Pointer", "Scalar",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",

@@ -23,6 +23,8 @@ def _installed(relative: str) -> Path:
     # Python sources stay in the checkout while the build's files (the core,
     # headers, library, CMake package) are installed in site-packages.
     spec = importlib.util.find_spec("pyhipbench._core")
+    if spec is None or spec.origin is None:
+        raise LibraryError("pyhipbench's C++ core (pyhipbench._core) is not installed; reinstall pyhipbench")
     path = Path(spec.origin).parent / relative
     if not path.is_dir():
         raise LibraryError(f"pyhipbench's C++ core is not installed where expected: {path} does not exist "

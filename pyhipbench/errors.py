@@ -22,7 +22,12 @@ core's: a failed driver call is worded in one place (csrc/errors.cpp), whichever
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._core import DriverError, Error, KernelFault, LibraryError, MeasurementError, driver_error
+
+if TYPE_CHECKING:
+    from .codegen.verify import Verification
 
 __all__ = ["Error", "BenchError", "IRError", "CodegenError", "VerificationError", "ToolchainError",
            "NoDeviceError", "LibraryError", "MeasurementError", "OutputMismatch", "DriverError", "KernelFault",
@@ -44,7 +49,7 @@ class CodegenError(Error, RuntimeError):
 class VerificationError(CodegenError):
     """A kernel does not start with the prologue (`verification` holds the proof that failed)."""
 
-    def __init__(self, verification) -> None:
+    def __init__(self, verification: Verification) -> None:
         super().__init__(f"code object verification failed\n{verification}")
         self.verification = verification
 

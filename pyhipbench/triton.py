@@ -32,17 +32,17 @@ from typing import Any
 import numpy as np
 
 from ._codeobject import image as codeobject
-from ._launch.args import Argument, Pointer, Scalar, Shared, shared
-from ._measure.bench import bench_with as _bench
-from ._launch.launch_config import dims
-from ._measure.options import BenchOptions
-from .codegen import compile_ir
 from ._device.device import Device
-from .errors import BenchError, CodegenError, Error, ToolchainError
 from ._device.memory import DeviceArray
 from ._device.module import Kernel, Module
+from ._launch.args import Argument, Pointer, Scalar, Shared, shared
+from ._launch.launch_config import dims
+from ._measure.bench import bench_with as _bench
+from ._measure.options import BenchOptions
 from ._measure.result import Result
 from ._values import show
+from .codegen import compile_ir
+from .errors import BenchError, CodegenError, Error, ToolchainError
 
 _IMPORT_ERROR = ""
 try:
@@ -59,8 +59,8 @@ except (ImportError, AttributeError) as error:  # the optional extra: every entr
     _triton = None
     _IMPORT_ERROR = f"{type(error).__name__}: {error}"
 
-__all__ = ["TritonKernel", "compile", "bench", "bench_compiled", "bench_compiled_with", "autotune", "Autotuner", "Tuning", "ConfigResult",
-           "target_of"]
+__all__ = ["TritonKernel", "compile", "bench", "bench_compiled", "bench_compiled_with", "autotune", "Autotuner",
+           "Tuning", "ConfigResult", "target_of"]
 
 # Triton's scalar parameter types (its launchers' ty_to_cpp) -> pyhipbench scalar dtypes.
 SCALAR_DTYPES = {

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pytest
 
+import pyhipbench as hb
+from pyhipbench import _core
+
 from fakes.build import build_fake
 from fakes.cupti import FakeCupti
 from fakes.driver import FakeDriver, mapped_libraries
 from fakes.host_backend import HostBackend
-
-import pyhipbench as hb
-from pyhipbench import _core
 
 
 @pytest.fixture(scope="session")

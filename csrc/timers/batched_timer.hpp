@@ -49,12 +49,13 @@ class BatchedTimer final : public TimerBase<Driver> {
     const Driver& d = *this->driver_;
     if constexpr (Driver::kEmbedsSpinKernel) {
       if (spin_function != 0) {
-        throw std::invalid_argument("spin_function=" + std::to_string(spin_function) + ": the " +
-                                    d.backend() + " batched timer embeds its own spin kernel; expected 0");
+        throw std::invalid_argument("spin_function=" + std::to_string(spin_function) + ": the " + d.backend() +
+                                    " batched timer embeds its own spin kernel; expected 0");
       }
     } else if (spin_function == 0) {
       throw std::invalid_argument(
-          "the " + d.backend() + " batched timer needs spin_function: the handle of a spin kernel "
+          "the " + d.backend() +
+          " batched timer needs spin_function: the handle of a spin kernel "
           "loaded on the device (compile pyhipbench/kernels/amdgpu.ll for it and take its 'spin')");
     }
     typename Base::CurrentContext current(d, this->context_);
@@ -138,10 +139,10 @@ class BatchedTimer final : public TimerBase<Driver> {
 
   [[noreturn]] void stalled(const LaunchPlan& plan, uint32_t generation) {
     const std::string explanation =
-        "the batched timer's spin kernel held the GPU for spin_timeout_ms=" +
-        milliseconds(timeout_ns_ / 1e6) + " waiting for the host to queue a batch of " +
-        std::to_string(launches_) + " launches of kernel '" + plan.kernel_name() + "' (sample generation " +
-        std::to_string(generation) + ") and gave up: the driver's launch queue probably filled while the "
+        "the batched timer's spin kernel held the GPU for spin_timeout_ms=" + milliseconds(timeout_ns_ / 1e6) +
+        " waiting for the host to queue a batch of " + std::to_string(launches_) + " launches of kernel '" +
+        plan.kernel_name() + "' (sample generation " + std::to_string(generation) +
+        ") and gave up: the driver's launch queue probably filled while the "
         "spin held the GPU, so the host could not queue the whole batch. Use a smaller "
         "launches_per_sample; this run's times are discarded";
     throw DriverError(DriverError("batched timer", -1, "SPIN_TIMEOUT", explanation), explanation);
@@ -171,18 +172,18 @@ class BatchedTimer final : public TimerBase<Driver> {
     }
   }
 
-  static constexpr size_t kHostBytes = 128;     // the release word and the timed-out word,
-  static constexpr size_t kTimedOutWord = 16;   // on separate 64-byte lines (words of 4 bytes)
+  static constexpr size_t kHostBytes = 128;    // the release word and the timed-out word,
+  static constexpr size_t kTimedOutWord = 16;  // on separate 64-byte lines (words of 4 bytes)
 
   const size_t launches_;
   uint64_t timeout_ns_ = 0;
-  typename Driver::Module module_ = nullptr;    // CUDA: the embedded spin kernel's module
+  typename Driver::Module module_ = nullptr;  // CUDA: the embedded spin kernel's module
   Function spin_ = nullptr;
-  void* host_words_ = nullptr;                  // pinned, mapped: the host's view
-  void* device_words_ = nullptr;                // the same memory, as the kernel addresses it
-  uint32_t* flag_ = nullptr;                    // host view: release word
-  uint32_t* timed_out_ = nullptr;               // host view: nonzero once a spin gave up
-  uint32_t* spin_flag_ = nullptr;               // device views, passed to the spin kernel
+  void* host_words_ = nullptr;     // pinned, mapped: the host's view
+  void* device_words_ = nullptr;   // the same memory, as the kernel addresses it
+  uint32_t* flag_ = nullptr;       // host view: release word
+  uint32_t* timed_out_ = nullptr;  // host view: nonzero once a spin gave up
+  uint32_t* spin_flag_ = nullptr;  // device views, passed to the spin kernel
   uint32_t* spin_timed_out_ = nullptr;
   uint32_t spin_target_ = 0;
   uint32_t generation_ = 0;

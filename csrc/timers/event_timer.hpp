@@ -17,8 +17,7 @@ class EventTimer final : public TimerBase<Driver> {
   using Base = TimerBase<Driver>;
 
  public:
-  EventTimer(std::shared_ptr<Driver> driver, uintptr_t context)
-      : Base("events", std::move(driver), context) {}
+  EventTimer(std::shared_ptr<Driver> driver, uintptr_t context) : Base("events", std::move(driver), context) {}
 
   ~EventTimer() override {
     this->release_in_context([this] { this->destroy_events(); });

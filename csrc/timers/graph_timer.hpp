@@ -119,8 +119,8 @@ class GraphTimer final : public TimerBase<Driver> {
 
   const size_t nodes_;
   typename Base::Stream capture_stream_ = nullptr;
-  uint64_t cached_plan_ = 0;       // the plan execs_ were built from (ids start at 1)
-  std::vector<GraphExec> execs_;   // per starting set, null until built
+  uint64_t cached_plan_ = 0;      // the plan execs_ were built from (ids start at 1)
+  std::vector<GraphExec> execs_;  // per starting set, null until built
 };
 
 }  // namespace pyhipbench

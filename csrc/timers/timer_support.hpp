@@ -106,7 +106,8 @@ class TimerBase : public Timer {
   // between them too.
   void refuse_clean_step(const LaunchPlan& plan) const {
     if (plan.clean_step() != nullptr) {
-      throw std::invalid_argument("the " + name_ + " timer times several launches together, so it would time "
+      throw std::invalid_argument("the " + name_ +
+                                  " timer times several launches together, so it would time "
                                   "the clean step too: the clean-cold cache state needs the 'events' or "
                                   "'cupti' timer");
     }

@@ -131,12 +131,13 @@ int main(int argc, char** argv) {
     // is both arrays; the launch cap is the rule's most warm-up and timed samples.
     const uint64_t llc_bytes = llc_argument ? *llc_argument : driver->l2_cache_bytes(context);
     const pyhipbench::MemoryInfo memory = driver->memory_info(context);
-    const pyhipbench::Rotation rotation =
-        pyhipbench::plan_rotation(2 * bytes, llc_bytes, memory.free_bytes, memory.total_bytes, sets,
-                                  rule.max_warmup_samples + rule.max_samples);
+    const pyhipbench::Rotation rotation = pyhipbench::plan_rotation(
+        2 * bytes, llc_bytes, memory.free_bytes, memory.total_bytes, sets, rule.max_warmup_samples + rule.max_samples);
     if (rotation.capped_by_memory()) {
-      std::fprintf(stderr, "cpp_tuner: warning: %zu of the %zu rotated sets fit in free memory: the cache is "
-                   "less cold than asked\n", rotation.sets, rotation.wanted);
+      std::fprintf(stderr,
+                   "cpp_tuner: warning: %zu of the %zu rotated sets fit in free memory: the cache is "
+                   "less cold than asked\n",
+                   rotation.sets, rotation.wanted);
     }
     pyhipbench::RotatedBuffers rotated(driver, context, {{src.address(), bytes}, {dst.address(), bytes}},
                                        rotation.sets);
@@ -174,11 +175,12 @@ int main(int argc, char** argv) {
     std::printf("copy of %zu floats (%zu bytes), last-level cache %llu bytes (%s)\n", elements, bytes,
                 static_cast<unsigned long long>(llc_bytes), llc_argument ? "given" : "the driver's L2");
     std::printf("rotation: R = %zu (%s)\n", rotation.sets, rotation.reason.c_str());
-    std::printf("stopping: the median's 95 %% CI within ±%g %%, %zu to %zu samples, at most %g s each; "
-                "racing: a candidate stops once its CI lies above the best one's so far\n",
-                rule.precision * 100, rule.min_samples, rule.max_samples, rule.max_time_s);
-    std::printf("%6s %6s %7s %11s %21s %8s %-11s %8s\n", "block", "grid", "timer", "median µs", "95 % CI µs",
-                "samples", "stop", "GB/s");
+    std::printf(
+        "stopping: the median's 95 %% CI within ±%g %%, %zu to %zu samples, at most %g s each; "
+        "racing: a candidate stops once its CI lies above the best one's so far\n",
+        rule.precision * 100, rule.min_samples, rule.max_samples, rule.max_time_s);
+    std::printf("%6s %6s %7s %11s %21s %8s %-11s %8s\n", "block", "grid", "timer", "median µs", "95 % CI µs", "samples",
+                "stop", "GB/s");
     for (const Row& r : rows) {
       std::printf("%6u %6u %7s %10.3f [%8.3f, %8.3f] %8zu %-11s %8.1f\n", r.block, r.grid, r.timer.c_str(),
                   r.summary.median, r.summary.ci_low, r.summary.ci_high, r.summary.count, r.stop_reason.c_str(),
@@ -189,8 +191,8 @@ int main(int argc, char** argv) {
     for (const Row& r : rows) {
       if (r.timer == judge && (best == nullptr || r.summary.median < best->summary.median)) best = &r;
     }
-    std::printf("winner: block %u (grid %u), %.3f µs by the %s timer\n", best->block, best->grid,
-                best->summary.median, judge.c_str());
+    std::printf("winner: block %u (grid %u), %.3f µs by the %s timer\n", best->block, best->grid, best->summary.median,
+                judge.c_str());
     return 0;
   } catch (const pyhipbench::DriverError& e) {
     std::fprintf(stderr, "cpp_tuner: %s (call %s, code %d)\n", e.what(), e.call().c_str(), e.code());

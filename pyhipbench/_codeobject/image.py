@@ -14,10 +14,10 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from . import elf
 from .._device.backends.base import KernelParam
-from ..errors import BenchError
 from .._values import show
+from ..errors import BenchError
+from . import elf
 
 EM_CUDA = 190
 EM_AMDGPU = 224

@@ -5,6 +5,7 @@ import os
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .. import _core
 from .._codeobject import image as codeobject
@@ -84,7 +85,8 @@ class Device:
         key = ("bundled module", code)
         if key not in self.kept:
             self.kept[key] = self.load_module(code)
-        return self.kept[key].kernel(name)
+        module: Module = self.kept[key]
+        return module.kernel(name)
 
     # -- facts ---------------------------------------------------------------
     @property
@@ -100,7 +102,7 @@ class Device:
         return self.backend.memory_info()
 
     # -- code ----------------------------------------------------------------
-    def load_module(self, source: bytes | str | os.PathLike | CodeObject) -> Module:
+    def load_module(self, source: bytes | str | os.PathLike[str] | CodeObject) -> Module:
         """Loads a code object (PTX, cubin, fatbin or HSACO): bytes, a path, or what `compile_ir`,
         `compile_for_device` or `compile_source` returned (whose `target` the module then records,
         a cubin naming none itself)."""
@@ -114,7 +116,7 @@ class Device:
         return Module(self, self.backend.load_module(image), image_format, params, target)
 
     # -- memory --------------------------------------------------------------
-    def empty(self, shape: int | tuple[int, ...], dtype: np.dtype | str = np.float32) -> DeviceArray:
+    def empty(self, shape: int | tuple[int, ...], dtype: DTypeLike = np.float32) -> DeviceArray:
         """Uninitialised device memory of `shape` x `dtype` (any integral sizes, numpy's included).
         Refused before allocating if larger than the device's free memory."""
         return DeviceArray(self.backend, shape, dtype)

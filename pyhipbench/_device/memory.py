@@ -11,11 +11,12 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
+from .._values import integer, show
+from ..errors import BenchError
 from . import dlpack
 from .backends.base import Backend
-from ..errors import BenchError
-from .._values import integer, show
 
 # What a backend's device memory is, in DLPack's device types: (its own, others that kernels read as device memory)
 DLPACK_DEVICE_TYPES = {"cuda": (dlpack.CUDA, (dlpack.CUDA, dlpack.CUDA_MANAGED)),
@@ -28,7 +29,7 @@ DLPACK_DEFAULT_STREAM = {"cuda": 1, "hip": 0}
 SUPPORTED_KINDS = "biufc"
 
 
-def check_dtype(dtype: np.dtype | str | type) -> np.dtype:
+def check_dtype(dtype: DTypeLike) -> np.dtype[Any]:
     """`dtype` as a numpy dtype of a SUPPORTED_KINDS kind; BenchError naming it otherwise."""
     try:  # np.dtype(None) is float64: a missing dtype must not become one
         checked = None if dtype is None else np.dtype(dtype)
@@ -58,7 +59,7 @@ class DeviceArray:
     the device's free memory before anything is allocated.
     """
 
-    def __init__(self, backend: Backend, shape: int | tuple[int, ...], dtype: np.dtype | str) -> None:
+    def __init__(self, backend: Backend, shape: int | tuple[int, ...], dtype: DTypeLike) -> None:
         self.address, self._exports = 0, 0  # until allocated: __del__ then frees nothing
         self.shape = check_shape(shape)
         self.dtype = check_dtype(dtype)
@@ -155,7 +156,7 @@ class DeviceArray:
         return dlpack.export(self, self.address, self.shape, self.dtype, self.__dlpack_device__(), versioned)
 
     @property
-    def __cuda_array_interface__(self) -> dict:
+    def __cuda_array_interface__(self) -> dict[str, object]:
         """CUDA array interface v3 (CUDA backend only): shape, typestr, data (address, read-only False)."""
         if not self._backend.cuda_array_interface:
             raise AttributeError(f"__cuda_array_interface__ is CUDA's; this array is on the "

@@ -5,13 +5,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .backends.base import Backend, FunctionLimits, KernelParam
-from ..errors import BenchError
 from .._values import show
+from ..errors import BenchError
+from .backends.base import Backend, FunctionLimits, KernelParam
 
 if TYPE_CHECKING:
-    from .device import Device
     from .._launch.launch_config import LaunchConfig
+    from .device import Device
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Module:
     def __enter__(self) -> Module:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.unload()
 
     def kernel(self, name: str) -> Kernel:

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import BenchError
 from . import args as scalars
 from .args import Argument, shared
-from ..errors import BenchError
 
 __all__ = ["DTYPES", "FILLS", "ARG_FORMS", "ScalarSpec", "ArraySpec", "ArgSpec", "parse_arg", "materialize",
            "host_available_bytes"]

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._device.backends.base import Backend, KernelParam
-from ..errors import BenchError
 from .._device.memory import DeviceArray
 from .._values import integer, show
-
+from ..errors import BenchError
 
 SCALAR_DTYPES = tuple(np.dtype(name) for name in (
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -129,6 +128,13 @@ class Shared:
     """A device array (or a tensor, until bench() views it as one) every rotated set uses as is (not copied)."""
     array: DeviceArray | object
 
+    def shared_address(self) -> int:
+        """The shared array's device address (once bench() has made a tensor a DeviceArray view)."""
+        if not isinstance(self.array, DeviceArray):
+            raise BenchError(f"shared({type(self.array).__name__}): expected a device array or a tensor "
+                             "with __dlpack__")
+        return self.array.address
+
 
 def is_tensor(value: object) -> bool:
     """Whether `value` is a foreign array pyhipbench takes through DLPack (torch, CuPy, JAX)."""
@@ -148,7 +154,7 @@ Argument = DeviceArray | Shared | Scalar | Pointer
 
 
 def adopt_tensors(backend: Backend, kernel_name: str, params: tuple[KernelParam, ...],
-                  args: list[Argument | object]) -> list[Argument]:
+                  args: list[object]) -> list[object]:
     """`args` with each tensor (bare or in shared()) replaced by a DeviceArray view of its memory.
 
     A tensor passed twice becomes one view, so it rotates as one array. The
@@ -163,7 +169,7 @@ def adopt_tensors(backend: Backend, kernel_name: str, params: tuple[KernelParam,
                 backend, tensor, f"argument {i}{name} of kernel {kernel_name!r}")
         return views[id(tensor)]
 
-    adopted: list[Argument] = []
+    adopted: list[object] = []
     for i, arg in enumerate(args):
         if is_tensor(arg):
             arg = view(arg, i)
@@ -173,14 +179,17 @@ def adopt_tensors(backend: Backend, kernel_name: str, params: tuple[KernelParam,
     return adopted
 
 
-def check_args(kernel_name: str, params: tuple[KernelParam, ...], args: list[Argument]) -> None:
-    """Count, kind and size of each argument against the kernel's parameters."""
+def check_args(kernel_name: str, params: tuple[KernelParam, ...], args: list[object]) -> list[Argument]:
+    """`args` once their count, kind and size are checked against the kernel's parameters."""
     if len(args) != len(params):
         names = ", ".join(f"{p.name} ({p.size} B)" for p in params) or "none"
         raise BenchError(f"kernel {kernel_name!r} takes {len(params)} arguments ({names}), "
                          f"got {len(args)}")
     for i, (param, arg) in enumerate(zip(params, args)):
         array = arg.array if isinstance(arg, Shared) else arg
+        if isinstance(arg, Shared) and not isinstance(array, DeviceArray):
+            raise BenchError(f"argument {i} ({param.name}) of kernel {kernel_name!r} is shared() of a "
+                             f"{type(array).__name__}; expected a device array or a tensor with __dlpack__")
         if isinstance(array, DeviceArray) and not array.address:
             raise BenchError(f"argument {i} ({param.name}) of kernel {kernel_name!r} is a freed "
                              "device array; expected a live one")
@@ -197,6 +206,7 @@ def check_args(kernel_name: str, params: tuple[KernelParam, ...], args: list[Arg
         if size != param.size:
             raise BenchError(f"argument {i} ({param.name}) of kernel {kernel_name!r} is {what}, "
                              f"but the parameter is {param.size} bytes")
+    return [arg for arg in args if isinstance(arg, (DeviceArray, Shared, Scalar, Pointer))]  # all, by now
 
 
 def pack_args(params: tuple[KernelParam, ...], args: list[Argument],
@@ -208,7 +218,7 @@ def pack_args(params: tuple[KernelParam, ...], args: list[Argument],
         if isinstance(arg, DeviceArray):
             value = address_of(arg).to_bytes(8, "little")
         elif isinstance(arg, Shared):
-            value = arg.array.address.to_bytes(8, "little")
+            value = arg.shared_address().to_bytes(8, "little")
         else:
             value = arg.pack()
         buffer[param.offset:param.offset + param.size] = value

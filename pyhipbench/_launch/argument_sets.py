@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import _core
-from .args import Argument, pack_args
 from .._device.backends.base import KernelParam
 from .._device.memory import DeviceArray
+from .args import Argument, pack_args
 
 if TYPE_CHECKING:
     from .._device.device import Device

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._device.backends.base import DeviceProperties, FunctionLimits
-from ..errors import BenchError
 from .._values import integer, show
+from ..errors import BenchError
 
 Dims = int | tuple[int, ...]
 

@@ -23,20 +23,21 @@ from __future__ import annotations
 import time
 
 from .. import _core
+from .._device.backends.base import DeviceProperties
+from .._device.device import Device
+from .._device.module import Kernel
+from .._device.stream import Stream
 from .._launch.args import Argument, adopt_tensors, check_args
 from .._launch.argument_sets import ArgumentSets, rotated_arrays
-from .._device.backends.base import DeviceProperties
-from ..errors import BenchError
-from .expect import Expect, Expectation
 from .._launch.launch_config import Dims, LaunchConfig
-from .._device.module import Kernel
+from .._values import show
+from ..errors import BenchError
+from .cache import clean_step
+from .expect import Expect, Expectation
+from .options import BenchOptions
 from .result import Result
 from .rotation import plan_rotation
-from .cache import clean_step
-from .options import BenchOptions
-from .._device.stream import Stream
 from .timers import default_timer, min_launches_per_sample, timer_for
-from .._values import show
 
 
 def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
@@ -109,7 +110,7 @@ def _expectation(expect: Expect, args: list[Argument], kernel_name: str, atol: f
 
 
 def _checked_launch(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], shared_bytes: int,
-                    stream: Stream | None):
+                    stream: Stream | None) -> tuple[Device, LaunchConfig, list[Argument]]:
     """(device, launch config, args as a list), each checked; BenchError naming what is wrong."""
     if not isinstance(kernel, Kernel):
         raise BenchError(f"bench() times a Kernel (device.load_module(...).kernel(name)), "
@@ -123,8 +124,8 @@ def _checked_launch(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument
     if stream is not None and not stream.handle:
         raise BenchError("stream: this stream has been closed")
     config = LaunchConfig.checked(grid, block, shared_bytes, kernel.device.properties)
-    args = adopt_tensors(kernel.device.backend, kernel.name, kernel.params, list(args))
-    check_args(kernel.name, kernel.params, args)
+    args = check_args(kernel.name, kernel.params,
+                      adopt_tensors(kernel.device.backend, kernel.name, kernel.params, list(args)))
     kernel.prepare(config)
     return kernel.device, config, args
 
@@ -135,6 +136,6 @@ def make_plan(kernel: Kernel, config: LaunchConfig, sets: ArgumentSets, stream: 
                             stream, sets.packed(), [p.offset for p in kernel.params])
 
 
-def _device_facts(props: DeviceProperties) -> dict:
+def _device_facts(props: DeviceProperties) -> dict[str, str | int]:
     return {"backend": props.backend, "index": props.index, "name": props.name, "arch": props.arch,
             "l2_bytes": props.l2_bytes, "llc_bytes": props.llc_bytes}

@@ -31,15 +31,15 @@ from typing import TYPE_CHECKING, Union
 import numpy as np
 
 from .. import _core
-from .._launch.args import Argument, Shared
-from ..errors import BenchError, OutputMismatch
 from .._device.memory import DeviceArray
+from .._launch.args import Argument, Shared
 from .._values import integer, real, show
+from ..errors import BenchError, OutputMismatch
 from .timers import core_timer
 
 if TYPE_CHECKING:
-    from .._launch.argument_sets import ArgumentSets
     from .._device.device import Device
+    from .._launch.argument_sets import ArgumentSets
 
 Check = Callable[[list[Union[np.ndarray, None]]], bool]
 Expect = Union[Sequence, Mapping, Check, None]

@@ -14,8 +14,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BenchError
 from .._values import integer, real, show
+from ..errors import BenchError
 from .cache import CACHE_STATES, DEFAULT_CACHE_STATE
 from .rotation import checked_rotate
 from .stopping import StopRule
@@ -73,7 +73,7 @@ class BenchOptions:
             if self.iterations is not None:
                 raise BenchError(f"slower_than_us={show(self.slower_than_us)} with iterations={self.iterations}: "
                                  "racing stops a run early, a fixed count never does; expected one of them")
-        if self.rotate != "auto" and self.cache != "auto" and (self.cache == "dirty-cold") != (self.rotate > 1):
+        if isinstance(self.rotate, int) and self.cache != "auto" and (self.cache == "dirty-cold") != (self.rotate > 1):
             raise BenchError(f"rotate={self.rotate} with cache={self.cache!r}: only dirty-cold rotates argument "
                              "sets (rotate > 1); rotate=1 is warm")
         if self.cache_state == "clean-cold" and self.timer not in PER_KERNEL_TIMERS + ("auto",):

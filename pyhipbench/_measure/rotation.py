@@ -21,8 +21,8 @@ import warnings
 from dataclasses import dataclass
 
 from .. import _core
-from ..errors import BenchError
 from .._values import integer
+from ..errors import BenchError
 
 MIN_HEADROOM_BYTES: int = _core.MIN_HEADROOM_BYTES  # left free for the driver, code and the kernel's scratch
 HEADROOM_FRACTION: float = _core.HEADROOM_FRACTION  # of total device memory, when larger than the minimum
@@ -72,10 +72,13 @@ def plan_rotation(set_bytes: int, llc_bytes: int, free_bytes: int, total_bytes: 
     free memory cut R below what the cache asks for.
     """
     rotate = checked_rotate(rotate)
-    sizes = [integer(name, value, 0, MAX_BYTES, unit="bytes") for name, value in (
-        ("set_bytes", set_bytes), ("llc_bytes", llc_bytes), ("free_bytes", free_bytes), ("total_bytes", total_bytes))]
+    set_bytes, llc_bytes, free_bytes, total_bytes = (
+        integer(name, value, 0, MAX_BYTES, unit="bytes") for name, value in (
+            ("set_bytes", set_bytes), ("llc_bytes", llc_bytes), ("free_bytes", free_bytes),
+            ("total_bytes", total_bytes)))
     launches = None if launches is None else integer("launches", launches, 1)
-    sets, wanted, reason = _core.plan_rotation(*sizes, None if rotate == "auto" else rotate, launches)
+    sets, wanted, reason = _core.plan_rotation(set_bytes, llc_bytes, free_bytes, total_bytes,
+                                               None if isinstance(rotate, str) else rotate, launches)
     if sets < wanted:
         warnings.warn(RotationCapped(f"rotation capped from {wanted} to {sets} sets ({reason})"), stacklevel=3)
     return Rotation(sets, set_bytes, llc_bytes, reason, wanted)

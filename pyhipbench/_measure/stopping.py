@@ -8,7 +8,7 @@ docs/measurement.md explains the warm-up, the run sizing and each stop.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from .. import _core
 from .._values import integer, real
@@ -31,6 +31,7 @@ class StopRule:
     # interval one tick wide is as narrow as a sub-µs kernel's samples can show.
     tick_us: float = _DEFAULT.tick_us
     slower_than_us: float = _DEFAULT.slower_than_us  # racing: stop once the CI is wholly above this, µs; 0 = never
+    core: _core.StopRule = field(init=False, repr=False, compare=False)  # the same rule, for the core
 
     def __post_init__(self) -> None:
         real("precision", self.precision, minimum=0, below=1)
@@ -44,4 +45,5 @@ class StopRule:
         integer("warmup_chunk", self.warmup_chunk, 1)
         integer("first_chunk", self.first_chunk, 1)
         # The rule the core applies (a flat copy: dataclasses.asdict deep-copies, a cost on every bench()).
-        object.__setattr__(self, "core", _core.StopRule(**{f.name: getattr(self, f.name) for f in fields(self)}))
+        rule = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        object.__setattr__(self, "core", _core.StopRule(**rule))

@@ -22,14 +22,24 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .._device.backends import BACKEND_NAMES
-from ..errors import BenchError
 from .._values import integer, real, show
+from ..errors import BenchError
 from .candidate import Candidate, candidates_from_json, load_space
 from .local import LocalPool
 from .progress import Progress
 from .scheduler import TIMEOUT_FLOOR_S, SweepSummary, run, watchdog_s
-from .sources import (SOURCE_KINDS, Code, CodeObjectSource, CompileTarget, CudaSource, HipSource, IRSource, Source,
-                      TritonSource, register_source_kind)
+from .sources import (
+    SOURCE_KINDS,
+    Code,
+    CodeObjectSource,
+    CompileTarget,
+    CudaSource,
+    HipSource,
+    IRSource,
+    Source,
+    TritonSource,
+    register_source_kind,
+)
 from .store import Store, export_best, load_results
 
 __all__ = ["sweep", "Candidate", "load_space", "candidates_from_json", "Source", "CodeObjectSource",

@@ -29,8 +29,8 @@ from typing import Any
 from .._launch.arg_spec import ArgSpec, ArraySpec, ScalarSpec, parse_arg
 from .._launch.launch_config import dims
 from .._measure.options import BenchOptions
-from ..errors import BenchError
 from .._values import integer, real, show
+from ..errors import BenchError
 from .sources import Source, TritonSource, source_from_json
 
 __all__ = ["Candidate", "load_space", "candidates_from_json"]

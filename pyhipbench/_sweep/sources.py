@@ -31,12 +31,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .._codeobject.image import detect_format, read_image
 from .._launch.args import Scalar
 from .._measure.options import BenchOptions
-from ..codegen import compile_for_target, nvptx, triple_of
-from .._codeobject.image import detect_format, read_image
-from ..errors import BenchError, CodegenError
 from .._values import integer, show
+from ..codegen import compile_for_target, nvptx, triple_of
+from ..errors import BenchError, CodegenError
 
 __all__ = ["Source", "CompileTarget", "Code", "CodeObjectSource", "IRSource", "CudaSource", "HipSource",
            "TritonSource", "SOURCE_KINDS", "register_source_kind", "source_from_json"]

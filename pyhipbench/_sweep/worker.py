@@ -23,13 +23,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._device.device import Device
+from .._device.memory import DeviceArray
 from .._launch.arg_spec import ArgSpec, materialize
 from .._launch.args import Shared
 from .._measure.bench import bench_with
 from .._measure.options import BenchOptions
-from .._device.device import Device
 from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
-from .._device.memory import DeviceArray
 from .sources import CompileTarget, Source
 
 __all__ = ["Task", "Outcome", "DeviceFacts", "Worker", "serve", "INVALID", "FAULT", "ERROR", "TIMEOUT", "DIED"]

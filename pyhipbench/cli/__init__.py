@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import __version__, _cpp as cpp
+from .. import __version__
+from .. import _cpp as cpp
 from .._device.device import Device
 from ..errors import BenchError, Error
 from . import compare, demo, info, run, sweep

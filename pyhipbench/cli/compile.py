@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     kind, source = read_input(args.input)
     if kind == "source":
         raise BenchError(f"{args.input} is C++ source; compile takes LLVM IR (text or bitcode). `pyhipbench run` "
-                         "compiles .cu / .hip files itself, and pyhipbench.codegen.source.compile_source writes code objects")
+                         "compiles .cu / .hip files itself, and pyhipbench.codegen.source.compile_source "
+                         "writes code objects")
     if kind != "ir":
         raise BenchError(f"{args.input} is already a {codeobject.detect_format(source)} code object; "
                          "compile takes LLVM IR (text or bitcode)")

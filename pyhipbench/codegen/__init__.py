@@ -13,10 +13,9 @@ import os
 import llvmlite.binding as llvm
 import numpy as np
 
-from . import ir
-from . import amdgpu, emit, nvptx
-from ..errors import CodegenError, VerificationError
 from .._codeobject.code_object import CodeObject
+from ..errors import CodegenError, VerificationError
+from . import amdgpu, emit, ir, nvptx
 from .verify import KernelEntry, Verification
 
 __all__ = [

@@ -26,10 +26,9 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from . import ir
-from .toolchain import Toolchain, find_toolchain
 from ..errors import CodegenError, IRError, VerificationError
-from . import emit
+from . import emit, ir
+from .toolchain import Toolchain, find_toolchain
 from .verify import Verification, verify_entries
 
 __all__ = ["TRIPLE", "FLUSH", "CODE_OBJECT_VERSIONS", "CodegenError", "check_kernel_names", "compile_module"]

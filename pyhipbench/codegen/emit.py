@@ -31,8 +31,8 @@ from pathlib import Path
 
 import llvmlite
 
-from . import ir
 from ..errors import CodegenError
+from . import ir
 from .emit_worker import read_message, write_message
 
 __all__ = ["assembly", "check_target", "known_processors"]

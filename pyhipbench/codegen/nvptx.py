@@ -22,9 +22,8 @@ import re
 
 import llvmlite.binding as llvm
 
-from . import ir
 from ..errors import CodegenError, IRError
-from . import emit
+from . import emit, ir
 
 __all__ = ["TRIPLE", "arch_specific", "check_kernel_names", "check_prologue", "compile_module",
            "max_ptx_version", "ptx_version_of"]

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from .._device import archs
 from .._codeobject import image as codeobject
-from . import CodeObject, nvptx, processor_of, triple_of
-from ..errors import CodegenError, ToolchainError
+from .._device import archs
 from .._values import show
+from ..errors import CodegenError, ToolchainError
+from . import CodeObject, nvptx, processor_of, triple_of
 
 if TYPE_CHECKING:
     from .._device.device import Device

@@ -11,7 +11,8 @@ import pytest
 
 import pyhipbench as hb
 from pyhipbench import cli
-from pyhipbench.cli import run as run_command, values
+from pyhipbench.cli import run as run_command
+from pyhipbench.cli import values
 
 COPY_PTX = resources.files("pyhipbench") / "kernels" / "copy.ptx"
 

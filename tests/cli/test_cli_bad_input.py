@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen_helpers import IR_DATA
 import pyhipbench as hb
 from pyhipbench import cli
 from pyhipbench._launch.launch_config import dims
 from pyhipbench._measure.options import BenchOptions
 from pyhipbench._measure.rotation import plan_rotation
+
+from codegen_helpers import IR_DATA
 
 COPY_PTX = Path(str(resources.files("pyhipbench") / "kernels" / "copy.ptx"))
 RUN = ["--kernel", "copy", "--grid", "1", "--block", "256"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from codegen_helpers import IR_DATA, require_toolchain
 from pyhipbench import cli
+
+from codegen_helpers import IR_DATA, require_toolchain
 
 
 def run(*argv: str) -> int:

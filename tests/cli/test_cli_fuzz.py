@@ -20,14 +20,16 @@ from importlib import resources
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import example, given, settings, strategies as st  # noqa: E402
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-import pyhipbench as hb  # noqa: E402
-from pyhipbench import cli  # noqa: E402
-from pyhipbench._launch import arg_spec  # noqa: E402
-from pyhipbench._launch.launch_config import dims  # noqa: E402
-from pyhipbench._measure.rotation import plan_rotation  # noqa: E402
-from pyhipbench.cli import compile as compile_command, values  # noqa: E402
+import pyhipbench as hb
+from pyhipbench import cli
+from pyhipbench._launch import arg_spec
+from pyhipbench._launch.launch_config import dims
+from pyhipbench._measure.rotation import plan_rotation
+from pyhipbench.cli import compile as compile_command
+from pyhipbench.cli import values
 
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
 COPY_PTX = str(resources.files("pyhipbench") / "kernels" / "copy.ptx")

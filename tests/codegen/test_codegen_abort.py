@@ -9,9 +9,9 @@ import signal
 
 import pytest
 
+from pyhipbench.codegen import CodegenError, compile_ir, emit, ir
+
 from codegen_helpers import IR_DATA, require_toolchain
-from pyhipbench.codegen import ir
-from pyhipbench.codegen import CodegenError, compile_ir, emit
 
 # Verifies everywhere, selects only on processors with MFMA (gfx90a/gfx942/gfx950).
 MFMA = (IR_DATA / "mfma.ll").read_text()

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from codegen_helpers import AMD_TARGETS, IR_DATA, require, require_toolchain
-from pyhipbench.codegen import ir
-from pyhipbench.codegen import CodegenError, VerificationError, amdgpu, compile_ir
-from pyhipbench.codegen.verify import verify_entries
+from pyhipbench.codegen import CodegenError, VerificationError, amdgpu, compile_ir, ir
 from pyhipbench.codegen.toolchain import ENV_VAR, ToolchainError
+from pyhipbench.codegen.verify import verify_entries
+
+from codegen_helpers import AMD_TARGETS, IR_DATA, require, require_toolchain
 
 FLUSH = ["s_icache_inv"] + ["s_nop 0"] * 16
 EI_ABIVERSION = 8  # ELFABIVERSION_AMDGPU_HSA_V4 = 2, V5 = 3, V6 = 4

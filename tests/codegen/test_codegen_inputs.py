@@ -12,10 +12,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from codegen_helpers import IR_DATA, require_toolchain
 from pyhipbench import Error
 from pyhipbench.codegen import CodegenError, compile_for_device, compile_ir, triple_of
 from pyhipbench.errors import IRError
+
+from codegen_helpers import IR_DATA, require_toolchain
 
 AMD = """
 target triple = "amdgcn-amd-amdhsa"

@@ -6,9 +6,9 @@ kernel (which is what made 2000 kernels take 6 times as long as 500 x 4)."""
 
 from __future__ import annotations
 
+from pyhipbench.codegen import amdgpu, compile_ir, ir
+
 from codegen_helpers import many_kernels, require_toolchain
-from pyhipbench.codegen import ir
-from pyhipbench.codegen import amdgpu, compile_ir
 
 KERNELS = 200
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from codegen_helpers import require_toolchain
 from pyhipbench.codegen import compile_ir
 from pyhipbench.errors import IRError
+
+from codegen_helpers import require_toolchain
 
 
 def ir_name(name: str) -> str:

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
+from pyhipbench.codegen import CodegenError, compile_ir, ir
+
 from codegen_helpers import IR_DATA
-from pyhipbench.codegen import ir
-from pyhipbench.codegen import CodegenError, compile_ir
 
 LEGACY = """
 target triple = "nvptx64-nvidia-cuda"
@@ -128,6 +128,7 @@ def test_drivers_older_than_cuda_11_are_refused():
 
 def test_compile_for_device_lowers_ptx_to_what_the_driver_loads():
     from types import SimpleNamespace
+
     from pyhipbench.codegen import compile_for_device
     from pyhipbench.codegen.nvptx import ptx_version_of
     ir_text = (IR_DATA / "copy_sm_90.ll").read_bytes()

@@ -7,8 +7,9 @@ import re
 import llvmlite.binding as llvm
 import pytest
 
-from codegen_helpers import IR_DATA
 from pyhipbench.codegen import ir
+
+from codegen_helpers import IR_DATA
 
 PROLOGUE = "s_icache_inv\ns_nop 0"
 

@@ -7,14 +7,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from fakes.host_backend import HostBackend
-
 import pyhipbench as hb
 from pyhipbench import cli
-from pyhipbench._codeobject import image as codeobject, elf
+from pyhipbench._codeobject import elf
+from pyhipbench._codeobject import image as codeobject
 from pyhipbench.codegen import source
-from pyhipbench.errors import CodegenError, ToolchainError
 from pyhipbench.codegen.source import CompiledSource, compile_source
+from pyhipbench.errors import CodegenError, ToolchainError
+
+from fakes.host_backend import HostBackend
 
 SOURCE = """
 #include "scale.h"

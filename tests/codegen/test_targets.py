@@ -12,13 +12,12 @@ import pytest
 import pyhipbench as hb
 from pyhipbench import cli
 from pyhipbench._codeobject import image as codeobject
-from pyhipbench.codegen import ir
-from pyhipbench.codegen import compile_for_device, compile_ir, device_target
-from pyhipbench.codegen.nvptx import arch_specific
 from pyhipbench._measure.report import to_csv
+from pyhipbench.codegen import compile_for_device, compile_ir, device_target, ir
+from pyhipbench.codegen.nvptx import arch_specific
 
-from fakes.host_backend import HostBackend
 from code_objects import COPY_METADATA, hsaco_with_metadata, minimal_cubin, msgpack
+from fakes.host_backend import HostBackend
 
 IR_DATA = Path(__file__).parents[1] / "data" / "ir"
 WGMMA = IR_DATA / "wgmma.ll"

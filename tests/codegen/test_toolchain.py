@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from codegen_helpers import require_toolchain
 from pyhipbench.codegen import toolchain
 from pyhipbench.codegen.toolchain import ENV_VAR, ToolchainError, find_toolchain
+
+from codegen_helpers import require_toolchain
 
 
 def fake_tools(directory: Path, suffix: str = "", *, knows: str = "gfx942",

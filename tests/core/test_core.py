@@ -6,9 +6,10 @@ import struct
 import numpy as np
 import pytest
 
-from fakes.host_backend import FAKE_CUDA_CONTEXT
 from pyhipbench import _core
 from pyhipbench.errors import BenchError
+
+from fakes.host_backend import FAKE_CUDA_CONTEXT
 
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
 CONTEXT = {"cuda": FAKE_CUDA_CONTEXT, "hip": 0}  # what each backend's timers run in

@@ -10,13 +10,14 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from codegen_helpers import require, require_toolchain
 
 import pyhipbench
 from pyhipbench._device.archs import MiB, last_level_cache_bytes
-from pyhipbench.codegen import compile_ir
 from pyhipbench._measure.rotation import RotationCapped, plan_rotation
 from pyhipbench._measure.stopping import StopRule
+from pyhipbench.codegen import compile_ir
+
+from codegen_helpers import require, require_toolchain
 
 ROOT = Path(__file__).parents[2]
 KERNELS = ROOT / "pyhipbench" / "kernels"

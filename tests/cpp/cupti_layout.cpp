@@ -20,15 +20,15 @@
 namespace record = pyhipbench::cupti::kernel_record;
 namespace ours = pyhipbench::cupti;
 
-#define CHECK_KERNEL_RECORD(T)                                                      \
-  static_assert(offsetof(T, kind) == record::kKind, #T ".kind");                    \
-  static_assert(offsetof(T, start) == record::kStart, #T ".start");                 \
-  static_assert(offsetof(T, end) == record::kEnd, #T ".end");                       \
-  static_assert(offsetof(T, streamId) == record::kStreamId, #T ".streamId");        \
-  static_assert(offsetof(T, gridX) == record::kGrid, #T ".gridX");                  \
-  static_assert(offsetof(T, gridZ) == record::kGrid + 8, #T ".gridZ");              \
-  static_assert(offsetof(T, blockX) == record::kBlock, #T ".blockX");               \
-  static_assert(offsetof(T, blockZ) == record::kBlock + 8, #T ".blockZ");           \
+#define CHECK_KERNEL_RECORD(T)                                                       \
+  static_assert(offsetof(T, kind) == record::kKind, #T ".kind");                     \
+  static_assert(offsetof(T, start) == record::kStart, #T ".start");                  \
+  static_assert(offsetof(T, end) == record::kEnd, #T ".end");                        \
+  static_assert(offsetof(T, streamId) == record::kStreamId, #T ".streamId");         \
+  static_assert(offsetof(T, gridX) == record::kGrid, #T ".gridX");                   \
+  static_assert(offsetof(T, gridZ) == record::kGrid + 8, #T ".gridZ");               \
+  static_assert(offsetof(T, blockX) == record::kBlock, #T ".blockX");                \
+  static_assert(offsetof(T, blockZ) == record::kBlock + 8, #T ".blockZ");            \
   static_assert(offsetof(T, correlationId) == record::kCorrelationId, #T ".corrId"); \
   static_assert(sizeof(T) >= record::kEndOfFields, #T " size");
 
@@ -56,8 +56,7 @@ static_assert(CUPTI_ERROR_INVALID_KIND == ours::kInvalidKind, "invalid kind");
 static_assert(offsetof(CUpti_CallbackData, callbackSite) == offsetof(ours::CallbackData, callback_site), "site");
 static_assert(offsetof(CUpti_CallbackData, functionParams) == offsetof(ours::CallbackData, function_params),
               "functionParams");
-static_assert(offsetof(CUpti_CallbackData, functionReturnValue) ==
-                  offsetof(ours::CallbackData, function_return_value),
+static_assert(offsetof(CUpti_CallbackData, functionReturnValue) == offsetof(ours::CallbackData, function_return_value),
               "functionReturnValue");
 static_assert(offsetof(CUpti_CallbackData, correlationId) == offsetof(ours::CallbackData, correlation_id),
               "correlationId");

@@ -334,8 +334,7 @@ int main(int argc, char** argv) {
   if (events->run(empty, 2, 0).times_us.size() != 2) return fails("events after the driver handle went");
   // The last timer holds the last reference: the driver goes with it, releasing its primary context.
   events.reset();
-  if (std::string(argv[1]) == "cuda" &&
-      reinterpret_cast<int (*)()>(dlsym(fake, "fake_retained_contexts"))() != 0) {
+  if (std::string(argv[1]) == "cuda" && reinterpret_cast<int (*)()>(dlsym(fake, "fake_retained_contexts"))() != 0) {
     return fails("the CUDA primary context was not released with the driver");
   }
   dlclose(fake);

@@ -7,8 +7,8 @@ from importlib import resources
 import pytest
 
 from pyhipbench import BenchError
-from pyhipbench._device.backends import KernelParam
 from pyhipbench._codeobject.image import detect_format, kernels, ptx_kernels
+from pyhipbench._device.backends import KernelParam
 
 KERNELS = resources.files("pyhipbench") / "kernels"
 

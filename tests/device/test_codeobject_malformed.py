@@ -17,13 +17,25 @@ from pathlib import Path
 import pytest
 
 import pyhipbench as hb
-from code_objects import (COPY_METADATA, EM_AMDGPU, EM_CUDA, IR_DATA, SHT_NOTE, bundled_ptx, elf64, fatbin,
-                          hsaco_with_metadata, minimal_cubin, msgpack)
-from codegen_helpers import require_toolchain
+from pyhipbench._codeobject.elf import ElfFile
+from pyhipbench._codeobject.image import check_fatbin, kernels
 from pyhipbench.codegen import compile_ir
 from pyhipbench.codegen.verify import _descriptors
-from pyhipbench._codeobject.image import check_fatbin, kernels
-from pyhipbench._codeobject.elf import ElfFile
+
+from code_objects import (
+    COPY_METADATA,
+    EM_AMDGPU,
+    EM_CUDA,
+    IR_DATA,
+    SHT_NOTE,
+    bundled_ptx,
+    elf64,
+    fatbin,
+    hsaco_with_metadata,
+    minimal_cubin,
+    msgpack,
+)
+from codegen_helpers import require_toolchain
 
 FLIPS_PER_OBJECT = 1500
 

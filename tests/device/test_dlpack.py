@@ -7,12 +7,12 @@ import sys
 import numpy as np
 import pytest
 
-from fakes.host_backend import HostBackend
-from fakes.tensors import FakeTensor, legacy
-
 import pyhipbench as hb
 from pyhipbench._device import dlpack
 from pyhipbench._device.memory import DeviceArray
+
+from fakes.host_backend import HostBackend
+from fakes.tensors import FakeTensor, legacy
 
 
 @pytest.mark.parametrize("producer", [lambda a: a, legacy], ids=["dlpack-1.0", "dlpack-0.8"])
@@ -75,8 +75,8 @@ def test_a_device_array_exports_its_own_memory(host_array, max_version, version)
     assert dlpack._is_valid(capsule, b"dltensor_versioned" if version == (1, 0) else b"dltensor")
 
     class Holder:  # a consumer reading the capsule pyhipbench made
-        def __dlpack__(self, **keywords):
-            return capsule
+        def __dlpack__(self, made=capsule, **keywords):
+            return made
     managed = dlpack.read(Holder(), None)
     assert managed.version == version and managed.address == host_array.address
     assert managed.shape == (2, 3) and managed.strides is None and managed.dtype() == np.float32

@@ -8,16 +8,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from importlib.metadata import PackageNotFoundError, version as distribution_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as distribution_version
 from pathlib import Path
 
 import pytest
 
-from fakes.build import FAKES
-from fakes.conftest_fixtures import fake_hip_library, require_hip_python, run_with_fake  # noqa: F401 (fixture)
 from pyhipbench._device.backends import hip as hip_backend
 from pyhipbench._device.backends.hip import HIP_PYTHON_RELEASES, check_versions, decode_hip_version, import_hip_python
 from pyhipbench.errors import NoDeviceError
+
+from fakes.build import FAKES
+from fakes.conftest_fixtures import fake_hip_library, require_hip_python, run_with_fake  # noqa: F401 (fixture)
 
 MiB = 1 << 20
 

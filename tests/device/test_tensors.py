@@ -8,10 +8,10 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from fakes.tensors import FakeTensor
-
 import pyhipbench as hb
 from pyhipbench._device import dlpack
+
+from fakes.tensors import FakeTensor
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}

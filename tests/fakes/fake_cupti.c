@@ -41,8 +41,8 @@ enum {
 
 typedef void (*callback_function)(void* userdata, int domain, uint32_t cbid, const void* data);
 typedef void (*buffer_requested_function)(uint8_t** buffer, size_t* size, size_t* max_records);
-typedef void (*buffer_completed_function)(void* context, uint32_t stream_id, uint8_t* buffer,
-                                          size_t size, size_t valid_size);
+typedef void (*buffer_completed_function)(void* context, uint32_t stream_id, uint8_t* buffer, size_t size,
+                                          size_t valid_size);
 
 /* CUpti_CallbackData. */
 typedef struct {
@@ -166,8 +166,8 @@ static uint8_t* space_for(size_t bytes) {
 static void put32(uint8_t* record, size_t offset, uint32_t value) { memcpy(record + offset, &value, 4); }
 static void put64(uint8_t* record, size_t offset, uint64_t value) { memcpy(record + offset, &value, 8); }
 
-static void write_kernel_record(uint32_t correlation_id, const fake_launch_params* call,
-                                uint64_t start_ns, uint64_t end_ns) {
+static void write_kernel_record(uint32_t correlation_id, const fake_launch_params* call, uint64_t start_ns,
+                                uint64_t end_ns) {
   uint8_t* record = space_for(record_bytes);
   if (!record) return;
   put32(record, 0, concurrent_kernel_enabled ? KIND_CONCURRENT_KERNEL : KIND_KERNEL);
@@ -196,13 +196,11 @@ static void write_foreign_records(void) {
 }
 
 /* Called by the fake driver around each cuLaunchKernel. */
-static void observe_launch(int site, const fake_launch_params* call, int result, double start_ms,
-                           double end_ms) {
+static void observe_launch(int site, const fake_launch_params* call, int result, double start_ms, double end_ms) {
   if (site == FAKE_LAUNCH_ENTER) launch_correlation_id = next_correlation_id++;
   if (subscribed && launch_callback_enabled) {
     int returned = result;
-    callback_data data = {site, "cuLaunchKernel", call, &returned, "kern", NULL, 1, NULL,
-                          launch_correlation_id};
+    callback_data data = {site, "cuLaunchKernel", call, &returned, "kern", NULL, 1, NULL, launch_correlation_id};
     subscriber_function(subscriber_userdata, DOMAIN_DRIVER_API, CBID_CU_LAUNCH_KERNEL, &data);
   }
   if (site != FAKE_LAUNCH_EXIT || result != 0 || !(concurrent_kernel_enabled || kernel_enabled)) return;
@@ -241,12 +239,18 @@ int cuptiGetVersion(uint32_t* v) {
 
 static const char* result_name(int result) {
   switch (result) {
-    case SUCCESS: return "CUPTI_SUCCESS";
-    case ERROR_INVALID_PARAMETER: return "CUPTI_ERROR_INVALID_PARAMETER";
-    case ERROR_MAX_LIMIT_REACHED: return "CUPTI_ERROR_MAX_LIMIT_REACHED";
-    case ERROR_INVALID_KIND: return "CUPTI_ERROR_INVALID_KIND";
-    case ERROR_MULTIPLE_SUBSCRIBERS: return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
-    default: return NULL;
+    case SUCCESS:
+      return "CUPTI_SUCCESS";
+    case ERROR_INVALID_PARAMETER:
+      return "CUPTI_ERROR_INVALID_PARAMETER";
+    case ERROR_MAX_LIMIT_REACHED:
+      return "CUPTI_ERROR_MAX_LIMIT_REACHED";
+    case ERROR_INVALID_KIND:
+      return "CUPTI_ERROR_INVALID_KIND";
+    case ERROR_MULTIPLE_SUBSCRIBERS:
+      return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+    default:
+      return NULL;
   }
 }
 
@@ -259,11 +263,14 @@ int cuptiGetResultString(int result, const char** text) {
 
 int cuptiGetErrorMessage(int result, const char** text) {
   switch (result) {
-    case ERROR_INVALID_PARAMETER: *text = "Invalid parameter"; return SUCCESS;
+    case ERROR_INVALID_PARAMETER:
+      *text = "Invalid parameter";
+      return SUCCESS;
     case ERROR_MULTIPLE_SUBSCRIBERS:
       *text = "CUPTI doesn't allow multiple callback subscribers";
       return SUCCESS;
-    default: return ERROR_INVALID_PARAMETER;
+    default:
+      return ERROR_INVALID_PARAMETER;
   }
 }
 
@@ -306,9 +313,12 @@ int cuptiActivityRegisterCallbacks(buffer_requested_function requested, buffer_c
 static int set_kind(const char* call, int kind, int on) {
   int err = enter(call);
   if (err) return err;
-  if (kind == KIND_CONCURRENT_KERNEL) concurrent_kernel_enabled = on;
-  else if (kind == KIND_KERNEL) kernel_enabled = on;
-  else return ERROR_INVALID_KIND;
+  if (kind == KIND_CONCURRENT_KERNEL)
+    concurrent_kernel_enabled = on;
+  else if (kind == KIND_KERNEL)
+    kernel_enabled = on;
+  else
+    return ERROR_INVALID_KIND;
   return SUCCESS;
 }
 int cuptiActivityEnable(int kind) { return set_kind("cuptiActivityEnable", kind, 1); }

@@ -20,16 +20,16 @@
 typedef struct {
   char call[40];
   uintptr_t function;
-  uint32_t grid[3];  /* as passed: blocks (CUDA) or global work size (HIP) */
+  uint32_t grid[3]; /* as passed: blocks (CUDA) or global work size (HIP) */
   uint32_t block[3];
   uint64_t shared_bytes;
   uintptr_t stream;
-  uintptr_t params;                   /* the kernelParams array's address */
-  uint64_t arg_values[MAX_ARGS];      /* first 8 bytes behind each param pointer */
-  uintptr_t start_event, stop_event;  /* events given to the launch (HIP ext) */
-  uintptr_t event;                    /* event of an event call */
-  uintptr_t value;                    /* context pushed or popped, device set, graph, spin target */
-  uint64_t blocked_by;                /* the target of the spin kernel still holding the stream, or 0 */
+  uintptr_t params;                  /* the kernelParams array's address */
+  uint64_t arg_values[MAX_ARGS];     /* first 8 bytes behind each param pointer */
+  uintptr_t start_event, stop_event; /* events given to the launch (HIP ext) */
+  uintptr_t event;                   /* event of an event call */
+  uintptr_t value;                   /* context pushed or popped, device set, graph, spin target */
+  uint64_t blocked_by;               /* the target of the spin kernel still holding the stream, or 0 */
 } fake_record;
 
 typedef struct {
@@ -42,10 +42,10 @@ static int record_count;
 static int arg_count_to_read = 0;
 static double clock_ms;
 static double launch_ms = 0.004; /* each launch takes 4 µs on the fake clock */
-static double launch_ms_step;     /* ... plus this much more than the launch before it */
+static double launch_ms_step;    /* ... plus this much more than the launch before it */
 static char fail_call[40];
 static int fail_code;
-static int fail_after; /* fail on the (fail_after+1)-th call of fail_call */
+static int fail_after;  /* fail on the (fail_after+1)-th call of fail_call */
 static int sticky_code; /* once a fault fired with sticky set, every call returns it */
 static int fail_sticky;
 static int live_events;
@@ -247,8 +247,8 @@ static int graph_launch(const char* call, fake_graph* exec, uintptr_t stream) {
 }
 
 /* Adds a launch to the graph `stream` is capturing; 0 if it is not capturing. */
-static int captured(const char* call, uintptr_t f, const uint32_t grid[3], const uint32_t block[3],
-                    uint64_t shared, void* stream_handle, void** params) {
+static int captured(const char* call, uintptr_t f, const uint32_t grid[3], const uint32_t block[3], uint64_t shared,
+                    void* stream_handle, void** params) {
   fake_stream* stream = find_stream(stream_handle);
   if (!stream || !stream->capture) return 0;
   fake_graph* g = stream->capture;
@@ -472,22 +472,22 @@ static int misbehave(uintptr_t f) {
   const char* name = fake_function_name ? fake_function_name(f) : NULL;
   if (!name) return 0;
   if (named_in("FAKE_KERNEL_ABORT", name)) abort();
-  if (named_in("FAKE_KERNEL_HANG", name)) for (;;) pause();
+  if (named_in("FAKE_KERNEL_HANG", name))
+    for (;;) pause();
   if (named_in("FAKE_KERNEL_FAULT", name)) return sticky_code = 700;
   return 0;
 }
 
-static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
-                         const uint32_t block[3], uint64_t shared, uintptr_t stream,
-                         void** params, fake_event* start, fake_event* stop) {
+static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3], const uint32_t block[3],
+                         uint64_t shared, uintptr_t stream, void** params, fake_event* start, fake_event* stop) {
   int err = injected(call);
   if (err) return err;
   err = misbehave(f);
   if (err) return err;
   if (spin_function && f == spin_function) return launch_spin(params, stream);
   queue_behind_spin();
-  if (captured(strcmp(call, "cuLaunchKernel") == 0 ? "captured cuLaunchKernel" : "captured hipExtModuleLaunchKernel",
-               f, grid, block, shared, (void*)stream, params)) {
+  if (captured(strcmp(call, "cuLaunchKernel") == 0 ? "captured cuLaunchKernel" : "captured hipExtModuleLaunchKernel", f,
+               grid, block, shared, (void*)stream, params)) {
     return start || stop ? 1 : 0; /* as HIP: no events inside a capture */
   }
   fake_record* r = record(call);
@@ -500,11 +500,17 @@ static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3],
   for (int a = 0; a < arg_count_to_read && params; ++a) memcpy(&r->arg_values[a], params[a], 8);
   r->start_event = (uintptr_t)start;
   r->stop_event = (uintptr_t)stop;
-  if (start) { start->time_ms = clock_ms; start->recorded = 1; }
+  if (start) {
+    start->time_ms = clock_ms;
+    start->recorded = 1;
+  }
   if (kernel_body) kernel_body(f, params);
   clock_ms += launch_duration_ms(block[0]);
   launch_ms += launch_ms_step;
-  if (stop) { stop->time_ms = clock_ms; stop->recorded = 1; }
+  if (stop) {
+    stop->time_ms = clock_ms;
+    stop->recorded = 1;
+  }
   return 0;
 }
 
@@ -549,37 +555,63 @@ static int event_destroy(fake_event* event) {
 
 static const char* error_name(int code) {
   switch (code) {
-    case 0: return "SUCCESS";
-    case 1: return "INVALID_VALUE";
-    case 2: return "OUT_OF_MEMORY";
-    case 98: return "INVALID_DEVICE_FUNCTION";
-    case 100: return "NO_DEVICE";
-    case 101: return "INVALID_DEVICE";
-    case 201: return "INVALID_CONTEXT";
-    case 200: return "INVALID_IMAGE";
-    case 400: return "INVALID_HANDLE";
-    case 500: return "NOT_FOUND";
-    case 700: return "ILLEGAL_ADDRESS";
-    case 900: return "STREAM_CAPTURE_UNSUPPORTED";
-    default: return "UNKNOWN";
+    case 0:
+      return "SUCCESS";
+    case 1:
+      return "INVALID_VALUE";
+    case 2:
+      return "OUT_OF_MEMORY";
+    case 98:
+      return "INVALID_DEVICE_FUNCTION";
+    case 100:
+      return "NO_DEVICE";
+    case 101:
+      return "INVALID_DEVICE";
+    case 201:
+      return "INVALID_CONTEXT";
+    case 200:
+      return "INVALID_IMAGE";
+    case 400:
+      return "INVALID_HANDLE";
+    case 500:
+      return "NOT_FOUND";
+    case 700:
+      return "ILLEGAL_ADDRESS";
+    case 900:
+      return "STREAM_CAPTURE_UNSUPPORTED";
+    default:
+      return "UNKNOWN";
   }
 }
 
 static const char* error_string(int code) {
   switch (code) {
-    case 0: return "no error";
-    case 1: return "invalid argument";
-    case 2: return "out of memory";
-    case 98: return "invalid device function";
-    case 100: return "no GPU device was detected";
-    case 101: return "invalid device ordinal";
-    case 201: return "invalid device context";
-    case 200: return "device kernel image is invalid";
-    case 400: return "invalid resource handle";
-    case 500: return "named symbol not found";
-    case 700: return "an illegal memory access was encountered";
-    case 900: return "operation not permitted when stream is capturing";
-    default: return "unknown error";
+    case 0:
+      return "no error";
+    case 1:
+      return "invalid argument";
+    case 2:
+      return "out of memory";
+    case 98:
+      return "invalid device function";
+    case 100:
+      return "no GPU device was detected";
+    case 101:
+      return "invalid device ordinal";
+    case 201:
+      return "invalid device context";
+    case 200:
+      return "device kernel image is invalid";
+    case 400:
+      return "invalid resource handle";
+    case 500:
+      return "named symbol not found";
+    case 700:
+      return "an illegal memory access was encountered";
+    case 900:
+      return "operation not permitted when stream is capturing";
+    default:
+      return "unknown error";
   }
 }
 
@@ -591,10 +623,19 @@ int cuGetErrorName(int code, const char** name) {
   *name = cuda_name;
   return 0;
 }
-int cuGetErrorString(int code, const char** s) { *s = error_string(code); return 0; }
-int cuEventCreate(fake_event** event, unsigned flags) { (void)flags; return event_create("cuEventCreate", event); }
+int cuGetErrorString(int code, const char** s) {
+  *s = error_string(code);
+  return 0;
+}
+int cuEventCreate(fake_event** event, unsigned flags) {
+  (void)flags;
+  return event_create("cuEventCreate", event);
+}
 int cuEventDestroy_v2(fake_event* event) { return event_destroy(event); }
-int cuEventRecord(fake_event* event, void* stream) { (void)stream; return event_record("cuEventRecord", event); }
+int cuEventRecord(fake_event* event, void* stream) {
+  (void)stream;
+  return event_record("cuEventRecord", event);
+}
 int cuEventSynchronize(fake_event* event) { return event_synchronize("cuEventSynchronize", event); }
 int cuEventElapsedTime(float* ms, fake_event* start, fake_event* stop) {
   return elapsed("cuEventElapsedTime", ms, start, stop);
@@ -617,7 +658,10 @@ int cuCtxPopCurrent_v2(void** context) {
   if (context) *context = (void*)popped;
   return 0;
 }
-int cuStreamCreate(fake_stream** stream, unsigned flags) { (void)flags; return stream_create("cuStreamCreate", stream); }
+int cuStreamCreate(fake_stream** stream, unsigned flags) {
+  (void)flags;
+  return stream_create("cuStreamCreate", stream);
+}
 int cuStreamDestroy_v2(fake_stream* stream) { return stream_destroy("cuStreamDestroy_v2", stream); }
 int cuStreamBeginCapture_v2(fake_stream* stream, int mode) {
   (void)mode;
@@ -867,14 +911,14 @@ int fake_read_device(void* host, uint64_t address, size_t bytes) {
   return 0;
 }
 
-int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                   unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
+int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void* stream, void** params, void** extra) {
   const uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   const fake_launch_params call = {f, gx, gy, gz, bx, by, bz, shared, stream, params, extra};
   if (launch_observer) launch_observer(FAKE_LAUNCH_ENTER, &call, 0, 0, 0);
   const double start_ms = clock_ms;
-  const int result = record_launch("cuLaunchKernel", (uintptr_t)f, grid, block, shared,
-                                   (uintptr_t)stream, params, NULL, NULL);
+  const int result =
+      record_launch("cuLaunchKernel", (uintptr_t)f, grid, block, shared, (uintptr_t)stream, params, NULL, NULL);
   if (launch_observer) launch_observer(FAKE_LAUNCH_EXIT, &call, result, start_ms, clock_ms);
   return result;
 }
@@ -889,7 +933,10 @@ const char* hipGetErrorName(int code) {
 const char* hipGetErrorString(int code) { return error_string(code); }
 int hipEventCreate(fake_event** event) { return event_create("hipEventCreate", event); }
 int hipEventDestroy(fake_event* event) { return event_destroy(event); }
-int hipEventRecord(fake_event* event, void* stream) { (void)stream; return event_record("hipEventRecord", event); }
+int hipEventRecord(fake_event* event, void* stream) {
+  (void)stream;
+  return event_record("hipEventRecord", event);
+}
 int hipEventSynchronize(fake_event* event) { return event_synchronize("hipEventSynchronize", event); }
 int hipEventElapsedTime(float* ms, fake_event* start, fake_event* stop) {
   return elapsed("hipEventElapsedTime", ms, start, stop);
@@ -943,13 +990,12 @@ int hipHostGetDevicePointer(void** device, void* host, unsigned flags) {
   return host_device_pointer("hipHostGetDevicePointer", device, host);
 }
 int hipHostFree(void* host) { return host_free("hipHostFree", host); }
-int hipExtModuleLaunchKernel(void* f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx,
-                             uint32_t ly, uint32_t lz, size_t shared, void* stream,
-                             void** params, void** extra, fake_event* start, fake_event* stop,
-                             uint32_t flags) {
+int hipExtModuleLaunchKernel(void* f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx, uint32_t ly, uint32_t lz,
+                             size_t shared, void* stream, void** params, void** extra, fake_event* start,
+                             fake_event* stop, uint32_t flags) {
   (void)extra;
   (void)flags;
   const uint32_t global[3] = {gx, gy, gz}, local[3] = {lx, ly, lz};
-  return record_launch("hipExtModuleLaunchKernel", (uintptr_t)f, global, local, shared,
-                       (uintptr_t)stream, params, start, stop);
+  return record_launch("hipExtModuleLaunchKernel", (uintptr_t)f, global, local, shared, (uintptr_t)stream, params,
+                       start, stop);
 }

@@ -73,10 +73,9 @@ enum {
 typedef struct {
   /* In HIP's header these are one-bit fields: the whole struct is 4 bytes. */
   unsigned hasGlobalInt32Atomics : 1, hasGlobalFloatAtomicExch : 1, hasSharedInt32Atomics : 1,
-      hasSharedFloatAtomicExch : 1, hasFloatAtomicAdd : 1, hasGlobalInt64Atomics : 1,
-      hasSharedInt64Atomics : 1, hasDoubles : 1, hasWarpVote : 1, hasWarpBallot : 1,
-      hasWarpShuffle : 1, hasFunnelShift : 1, hasThreadFenceSystem : 1, hasSyncThreadsExt : 1,
-      hasSurfaceFuncs : 1, has3dGrid : 1, hasDynamicParallelism : 1;
+      hasSharedFloatAtomicExch : 1, hasFloatAtomicAdd : 1, hasGlobalInt64Atomics : 1, hasSharedInt64Atomics : 1,
+      hasDoubles : 1, hasWarpVote : 1, hasWarpBallot : 1, hasWarpShuffle : 1, hasFunnelShift : 1,
+      hasThreadFenceSystem : 1, hasSyncThreadsExt : 1, hasSurfaceFuncs : 1, has3dGrid : 1, hasDynamicParallelism : 1;
 } fake_device_arch;
 
 typedef struct {
@@ -201,7 +200,7 @@ _Static_assert(offsetof(fake_device_prop, maxSharedMemoryPerMultiProcessor) == 1
                "maxSharedMemoryPerMultiProcessor");
 _Static_assert(offsetof(fake_device_prop, isLargeBar) == 1464, "isLargeBar");
 
-#define FAKE_TOTAL_BYTES 192000000000ull /* 192 GB, as pyhipbench's mi300x profile */
+#define FAKE_TOTAL_BYTES 192000000000ull    /* 192 GB, as pyhipbench's mi300x profile */
 #define FAKE_HIP_L2_BYTES (4 * 1024 * 1024) /* one XCD's L2, as HIP reports on MI300X */
 
 static int env_int(const char* name, int fallback) {
@@ -297,7 +296,10 @@ int hipMalloc(void** ptr, size_t bytes) {
   allocation* a = malloc(sizeof *a);
   if (!a) return hipErrorOutOfMemory;
   a->base = aligned_alloc(256, (bytes + 255) / 256 * 256); /* HIP aligns allocations to >= 256 B */
-  if (!a->base) { free(a); return hipErrorOutOfMemory; }
+  if (!a->base) {
+    free(a);
+    return hipErrorOutOfMemory;
+  }
   a->bytes = bytes;
   a->next = allocations;
   allocations = a;
@@ -369,7 +371,10 @@ int hipMemcpyDtoD(void* destination, void* source, size_t bytes) {
 int hipDeviceSynchronize(void) { return hipSuccess; }
 
 /* ---- streams: hipStreamCreate and hipStreamDestroy are in fake_driver.c (capture needs them) ---- */
-int hipStreamSynchronize(void* stream) { (void)stream; return hipSuccess; }
+int hipStreamSynchronize(void* stream) {
+  (void)stream;
+  return hipSuccess;
+}
 
 /* ---- modules: AMDGPU ELF code objects ---- */
 typedef struct fake_function {
@@ -413,7 +418,10 @@ int hipModuleLoadData(module** out, const void* image) {
   module* m = calloc(1, sizeof *m);
   if (!m) return hipErrorOutOfMemory;
   m->image = malloc(bytes);
-  if (!m->image) { free(m); return hipErrorOutOfMemory; }
+  if (!m->image) {
+    free(m);
+    return hipErrorOutOfMemory;
+  }
   memcpy(m->image, image, bytes);
   m->bytes = bytes;
   m->next = modules;
@@ -447,16 +455,14 @@ static int has_symbol(const module* m, const char* name, int type) {
     if (sections[s].sh_type != SHT_SYMTAB && sections[s].sh_type != SHT_DYNSYM) continue;
     if (sections[s].sh_link >= header->e_shnum) continue;
     const Elf64_Shdr* strings = &sections[sections[s].sh_link];
-    if (sections[s].sh_offset + sections[s].sh_size > m->bytes ||
-        strings->sh_offset + strings->sh_size > m->bytes)
+    if (sections[s].sh_offset + sections[s].sh_size > m->bytes || strings->sh_offset + strings->sh_size > m->bytes)
       continue;
     const Elf64_Sym* symbols = (const Elf64_Sym*)(m->image + sections[s].sh_offset);
     const char* names = (const char*)(m->image + strings->sh_offset);
     size_t count = sections[s].sh_size / sizeof(Elf64_Sym);
     for (size_t i = 0; i < count; ++i) {
       if (symbols[i].st_name >= strings->sh_size) continue;
-      if (ELF64_ST_TYPE(symbols[i].st_info) == type && strcmp(names + symbols[i].st_name, name) == 0)
-        return 1;
+      if (ELF64_ST_TYPE(symbols[i].st_info) == type && strcmp(names + symbols[i].st_name, name) == 0) return 1;
     }
   }
   return 0;
@@ -470,10 +476,13 @@ int hipModuleGetFunction(fake_function** out, module* m, const char* name) {
   if (!out || !name) return hipErrorInvalidValue;
   *out = NULL;
   if (!is_live_module(m)) return hipErrorInvalidResourceHandle;
-  char descriptor[sizeof ((fake_function*)0)->name + 3];
-  if (strlen(name) >= sizeof ((fake_function*)0)->name) return hipErrorNotFound;
+  char descriptor[sizeof((fake_function*)0)->name + 3];
+  if (strlen(name) >= sizeof((fake_function*)0)->name) return hipErrorNotFound;
   for (fake_function* f = m->functions; f; f = f->next)
-    if (strcmp(f->name, name) == 0) { *out = f; return hipSuccess; }
+    if (strcmp(f->name, name) == 0) {
+      *out = f;
+      return hipSuccess;
+    }
   strcpy(descriptor, name);
   strcat(descriptor, ".kd");
   if (!has_symbol(m, name, STT_FUNC) || !has_symbol(m, descriptor, STT_OBJECT)) return hipErrorNotFound;
@@ -507,10 +516,17 @@ int hipFuncGetAttribute(int* value, int attribute, const void* function) {
   fake_function* f = live_function(function);
   if (!f) return hipErrorInvalidDeviceFunction;
   switch (attribute) {
-    case HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = env_int("FAKE_HIP_FUNC_MAX_THREADS", 1024); break;
-    case HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = env_int("FAKE_HIP_FUNC_STATIC_SHARED", 0); break;
-    case HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = f->max_dynamic_shared; break;
-    default: return hipErrorInvalidValue;
+    case HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = env_int("FAKE_HIP_FUNC_MAX_THREADS", 1024);
+      break;
+    case HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+      *value = env_int("FAKE_HIP_FUNC_STATIC_SHARED", 0);
+      break;
+    case HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      *value = f->max_dynamic_shared;
+      break;
+    default:
+      return hipErrorInvalidValue;
   }
   return hipSuccess;
 }

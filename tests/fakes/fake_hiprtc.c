@@ -50,14 +50,22 @@ const char* fake_hiprtc_options(void) { return last_options; }
 
 const char* hiprtcGetErrorString(int result) {
   switch (result) {
-    case HIPRTC_SUCCESS: return "HIPRTC_SUCCESS";
-    case HIPRTC_ERROR_INVALID_INPUT: return "HIPRTC_ERROR_INVALID_INPUT";
-    case HIPRTC_ERROR_INVALID_PROGRAM: return "HIPRTC_ERROR_INVALID_PROGRAM";
-    case HIPRTC_ERROR_INVALID_OPTION: return "HIPRTC_ERROR_INVALID_OPTION";
-    case HIPRTC_ERROR_COMPILATION: return "HIPRTC_ERROR_COMPILATION";
-    case HIPRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION: return "HIPRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION";
-    case HIPRTC_ERROR_NAME_EXPRESSION_NOT_VALID: return "HIPRTC_ERROR_NAME_EXPRESSION_NOT_VALID";
-    default: return "Invalid HIPRTC error code";
+    case HIPRTC_SUCCESS:
+      return "HIPRTC_SUCCESS";
+    case HIPRTC_ERROR_INVALID_INPUT:
+      return "HIPRTC_ERROR_INVALID_INPUT";
+    case HIPRTC_ERROR_INVALID_PROGRAM:
+      return "HIPRTC_ERROR_INVALID_PROGRAM";
+    case HIPRTC_ERROR_INVALID_OPTION:
+      return "HIPRTC_ERROR_INVALID_OPTION";
+    case HIPRTC_ERROR_COMPILATION:
+      return "HIPRTC_ERROR_COMPILATION";
+    case HIPRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION:
+      return "HIPRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION";
+    case HIPRTC_ERROR_NAME_EXPRESSION_NOT_VALID:
+      return "HIPRTC_ERROR_NAME_EXPRESSION_NOT_VALID";
+    default:
+      return "Invalid HIPRTC error code";
   }
 }
 
@@ -68,8 +76,8 @@ int hiprtcVersion(int* major, int* minor) {
   return HIPRTC_SUCCESS;
 }
 
-int hiprtcCreateProgram(program** out, const char* source, const char* name, int header_count,
-                        const char** headers, const char** include_names) {
+int hiprtcCreateProgram(program** out, const char* source, const char* name, int header_count, const char** headers,
+                        const char** include_names) {
   (void)headers, (void)include_names;
   if (!out || !source || header_count < 0) return HIPRTC_ERROR_INVALID_INPUT;
   program* p = calloc(1, sizeof *p);
@@ -120,8 +128,8 @@ int hiprtcCompileProgram(program* p, int option_count, const char** options) {
   if (error) {
     const char* end = strchr(error, '\n');
     int length = end ? (int)(end - error - 7) : (int)strlen(error + 7);
-    snprintf(p->log, sizeof p->log, "%s:%d:2: error: %.*s\n1 error generated.\n", p->name,
-             line_of(p->source, error), length > 0 ? length : 0, error + 7);
+    snprintf(p->log, sizeof p->log, "%s:%d:2: error: %.*s\n1 error generated.\n", p->name, line_of(p->source, error),
+             length > 0 ? length : 0, error + 7);
     return HIPRTC_ERROR_COMPILATION;
   }
   const char* warning = strstr(p->source, "#warning");
@@ -173,14 +181,20 @@ int hiprtcGetLoweredName(program* p, const char* expression, const char** lowere
   if (!p || !expression || !lowered) return HIPRTC_ERROR_INVALID_INPUT;
   if (!p->compiled) return HIPRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION;
   for (int i = 0; i < p->expression_count; ++i)
-    if (strcmp(p->expressions[i], expression) == 0) { *lowered = p->lowered[i]; return HIPRTC_SUCCESS; }
+    if (strcmp(p->expressions[i], expression) == 0) {
+      *lowered = p->lowered[i];
+      return HIPRTC_SUCCESS;
+    }
   return HIPRTC_ERROR_NAME_EXPRESSION_NOT_VALID;
 }
 
 int hiprtcDestroyProgram(program** handle) {
   if (!handle || !*handle) return HIPRTC_ERROR_INVALID_INPUT;
   program* p = *handle;
-  for (int i = 0; i < p->expression_count; ++i) { free(p->expressions[i]); free(p->lowered[i]); }
+  for (int i = 0; i < p->expression_count; ++i) {
+    free(p->expressions[i]);
+    free(p->lowered[i]);
+  }
   free(p->source);
   free(p->name);
   free(p->code);

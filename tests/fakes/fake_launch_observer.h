@@ -18,8 +18,8 @@ typedef struct {
 enum { FAKE_LAUNCH_ENTER = 0, FAKE_LAUNCH_EXIT = 1 };
 
 /* `result`, `start_ms`, `end_ms`: only at FAKE_LAUNCH_EXIT. */
-typedef void (*fake_launch_observer)(int site, const fake_launch_params* call, int result,
-                                     double start_ms, double end_ms);
+typedef void (*fake_launch_observer)(int site, const fake_launch_params* call, int result, double start_ms,
+                                     double end_ms);
 
 void fake_set_launch_observer(fake_launch_observer observer);
 

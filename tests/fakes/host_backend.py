@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from pyhipbench._device.backends.base import DeviceProperties, FunctionLimits, KernelParam
 from pyhipbench._codeobject.image import kernels
+from pyhipbench._device.backends.base import DeviceProperties, FunctionLimits, KernelParam
 from pyhipbench._device.backends.cuda import CudaBackend
 from pyhipbench._device.backends.hip import HipBackend
 

@@ -12,11 +12,11 @@ import pytest
 
 import pyhipbench as hb
 from pyhipbench._launch.argument_sets import ArgumentSets
-from pyhipbench._measure.bench import make_plan
 from pyhipbench._launch.launch_config import LaunchConfig
+from pyhipbench._measure.bench import make_plan
+from pyhipbench._measure.timers import core_timer
 
 from gpu_bounds import hbm_floor_us, peak_time_us
-from pyhipbench._measure.timers import core_timer
 
 DATA = Path(__file__).parent / "data"
 KERNELS = resources.files("pyhipbench") / "kernels"

@@ -12,8 +12,8 @@ import pytest
 import pyhipbench as hb
 from pyhipbench import _core
 from pyhipbench._launch.argument_sets import ArgumentSets
-from pyhipbench._measure.bench import make_plan
 from pyhipbench._launch.launch_config import LaunchConfig
+from pyhipbench._measure.bench import make_plan
 from pyhipbench._measure.timers import core_timer
 
 KERNELS = resources.files("pyhipbench") / "kernels"

@@ -7,8 +7,9 @@ import pytest
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton)")
 
-import pyhipbench.triton as ht  # noqa: E402
-import triton_kernels as tk  # noqa: E402
+import pyhipbench.triton as ht
+
+import triton_kernels as tk
 
 
 def test_vector_add_output_and_time(cuda_device):

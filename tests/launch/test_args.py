@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
-from pyhipbench._launch.args import check_args, pack_args
 from pyhipbench._device.backends import KernelParam
+from pyhipbench._launch.args import check_args, pack_args
 
 
 @pytest.mark.parametrize("make,value,packed", [

@@ -15,10 +15,11 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from fakes.host_backend import FAKE_CUDA_CONTEXT
 from pyhipbench import _core
-from pyhipbench.errors import BenchError, DriverError, KernelFault, MeasurementError
 from pyhipbench._measure.stopping import StopRule
+from pyhipbench.errors import BenchError, DriverError, KernelFault, MeasurementError
+
+from fakes.host_backend import FAKE_CUDA_CONTEXT
 
 KERNEL_US = 4.0  # the fake driver's default launch duration
 

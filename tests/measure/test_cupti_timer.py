@@ -12,9 +12,10 @@ import threading
 import numpy as np
 import pytest
 
-from fakes.host_backend import FAKE_CUDA_CONTEXT
 from pyhipbench import _core
 from pyhipbench.errors import BenchError, DriverError, Error, KernelFault, LibraryError, MeasurementError
+
+from fakes.host_backend import FAKE_CUDA_CONTEXT
 
 # Each fake kernel record lives at 1 s + the fake clock's launch time; the
 # first launch of a test starts at fake time 0.

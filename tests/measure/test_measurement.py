@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
-from codegen_helpers import require_toolchain
-from fakes.driver import mapped_libraries
 from pyhipbench import _core, cli
 from pyhipbench._measure import report
 from pyhipbench._measure.cache import clean_step
 from pyhipbench._measure.timers import core_timer, default_timer
+
+from codegen_helpers import require_toolchain
+from fakes.driver import mapped_libraries
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}

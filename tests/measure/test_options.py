@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from importlib import resources
 
 import pytest
 
@@ -79,3 +80,31 @@ def test_the_stopping_rule_of_a_fixed_count_and_of_racing():
 def test_replace_checks_the_change():
     with pytest.raises(hb.BenchError, match="slower_than_us=-1: out of range"):
         hb.BenchOptions().replace(slower_than_us=-1)
+
+
+def _refusal(call) -> str:
+    with pytest.raises(hb.BenchError) as refused:
+        call()
+    return str(refused.value)
+
+
+def _sweep_refusal(options: dict) -> str:
+    copy = resources.files("pyhipbench") / "kernels" / "copy.ptx"
+    space = [{"source": {"kind": "code-object", "path": str(copy)}, "kernel": "copy", "grid": [1], "block": [1],
+              "args": ["array:float32:4", "array:float32:4", "int64:4"], "bench": options}]
+    return _refusal(lambda: hb.candidates_from_json(space))
+
+
+@pytest.mark.parametrize("options, message", BAD, ids=[m.split(":")[0] for _, m in BAD])
+def test_bench_and_a_sweep_candidate_refuse_alike(options, message):
+    by_options = _refusal(lambda: hb.BenchOptions(**options))
+    assert _refusal(lambda: hb.bench(None, 1, 1, [], **options)) == by_options
+    assert by_options in _sweep_refusal(options)  # the space reader may say which candidate
+
+
+@pytest.mark.parametrize("options, message", BAD[:8], ids=[m.split(":")[0] for _, m in BAD[:8]])
+def test_autotune_refuses_as_bench_does(options, message):
+    triton = pytest.importorskip("triton", reason="Triton is not installed: autotune needs it")
+    from pyhipbench import triton as ht
+    configs = [triton.Config({"BLOCK": 128})]
+    assert _refusal(lambda: ht.autotune(configs, key=["n"], **options)) == _refusal(lambda: hb.BenchOptions(**options))

@@ -7,10 +7,11 @@ import struct
 import numpy as np
 import pytest
 
-from fakes.driver import FakeDriver
-from fakes.host_backend import FAKE_CUDA_CONTEXT
 from pyhipbench import _core
 from pyhipbench.errors import BenchError
+
+from fakes.driver import FakeDriver
+from fakes.host_backend import FAKE_CUDA_CONTEXT
 
 CONTEXT = {"cuda": FAKE_CUDA_CONTEXT, "hip": 0}
 CALLS = {
@@ -370,9 +371,10 @@ def test_the_amd_spin_kernel_reads_the_real_time_counter_and_rereads_the_host_wo
     from importlib import resources
     from pathlib import Path
 
-    from codegen_helpers import require_toolchain
-    from pyhipbench.codegen import compile_ir
     from pyhipbench._codeobject.image import kernels
+    from pyhipbench.codegen import compile_ir
+
+    from codegen_helpers import require_toolchain
 
     toolchain = require_toolchain(arch)
     code = compile_ir(Path(resources.files("pyhipbench") / "kernels" / "amdgpu.ll"), arch)

@@ -1,6 +1,7 @@
 """Sweeps against the fake HIP runtime: candidates, the store, faults isolated, kill -9 and resume, the CLI."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -9,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -17,15 +17,30 @@ from pathlib import Path
 import pytest
 
 import pyhipbench as hb
-from codegen_helpers import require_toolchain
-from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
-from sweep_helpers import ARGS, FAST, IR, space, sweep_environment
-
-from pyhipbench import (BenchError, BenchOptions, Candidate, Code, CodeObjectSource, CompileTarget, IRSource,
-                        NoDeviceError, Source, Store, candidates_from_json, load_results, load_space, sweep, watchdog_s)
+from pyhipbench import (
+    BenchError,
+    BenchOptions,
+    Candidate,
+    Code,
+    CodeObjectSource,
+    CompileTarget,
+    IRSource,
+    NoDeviceError,
+    Source,
+    Store,
+    candidates_from_json,
+    load_results,
+    load_space,
+    sweep,
+    watchdog_s,
+)
 from pyhipbench._launch.arg_spec import parse_arg
 from pyhipbench._sweep.progress import Progress
 from pyhipbench._sweep.store import Row, now
+
+from codegen_helpers import require_toolchain
+from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
+from sweep_helpers import ARGS, FAST, IR, space, sweep_environment
 
 require_hip_python()
 REPO = Path(__file__).resolve().parents[2]
@@ -187,8 +202,8 @@ def test_store_refuses_a_damaged_or_foreign_database_naming_it(tmp_path):
 
 
 def test_cli_sweep_damaged_database_exits_2_naming_it(tmp_path, capsys):
-    from pyhipbench.cli import main
     from pyhipbench._sweep.store import SQLITE_MAGIC
+    from pyhipbench.cli import main
     (tmp_path / "space.json").write_text(json.dumps(space(1, bad=())))
     damaged = tmp_path / "damaged.db"
     damaged.write_bytes(SQLITE_MAGIC + b"x" * 200)

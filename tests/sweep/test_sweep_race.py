@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from codegen_helpers import require_toolchain
-from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
-from sweep_helpers import ARGS, IR, sweep_environment
-
 from pyhipbench import BenchError, BenchOptions, Candidate, CodeObjectSource, CompileTarget, IRSource, Store, sweep
 from pyhipbench._sweep import scheduler
 from pyhipbench._sweep.progress import Progress
 from pyhipbench._sweep.store import Row, now
 from pyhipbench._sweep.worker import FAULT, DeviceFacts, Outcome
+
+from codegen_helpers import require_toolchain
+from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
+from sweep_helpers import ARGS, IR, sweep_environment
 
 require_hip_python()
 REPO = Path(__file__).resolve().parents[2]

@@ -14,20 +14,32 @@ import pytest
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): the Triton "
                                                 "sweep source's tests need it")
 
-import pyhipbench as hb  # noqa: E402
-from pyhipbench import (BenchError, Candidate, CompileTarget, CudaSource, HipSource, Store,  # noqa: E402
-                        TritonSource, candidates_from_json, load_space)
-from pyhipbench._codeobject import image as codeobject, elf  # noqa: E402
-from pyhipbench._device.backends.base import KernelParam  # noqa: E402
-from pyhipbench.errors import CodegenError  # noqa: E402
-from pyhipbench._sweep.scheduler import run  # noqa: E402
-from pyhipbench._sweep.worker import INVALID, DeviceFacts, Worker  # noqa: E402
-from codegen_helpers import require_toolchain  # noqa: E402
-from fakes.build import HIPRTC_LIBRARY_NAME, build_fake  # noqa: E402
-from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: E402,F401 (fixture)
-from fakes.host_backend import HostBackend  # noqa: E402
-from sweep_helpers import ARGS, FAST, sweep_environment  # noqa: E402
-from test_source import require_nvrtc  # noqa: E402
+from test_source import require_nvrtc
+
+import pyhipbench as hb
+from pyhipbench import (
+    BenchError,
+    Candidate,
+    CompileTarget,
+    CudaSource,
+    HipSource,
+    Store,
+    TritonSource,
+    candidates_from_json,
+    load_space,
+)
+from pyhipbench._codeobject import elf
+from pyhipbench._codeobject import image as codeobject
+from pyhipbench._device.backends.base import KernelParam
+from pyhipbench._sweep.scheduler import run
+from pyhipbench._sweep.worker import INVALID, DeviceFacts, Worker
+from pyhipbench.errors import CodegenError
+
+from codegen_helpers import require_toolchain
+from fakes.build import HIPRTC_LIBRARY_NAME, build_fake
+from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
+from fakes.host_backend import HostBackend
+from sweep_helpers import ARGS, FAST, sweep_environment
 
 CUDA = """
 extern "C" __global__ void copy(const float* src, float* dst, long n) {

@@ -11,12 +11,14 @@ import pytest
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): "
                                                 "the Triton adapter's tests need it")
 
-import pyhipbench as hb  # noqa: E402
-import pyhipbench.triton as ht  # noqa: E402
-import triton_kernels as tk  # noqa: E402
-from codegen_helpers import require_toolchain  # noqa: E402
-from pyhipbench.codegen.verify import verify_entries  # noqa: E402
-from test_codegen_amdgpu import FLUSH, disassemble  # noqa: E402
+from test_codegen_amdgpu import FLUSH, disassemble
+
+import pyhipbench as hb
+import pyhipbench.triton as ht
+from pyhipbench.codegen.verify import verify_entries
+
+import triton_kernels as tk
+from codegen_helpers import require_toolchain
 
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
 WARP = {"cuda": 32, "hip": 64}

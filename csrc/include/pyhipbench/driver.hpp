@@ -54,8 +54,8 @@ struct MemoryInfo {
 class PYHIPBENCH_API Driver : public std::enable_shared_from_this<Driver> {
  public:
   virtual ~Driver() = default;
-  virtual const std::string& backend() const = 0;        // "cuda" or "hip"
-  virtual const std::string& library_path() const = 0;   // the library loaded
+  virtual const std::string& backend() const = 0;       // "cuda" or "hip"
+  virtual const std::string& library_path() const = 0;  // the library loaded
 
   // The context the calls below and make_timer take for device `ordinal`.
   // CUDA: the device's primary context (cuInit, cuDeviceGet,
@@ -73,8 +73,7 @@ class PYHIPBENCH_API Driver : public std::enable_shared_from_this<Driver> {
   // Copies `bytes` bytes between device addresses (device to device) or from
   // host memory to the device; returns when the copy is complete.
   virtual void copy(uintptr_t context, uintptr_t destination, uintptr_t source, size_t bytes) = 0;
-  virtual void copy_from_host(uintptr_t context, uintptr_t destination, const void* source,
-                              size_t bytes) = 0;
+  virtual void copy_from_host(uintptr_t context, uintptr_t destination, const void* source, size_t bytes) = 0;
 
   // Free and total memory of `context`'s device, bytes (CUDA: cuMemGetInfo_v2;
   // HIP: hipMemGetInfo): the free-memory input of plan_rotation.
@@ -112,7 +111,7 @@ class PYHIPBENCH_API DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  uintptr_t address() const { return address_; }   // device address
+  uintptr_t address() const { return address_; }  // device address
   size_t bytes() const { return bytes_; }
 
  private:
@@ -127,7 +126,6 @@ class PYHIPBENCH_API DeviceBuffer {
 // the environment variable (PYHIPBENCH_CUDA_LIBRARY / PYHIPBENCH_HIP_LIBRARY),
 // else the platform's default name (libcuda.so.1 / libamdhip64.so). Throws
 // LibraryError if the library or one of its entry points is missing.
-PYHIPBENCH_API std::shared_ptr<Driver> load_driver(const std::string& backend,
-                                                   const std::string& library_path = "");
+PYHIPBENCH_API std::shared_ptr<Driver> load_driver(const std::string& backend, const std::string& library_path = "");
 
 }  // namespace pyhipbench

@@ -16,10 +16,10 @@ class PYHIPBENCH_API DriverError : public std::runtime_error {
   DriverError(std::string call, int code, std::string name, std::string message);
   // The same error with what() replaced, e.g. to add which kernel it concerns.
   DriverError(const DriverError& cause, std::string what);
-  const std::string& call() const { return call_; }      // e.g. "cuLaunchKernel"
-  int code() const { return code_; }                     // the driver's error code
-  const std::string& name() const { return name_; }      // e.g. "CUDA_ERROR_INVALID_VALUE"
-  const std::string& message() const { return message_; }// the driver's error string
+  const std::string& call() const { return call_; }        // e.g. "cuLaunchKernel"
+  int code() const { return code_; }                       // the driver's error code
+  const std::string& name() const { return name_; }        // e.g. "CUDA_ERROR_INVALID_VALUE"
+  const std::string& message() const { return message_; }  // the driver's error string
 
  private:
   std::string call_;

@@ -57,8 +57,8 @@ class PYHIPBENCH_API LaunchPlan {
   // `function`: a CUfunction / hipFunction_t as an integer.
   // `arg_sets[s]`: the packed argument bytes of set s; every set has the same
   // layout, given by `arg_offsets` (byte offset of each argument in a set).
-  LaunchPlan(uintptr_t function, std::string kernel_name, LaunchConfig config,
-             const std::vector<std::string>& arg_sets, std::vector<size_t> arg_offsets);
+  LaunchPlan(uintptr_t function, std::string kernel_name, LaunchConfig config, const std::vector<std::string>& arg_sets,
+             std::vector<size_t> arg_offsets);
   // The pointer arrays point into this object's own storage: no copies.
   LaunchPlan(const LaunchPlan&) = delete;
   LaunchPlan& operator=(const LaunchPlan&) = delete;
@@ -89,8 +89,8 @@ class PYHIPBENCH_API LaunchPlan {
   LaunchConfig config_;
   size_t sets_;
   std::vector<size_t> arg_offsets_;
-  size_t set_stride_;                          // bytes between sets in storage_, aligned
-  std::vector<std::max_align_t> storage_;      // all sets' argument bytes
+  size_t set_stride_;                      // bytes between sets in storage_, aligned
+  std::vector<std::max_align_t> storage_;  // all sets' argument bytes
   std::vector<void*> pointers_;            // sets_ x arg_count() pointers into storage_
   std::unique_ptr<LaunchPlan> clean_step_;
 };

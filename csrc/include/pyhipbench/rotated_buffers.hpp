@@ -48,8 +48,7 @@ class PYHIPBENCH_API RotatedBuffers {
   // `sets` 0, no buffers, a buffer of address 0 or 0 bytes (naming which), or
   // sizes whose total overflows size_t; DriverError if the driver cannot
   // allocate or copy (what was made is freed).
-  RotatedBuffers(std::shared_ptr<Driver> driver, uintptr_t context, std::vector<BufferRange> originals,
-                 size_t sets);
+  RotatedBuffers(std::shared_ptr<Driver> driver, uintptr_t context, std::vector<BufferRange> originals, size_t sets);
 
   // The argument sets: R, or 1 once free() has run.
   size_t sets() const { return sets_; }

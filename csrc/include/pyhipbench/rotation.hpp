@@ -30,9 +30,9 @@ constexpr double kHeadroomFraction = 0.05;
 PYHIPBENCH_API uint64_t headroom_bytes(uint64_t total_bytes);
 
 struct PYHIPBENCH_API Rotation {
-  size_t sets = 1;            // R: argument sets used in turn (1 = warm)
-  size_t wanted = 1;          // R before the free-memory cap (== sets unless capped)
-  std::string reason;         // why R is what it is, in words
+  size_t sets = 1;                                         // R: argument sets used in turn (1 = warm)
+  size_t wanted = 1;                                       // R before the free-memory cap (== sets unless capped)
+  std::string reason;                                      // why R is what it is, in words
   bool capped_by_memory() const { return sets < wanted; }  // the caller should warn: the state is less cold
 };
 
@@ -44,6 +44,7 @@ struct PYHIPBENCH_API Rotation {
 // Throws std::invalid_argument if `rotate` is 0, asks to rotate with nothing
 // to rotate, or the sets cannot fit in free memory less the headroom.
 PYHIPBENCH_API Rotation plan_rotation(uint64_t set_bytes, uint64_t llc_bytes, uint64_t free_bytes, uint64_t total_bytes,
-                       std::optional<size_t> rotate = std::nullopt, std::optional<size_t> launches = std::nullopt);
+                                      std::optional<size_t> rotate = std::nullopt,
+                                      std::optional<size_t> launches = std::nullopt);
 
 }  // namespace pyhipbench

@@ -18,19 +18,19 @@
 
 namespace pyhipbench {
 
-struct PYHIPBENCH_API Summary {             // all in µs except the counts, `confidence` and rel_ci()
+struct PYHIPBENCH_API Summary {  // all in µs except the counts, `confidence` and rel_ci()
   size_t count = 0;
   double median = 0;
-  double ci_low = 0;         // the median's confidence interval, µs
+  double ci_low = 0;  // the median's confidence interval, µs
   double ci_high = 0;
   double confidence = 0.95;  // of that interval, in (0, 1)
   double mean = 0;
-  double stdev = 0;          // sample standard deviation (0 for one sample)
+  double stdev = 0;  // sample standard deviation (0 for one sample)
   double min = 0;
   double max = 0;
   double p10 = 0;
   double p90 = 0;
-  size_t outliers = 0;       // samples beyond Tukey's fences (1.5 IQR outside the quartiles)
+  size_t outliers = 0;  // samples beyond Tukey's fences (1.5 IQR outside the quartiles)
 
   // Half-width of the median's confidence interval over the median (0.01 = ±1 %); infinity if the median is <= 0.
   double rel_ci() const;

@@ -44,19 +44,19 @@
 namespace pyhipbench {
 
 struct PYHIPBENCH_API StopRule {
-  double precision = 0.01;          // relative half-width of the median's 95 % CI; 0 = no target
+  double precision = 0.01;  // relative half-width of the median's 95 % CI; 0 = no target
   size_t min_samples = 10;
   size_t max_samples = 10000;
-  double max_time_s = 2.0;          // wall time of the measurement, warm-up included, seconds
-  double settle = 0.02;             // warm-up: consecutive chunk medians within ±2 %
+  double max_time_s = 2.0;  // wall time of the measurement, warm-up included, seconds
+  double settle = 0.02;     // warm-up: consecutive chunk medians within ±2 %
   size_t max_warmup_samples = 1000;
-  size_t warmup_chunk = 8;          // samples per warm-up chunk
+  size_t warmup_chunk = 8;  // samples per warm-up chunk
   size_t first_chunk = 16;
   // CUPTI's timestamps tick every 32 ns on the H200 (docs/measurement.md): a
   // sub-µs kernel's samples take a few values one tick apart, and an interval
   // one tick wide is as narrow as such data can show.
   double tick_us = 0.032;
-  double slower_than_us = 0;        // racing: stop once the median's CI is wholly above this, µs; 0 = never
+  double slower_than_us = 0;  // racing: stop once the median's CI is wholly above this, µs; 0 = never
 
   // Throws std::invalid_argument naming the first field out of range and its value.
   void validate() const;
@@ -73,12 +73,12 @@ struct PYHIPBENCH_API StopRule {
 };
 
 struct PYHIPBENCH_API Measurement {
-  std::vector<double> times_us;      // the timed samples, µs per kernel
-  std::string stop_reason;           // "precision", "slower", "max-samples" or "max-time"
-  size_t warmup_samples = 0;         // untimed samples run first
+  std::vector<double> times_us;  // the timed samples, µs per kernel
+  std::string stop_reason;       // "precision", "slower", "max-samples" or "max-time"
+  size_t warmup_samples = 0;     // untimed samples run first
   size_t launches_per_sample = 1;
-  double host_us = 0;                // host µs spent issuing the timed samples' launches
-  double precision_reached = 0;      // the median CI's relative half-width at the stop
+  double host_us = 0;            // host µs spent issuing the timed samples' launches
+  double precision_reached = 0;  // the median CI's relative half-width at the stop
 };
 
 // Times `plan` with `timer` until `rule` says stop (see the top of this file).
@@ -87,6 +87,6 @@ struct PYHIPBENCH_API Measurement {
 // the timer throws (DriverError, KernelFault, MeasurementError); the timer's
 // session is closed on every path.
 PYHIPBENCH_API Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule,
-                    std::optional<size_t> warmup = std::nullopt);
+                                   std::optional<size_t> warmup = std::nullopt);
 
 }  // namespace pyhipbench

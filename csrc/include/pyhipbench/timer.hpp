@@ -56,15 +56,15 @@
 namespace pyhipbench {
 
 struct Timings {
-  std::vector<double> times_us;     // one sample per entry, µs PER KERNEL (batched/graph: the batch's mean)
-  size_t launches_per_sample = 1;   // 1 for events and cupti; the batch/graph length for batched and graph
-  double host_us = 0;               // host wall time spent issuing the launches, µs, all samples
+  std::vector<double> times_us;    // one sample per entry, µs PER KERNEL (batched/graph: the batch's mean)
+  size_t launches_per_sample = 1;  // 1 for events and cupti; the batch/graph length for batched and graph
+  double host_us = 0;              // host wall time spent issuing the launches, µs, all samples
 };
 
 class PYHIPBENCH_API Timer {  // one way of timing launches of a LaunchPlan
  public:
   virtual ~Timer() = default;
-  virtual const std::string& name() const = 0;   // "events", "cupti", "batched", "graph"
+  virtual const std::string& name() const = 0;  // "events", "cupti", "batched", "graph"
   // `samples` samples; launch k of the run uses argument set (first_set + k) mod plan.sets(),
   // so chunks continue the rotation. Makes the driver context current itself (and restores the
   // caller's on return). Nothing allocated inside the timed loop.
@@ -119,6 +119,6 @@ struct TimerOptions {
 // ordinal. Throws std::invalid_argument for an unknown name (listing those
 // that exist) or options the timer cannot take.
 PYHIPBENCH_API std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver,
-                                  uintptr_t context, const TimerOptions& options = {});
+                                                 uintptr_t context, const TimerOptions& options = {});
 
 }  // namespace pyhipbench

@@ -23,4 +23,5 @@ def open_backend(name: str, index: int) -> Backend:
     return backend_class(name)(index)
 
 
-__all__ = ["Backend", "DeviceProperties", "FunctionLimits", "KernelParam", "BACKEND_NAMES", "backend_class", "open_backend"]
+__all__ = ["Backend", "DeviceProperties", "FunctionLimits", "KernelParam", "BACKEND_NAMES", "backend_class",
+           "open_backend"]

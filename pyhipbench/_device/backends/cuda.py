@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..archs import last_level_cache_bytes
 from ...errors import BenchError, NoDeviceError, driver_error
+from ..archs import last_level_cache_bytes
 from .base import DeviceProperties, FunctionLimits, KernelParam
 
 

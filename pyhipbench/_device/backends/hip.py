@@ -38,13 +38,14 @@ import functools
 import os
 from dataclasses import dataclass
 from importlib import resources
-from importlib.metadata import PackageNotFoundError, version as distribution_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as distribution_version
 from typing import Any
 
 import numpy as np
 
-from ..archs import last_level_cache_bytes
 from ...errors import BenchError, NoDeviceError, driver_error
+from ..archs import last_level_cache_bytes
 from .base import DeviceProperties, FunctionLimits, KernelParam
 
 HIP_LIBRARY_ENV = "PYHIPBENCH_HIP_LIBRARY"
