@@ -14,9 +14,8 @@ from pyhipbench.codegen import CodegenError, VerificationError, amdgpu, compile_
 from pyhipbench.codegen.toolchain import ENV_VAR, ToolchainError
 from pyhipbench.codegen.verify import verify_entries
 
-from codegen_helpers import AMD_TARGETS, IR_DATA, require, require_toolchain
+from codegen_helpers import AMD_TARGETS, FLUSH, IR_DATA, disassemble, require, require_toolchain
 
-FLUSH = ["s_icache_inv"] + ["s_nop 0"] * 16
 EI_ABIVERSION = 8  # ELFABIVERSION_AMDGPU_HSA_V4 = 2, V5 = 3, V6 = 4
 
 HAND_WRITTEN = """
@@ -38,24 +37,6 @@ define amdgpu_kernel void @calls_helper(ptr addrspace(1) %p) {
   ret void
 }
 """
-
-
-def disassemble(code_object: bytes, mcpu: str, tmp_path: Path) -> dict[str, list[str]]:
-    """Function symbol -> its instructions, from llvm-objdump."""
-    path = tmp_path / f"{mcpu}.hsaco"
-    path.write_bytes(code_object)
-    tools = require_toolchain(mcpu)
-    listing = subprocess.run([tools.disassembler, "-d", f"--mcpu={mcpu}", path],
-                             capture_output=True, text=True, check=True).stdout
-    functions: dict[str, list[str]] = {}
-    current = None
-    for line in listing.splitlines():
-        m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
-        if m:
-            current = functions.setdefault(m.group(1), [])
-        elif current is not None and line.startswith("\t"):
-            current.append(" ".join(line.split("//")[0].split()))
-    return functions
 
 
 @pytest.mark.parametrize("mcpu", AMD_TARGETS)

@@ -2,7 +2,6 @@
 and compile_source's input checks."""
 from __future__ import annotations
 
-import os
 from types import SimpleNamespace
 
 import pytest
@@ -15,6 +14,7 @@ from pyhipbench.codegen import source
 from pyhipbench.codegen.source import CompiledSource, compile_source
 from pyhipbench.errors import CodegenError, ToolchainError
 
+from codegen_helpers import require_nvrtc
 from fakes.host_backend import HostBackend
 
 SOURCE = """
@@ -25,16 +25,6 @@ extern "C" __global__ void copy(const float* src, float* dst, long n) {
 }
 template <typename T, int N> __global__ void fill(T* out) { out[threadIdx.x] = T(N); }
 """
-
-
-def require_nvrtc() -> None:
-    """Skips without libnvrtc, or fails in CI, where the test dependencies install it (nvidia-cuda-nvrtc)."""
-    try:
-        compile_source("sm_90", 'extern "C" __global__ void k() {}')
-    except ToolchainError as e:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI must provide NVRTC: {e}", pytrace=False)
-        pytest.skip(f"needs NVRTC (pip install nvidia-cuda-nvrtc): {e}")
 
 
 @pytest.fixture

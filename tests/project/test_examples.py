@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_source import require_nvrtc
 
 import pyhipbench as hb
 import pyhipbench.triton as ht
@@ -24,6 +23,7 @@ from pyhipbench import _core
 from pyhipbench._codeobject import elf
 from pyhipbench._device.backends.base import KernelParam
 
+from codegen_helpers import require_nvrtc
 from fakes.host_backend import HostBackend
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

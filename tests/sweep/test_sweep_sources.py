@@ -14,8 +14,6 @@ import pytest
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): the Triton "
                                                 "sweep source's tests need it")
 
-from test_source import require_nvrtc
-
 import pyhipbench as hb
 from pyhipbench import (
     BenchError,
@@ -35,7 +33,7 @@ from pyhipbench._sweep.scheduler import run
 from pyhipbench._sweep.worker import INVALID, DeviceFacts, Worker
 from pyhipbench.errors import CodegenError
 
-from codegen_helpers import require_toolchain
+from codegen_helpers import require_nvrtc, require_toolchain
 from fakes.build import HIPRTC_LIBRARY_NAME, build_fake
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
 from fakes.host_backend import HostBackend

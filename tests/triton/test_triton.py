@@ -11,14 +11,12 @@ import pytest
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): "
                                                 "the Triton adapter's tests need it")
 
-from test_codegen_amdgpu import FLUSH, disassemble
-
 import pyhipbench as hb
 import pyhipbench.triton as ht
 from pyhipbench.codegen.verify import verify_entries
 
 import triton_kernels as tk
-from codegen_helpers import require_toolchain
+from codegen_helpers import FLUSH, disassemble, require_toolchain
 
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
 WARP = {"cuda": 32, "hip": 64}
