@@ -31,7 +31,7 @@ Outcome of each case, decided by `classify()`:
   an `expect="ok"` input that worked and passed its check.
 
 Inputs that cannot apply the same way to an older checkout: every case uses
-only names that exist in the original code (6eabb8a) for the harness part (its
+only names that exist in the first released API for the harness part (its
 `setup`: building the device, loading the copy kernel, allocating arrays); a
 case whose setup fails is reported as `harness`, never counted against the
 code. A bad input aimed at an option or keyword the old code lacks runs as
@@ -72,6 +72,9 @@ CLASSES = {
     4: "truncated/malformed code objects", 5: "numpy integers and floats", 6: "silently wrong",
     7: "overflow and sizes", 8: "kernel names", 9: "defaults", 10: "compile time vs kernel count",
     11: "hip-python version pairing", 12: "tests that cannot fail",
+    13: "undecodable or deep input files", 14: "compare's reports", 15: "Triton modules that fail to import",
+    16: "interrupts and the store", 17: "DLPack producers that lie", 18: "summaries and candidate state",
+    19: "messages",
 }
 
 
@@ -165,8 +168,90 @@ def make_fixtures(folder: Path) -> None:
     for name, data in bad.items():
         (folder / name).write_bytes(data)
     (folder / "plain_nv.ll").write_text(named_kernel_ir("nv", "copy"))
+    make_newer_fixtures(folder)
     (folder / "many500.ll").write_text(many_kernels_ir(500))
     (folder / "many2000.ll").write_text(many_kernels_ir(2000))
+
+
+def report_entry(**changes) -> dict:
+    """One result as `pyhipbench run --out FILE.json` writes it (the fields compare reads), with `changes`."""
+    stats = {"median": 4.0, "ci_low": 3.96, "ci_high": 4.04, "rel_ci": 0.01, "mean": 4.0, "stdev": 0.02,
+             "p10": 3.97, "p90": 4.03, "outliers": 0, "min": 3.9, "max": 4.1}
+    entry = {"kernel": "copy", "grid": [1024, 1, 1], "block": [256, 1, 1], "timer": "cupti",
+             "cache_state": "clean-cold", "stats_us": stats, "samples": 16, "stop_reason": "precision",
+             "rotation": {"sets": 1}, "host_us_per_kernel": 1.0, "wall_s": 0.01,
+             "device": {"name": "NVIDIA H200"}, "verified": False, "target": "sm_90"}
+    for key, value in changes.items():
+        if key.startswith("stats_"):
+            stats[key[len("stats_"):]] = value
+        elif value is _DROP:
+            entry.pop(key)
+        else:
+            entry[key] = value
+    return entry
+
+
+_DROP = object()
+IR_SPACE = {"defaults": {"source": {"kind": "llvm-ir", "text": 'target triple = "amdgcn-amd-amdhsa"\n'
+                                    "define amdgpu_kernel void @copy(ptr addrspace(1) %src, ptr addrspace(1) %dst, "
+                                    "i64 %n) {\n  ret void\n}\n"},
+                         "kernel": "copy", "block": [64], "args": ["array:float32:4096", "array:float32:4096",
+                                                                   "int64:4096"],
+                         "bench": {"cache": "warm", "iterations": 4, "warmup": 0}}}
+
+
+def make_newer_fixtures(folder: Path) -> None:
+    """The inputs of classes 13-19: spaces, reports, Triton modules, IR."""
+    good = dict(IR_SPACE, candidates=[{"grid": [g]} for g in range(1, 4)])
+    (folder / "space.json").write_text(json.dumps(good))
+    (folder / "space_big.json").write_text(json.dumps(dict(IR_SPACE, candidates=[{"grid": [g]} for g in range(1, 30001)])))
+    (folder / "space_twice.json").write_text(json.dumps(dict(IR_SPACE, candidates=[{"grid": [7]}, {"grid": [7]},
+                                                                                  {"grid": [8]}])))
+    text = json.dumps(good).encode()
+    (folder / "space_ff.json").write_bytes(text[:20] + b"\xff\xfe" + text[20:])
+    (folder / "space_ff.yaml").write_bytes(b"candidates:\n  - kernel: copy\xff\n")
+    (folder / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (folder / "deep.yaml").write_text("a: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    (folder / "report_ok.json").write_text(json.dumps([report_entry()]))
+    (folder / "report_bin.json").write_bytes(b"[{\"kernel\": \"co\x80\xffpy\"}]")
+    (folder / "report_deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    reports = {
+        "report_minimal.json": [{"kernel": "copy", "grid": [1], "block": [256], "timer": "cupti",
+                                 "cache_state": "clean-cold", "stats_us": {"median": 4.0, "ci_low": 3.9,
+                                                                           "ci_high": 4.1}}],
+        "report_grid_int.json": [report_entry(grid=1024)],
+        "report_median_str.json": [report_entry(stats_median="4.0")],
+        "report_median_zero.json": [report_entry(stats_median=0.0, stats_ci_low=0.0, stats_ci_high=0.0)],
+        "report_median_neg.json": [report_entry(stats_median=-4.0, stats_ci_low=-4.1, stats_ci_high=-3.9)],
+        "report_median_nan.json": '[' + json.dumps(report_entry()).replace('"median": 4.0', '"median": NaN') + ']',
+        "report_median_inf.json": '[' + json.dumps(report_entry()).replace('"median": 4.0', '"median": Infinity') + ']',
+        "report_ci_inverted.json": [report_entry(stats_ci_low=4.5, stats_ci_high=3.5)],
+        "report_twice.json": [report_entry(), report_entry(stats_median=100.0, stats_ci_low=99.0,
+                                                           stats_ci_high=101.0)],
+        "report_stats_list.json": [report_entry(stats_us=[4.0])],
+        "report_kernel_int.json": [report_entry(kernel=7)],
+        "report_block_neg.json": [report_entry(block=[-256, 1, 1])],
+        "report_timer_none.json": [report_entry(timer=None)],
+        "report_not_list.json": "\"copy\"",
+    }
+    for name, data in reports.items():
+        (folder / name).write_text(data if isinstance(data, str) else json.dumps(data))
+    (folder / "tmod_syntax.py").write_text("import triton\n@triton.jit\ndef add(x:\n    pass\n")
+    (folder / "tmod_raises.py").write_text("raise RuntimeError('the module refuses to load')\n")
+    (folder / "tmod_exits.py").write_text("import sys\nsys.exit(3)\n")
+    (folder / "tmod_zero.py").write_text("x = 1 / 0\n")
+    for mod in ("tmod_syntax", "tmod_raises", "tmod_exits", "tmod_zero"):
+        (folder / f"space_{mod}.json").write_text(json.dumps(
+            [{"source": {"kind": "triton", "function": f"{mod}:add"}, "kernel": "add", "grid": [1],
+              "args": ["array:float32:64"]}]))
+    amd = (HERE / "pyhipbench" / "kernels" / "amdgpu.ll").read_text()
+    (folder / "own_asm.ll").write_text(amd.replace("define amdgpu_kernel void @empty() {",
+                                                   "define amdgpu_kernel void @empty() {\n"
+                                                   "  call void asm sideeffect \"s_nop 0\", \"\"()", 1))
+    (folder / "x86_layout.ll").write_text('target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-'
+                                          'i128:128-f80:128-n8:16:32:64-S128"\n'
+                                          "define amdgpu_kernel void @f() {\n  ret void\n}\n")
+    (folder / "k.cu").write_text('extern "C" __global__ void k(float* p) { p[0] = N; }\n')
 
 
 # -- the cases -------------------------------------------------------------------------------------
@@ -444,6 +529,129 @@ verdict((t2 - t1) / (t1 - t0) < 5, f"500 kernels {t1 - t0:.2f} s, 2000 kernels {
 
     # 12. tests that cannot fail (a static scan of the checkout's tests/)
     c += [Case(12, name, "static", scan) for name, scan in STATIC_SCANS.items()]
+    c += newer_surfaces()
+    return c
+
+
+# Sweeps in a child: workers on the fake HIP runtime, one GPU; Triton modules found in the inputs folder.
+SWEEP_ENV = """
+os.environ.update(PYHIPBENCH_HIP_LIBRARY=LIBS["hip"], FAKE_HIP_DEVICE_COUNT="1",
+                  PYTHONPATH=F + os.pathsep + os.environ.get("PYTHONPATH", ""))
+sys.path.insert(0, F)
+"""
+SWEEP = ["--out", "{O}/r.db", "--gpus", "0"]
+LIAR = """
+from fakes.tensors import FakeTensor
+class Liar:
+    def __init__(self, device=None, raises_in=None):
+        self.tensor, self.device, self.raises_in = FakeTensor(np.zeros(256, np.float32)), device, raises_in
+    def __dlpack_device__(self):
+        if self.raises_in == "device":
+            raise RuntimeError("the producer broke")
+        return self.device if self.device is not None else self.tensor.__dlpack_device__()
+    def __dlpack__(self, **keywords):
+        if self.raises_in == "export":
+            raise ValueError("the producer cannot export")
+        return self.tensor.__dlpack__(**keywords)
+"""
+QUICK_BENCH = ", iterations=2, warmup=0, cache='warm'"
+
+
+def newer_surfaces() -> list[Case]:
+    """Classes 13-19: compare's reports, sweep spaces, Triton modules, interrupts, DLPack producers, messages."""
+    c: list[Case] = []
+    # 13. files that are not UTF-8, or nest deeper than a parser recurses
+    for name in ("space_ff.json", "space_ff.yaml"):
+        c.append(cli(13, f"sweep {name}", ["sweep", "{F}/" + name, *SWEEP], [name, ("utf-8", "decod", "not text")],
+                     device=None, setup=SWEEP_ENV))
+        c.append(api(13, f"load_space({name})", f'hb.load_space(F + "/{name}")', [name, ("utf-8", "decod", "not text")]))
+    for name in ("deep.json", "deep.yaml"):
+        c.append(cli(13, f"sweep {name}", ["sweep", "{F}/" + name, *SWEEP], [name, ("deep", "nest")],
+                     device=None, setup=SWEEP_ENV))
+        c.append(api(13, f"load_space({name})", f'hb.load_space(F + "/{name}")', [name, ("deep", "nest")]))
+    c.append(cli(13, "compare report_bin.json", ["compare", "{F}/report_bin.json", "{F}/report_ok.json"],
+                 ["report_bin.json", ("utf-8", "decod", "not text", "JSON")], device=None))
+    c.append(cli(13, "compare report_deep.json", ["compare", "{F}/report_deep.json", "{F}/report_ok.json"],
+                 ["report_deep.json", ("deep", "nest")], device=None))
+    # 14. compare trusts no field of a report
+    for name, field_ in (("minimal", ("rel_ci", "p10", "p90", "outliers", "samples", "missing")), ("grid_int", "grid"),
+                         ("median_str", "median"), ("median_zero", "median"), ("median_neg", "median"),
+                         ("median_nan", "median"), ("median_inf", "median"), ("ci_inverted", "ci_"),
+                         ("twice", ("twice", "duplicate", "more than once")), ("stats_list", "stats_us"),
+                         ("kernel_int", "kernel"), ("block_neg", "block"), ("timer_none", "timer")):
+        file = f"report_{name}.json"
+        c.append(cli(14, f"compare {file}", ["compare", "{F}/" + file, "{F}/report_ok.json"], [file, field_],
+                     device=None))
+        c.append(cli(14, f"compare ok {file}", ["compare", "{F}/report_ok.json", "{F}/" + file], [file, field_],
+                     device=None))
+    c.append(cli(14, "compare report_not_list.json", ["compare", "{F}/report_not_list.json", "{F}/report_ok.json"],
+                 ["report_not_list.json"], device=None))
+    # 15. a Triton module that fails to import, however it fails
+    for mod, why in (("tmod_syntax", ("SyntaxError", "syntax")), ("tmod_raises", "refuses to load"),
+                     ("tmod_exits", ("SystemExit", "exit")), ("tmod_zero", ("ZeroDivisionError", "division"))):
+        c.append(cli(15, f"sweep space_{mod}.json", ["sweep", f"{{F}}/space_{mod}.json", *SWEEP], [mod, why],
+                     device=None, setup=SWEEP_ENV))
+        c.append(api(15, f"TritonSource({mod}:add)", f'hb.TritonSource(function="{mod}:add")', [mod, why],
+                     setup=SWEEP_ENV))
+    # 16. interrupts, a failing disk, two sweeps on one database
+    c.append(cli(16, "Ctrl-C during a sweep", ["sweep", "{F}/space_big.json", *SWEEP], [("resume", "--resume")],
+                 device=None, timeout=240, setup=SWEEP_ENV + "import signal, threading\n"
+                 "_timer = threading.Timer(5.0, lambda: os.kill(os.getpid(), signal.SIGINT))\n"
+                 "_timer.daemon = True\n_timer.start()\n"))
+    c.append(cli(16, "the database's disk fills up", ["sweep", "{F}/space_big.json", *SWEEP],
+                 ["r.db", ("resume", "--resume")], device=None, timeout=240, setup=SWEEP_ENV +
+                 "import resource, signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+                 "resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))\n"))
+    c.append(cli(16, "two sweeps on one database", ["sweep", "{F}/space_big.json", *SWEEP],
+                 [("another sweep", "is writing", "locked", "in use")], device=None, timeout=240, setup=SWEEP_ENV +
+                 "import atexit, subprocess\n"
+                 "_first = subprocess.Popen([sys.executable, '-m', 'pyhipbench.cli', 'sweep', F + '/space_big.json',"
+                 " '--out', O + '/r.db', '--gpus', '0'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+                 "atexit.register(_first.kill)\n"
+                 "for _ in range(300):\n"
+                 "    if os.path.exists(O + '/r.db') and os.path.getsize(O + '/r.db') > 0: break\n"
+                 "    time.sleep(0.1)\ntime.sleep(1)\n"))
+    # 17. DLPack producers that lie, fail, or point at host memory
+    for device, shown in (("'rocm:0'", "rocm:0"), ("(2, 0, 0)", "(2, 0, 0)"), ("(None, 0)", "None"),
+                          ("(2.5, 0)", "2.5"), ("(2, -1)", "-1"), ("(2, 2**70)", str(2**70)), ("[2, 0]", "[2, 0]")):
+        c.append(api(17, f"__dlpack_device__ -> {device}", f"hb.bench(k, 1, 256, [Liar({device}), dst, hb.int64(256)]"
+                     f"{QUICK_BENCH})", ["argument 0", shown], setup=COPY_SETUP + LIAR))
+    for where, why in (("device", "the producer broke"), ("export", "the producer cannot export")):
+        c.append(api(17, f"the producer's __dlpack{'_device' if where == 'device' else ''}__ raises",
+                     f"hb.bench(k, 1, 256, [Liar(raises_in={where!r}), dst, hb.int64(256)]{QUICK_BENCH})",
+                     ["argument 0", why], setup=COPY_SETUP + LIAR))
+    c.append(api(17, "a capsule on the GPU over host memory",
+                 f"hb.bench(k, 1, 256, [FakeTensor(np.zeros(256, np.float32)), dst, hb.int64(256)]{QUICK_BENCH})",
+                 ["argument 0", ("host memory", "not device memory", "not memory of")], setup=COPY_SETUP + LIAR))
+    c.append(api(17, "an expect= callable that raises",
+                 "def check(outputs):\n    raise ValueError('the checker broke')\n"
+                 f"hb.bench(k, 1, 256, args, expect=check{QUICK_BENCH})", ["expect", "the checker broke"],
+                 setup=COPY_SETUP))
+    # 18. summaries that name what they mean; candidates that cannot change under their id
+    c.append(api(18, "a candidate's tags changed after construction",
+                 "space = [{'source': {'kind': 'code-object', 'path': F + '/k.ptx'}, 'kernel': 'copy', 'grid': [1],"
+                 " 'block': [256], 'args': ['array:float32:4', 'array:float32:4', 'int64:4'], 'tags': {'t': [1]}}]\n"
+                 "cand = hb.candidates_from_json(space)[0]\nbefore = (cand.id, json.dumps(cand.to_json(), sort_keys=True,"
+                 " default=str))\n"
+                 "for change in (lambda: cand.tags.__setitem__('x', 1), lambda: cand.tags['t'].append(2)):\n"
+                 "    try:\n        change()\n    except Exception:\n        pass\n",
+                 expect="ok", check="after = (cand.id, json.dumps(cand.to_json(), sort_keys=True, default=str))\n"
+                 "verdict(after == before or after[0] != before[0], f'{before} -> {after}')\n"))
+    c.append(cli(18, "a space listing one candidate twice", ["sweep", "{F}/space_twice.json", *SWEEP], expect="ok",
+                 device=None, setup=SWEEP_ENV, check="verdict('twice' in _stdout(), _stdout()[-600:])\n"))
+    # 19. messages that say what to do
+    c.append(cli(19, "run --compile-option -DN=4", ["run", "{F}/k.cu", "--kernel", "k", "--grid", "1", "--block", "1",
+                                                    "--arg", "array:float32:1", "--compile-option", "-DN=4"],
+                 ["--compile-option=-DN=4"]))
+    c.append(api(19, "load_module(PTX text as a str)", 'dev.load_module(open(F + "/k.ptx").read())',
+                 ["bytes", "path"], setup=COPY_SETUP))
+    c.append(cli(19, "compile --prologue writing the kernarg pointer",
+                 ["compile", "{F}/amd.ll", "--target", "gfx942", "--prologue", "s_mov_b64 s[0:1], 0", "-o", "{O}/x"],
+                 ["s[0:1]", ("kernarg", "kernel argument")]))
+    c.append(cli(19, "compile IR with an x86 datalayout", ["compile", "{F}/x86_layout.ll", "--target", "gfx942",
+                                                           "-o", "{O}/x"], ["datalayout"]))
+    c.append(cli(19, "compile IR holding its own inline asm", ["compile", "{F}/own_asm.ll", "--target", "gfx942",
+                                                               "-o", "{O}/x"], [("inline asm", "inline-asm")]))
     return c
 
 
