@@ -62,10 +62,10 @@ def main() -> None:
     from pyhipbench._launch.launch_config import LaunchConfig
     from pyhipbench._measure.bench import make_plan
     from pyhipbench._measure.cache import CleanStep
-    from pyhipbench._measure.stopping import StopRule
+    from pyhipbench._measure.options import BenchOptions
     from pyhipbench._measure.timers import core_timer, default_timer
     n = options.samples
-    fixed_count = StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n, max_time_s=1e9).core
+    fixed_count = BenchOptions(iterations=n).stop_rule().core
     print("| copy | clean read (x LLC) | median µs | p10–p90 µs | histogram of sample / median, 0.94–1.06 "
           "| lag-1 | P(slow after slow) | P(slow after fast) |")
     print("|---|---|---|---|---|---|---|---|")

@@ -11,7 +11,7 @@
    without torch, triton and CuPy) and the ratio. The target: <= 5 ms per
    candidate for kernels up to 50 µs, >= 20x less than do_bench.
 2. The clean step's read size: clean-cold medians of the copy kernels with
-   the clean step reading 1x, 1.25x, 1.5x and 2x (the default) the
+   the clean step reading 1x, 1.25x (the default), 1.5x and 2x the
    last-level cache (`CleanStep(device, read_bytes)`), each measured
    `--repeats` times by the core's `measure` with the default stopping rule.
    The smallest read whose median matches 2x's (within both CIs) is the

@@ -64,7 +64,7 @@ __version__ = _distribution_version("pyhipbench")  # pyproject.toml holds the on
 _LAZY: dict[str, str] = {name: "._sweep" for name in (
     "sweep", "Candidate", "load_space", "candidates_from_json", "Source", "CodeObjectSource", "IRSource",
     "CudaSource", "HipSource", "TritonSource", "Code", "CompileTarget", "SOURCE_KINDS", "register_source_kind",
-    "Store", "SweepSummary", "export_best", "load_results", "watchdog_s")}
+    "Store", "SweepSummary", "SweepInterrupted", "export_best", "load_results", "watchdog_s")}
 
 
 def __getattr__(name: str) -> object:

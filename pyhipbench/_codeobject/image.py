@@ -27,19 +27,57 @@ NT_AMDGPU_METADATA = 32
 FORMATS = ("ptx", "cubin", "fatbin", "hsaco")
 
 
+# A str is a path: one that holds code rather than names a file gets told so. PTX's directives, an ELF's
+# magic, a line break or more characters than a path can hold mark it.
+_CODE_MARKS = (".version", ".target", ".entry", ".visible", "//", "\x7fELF")
+_PATH_MAX = 4096
+_STR_IS_A_PATH = "a str names a code object file; pass the code itself as bytes (text.encode())"
+
+
 def read_image(source: bytes | str | os.PathLike) -> bytes:
-    """The code object's bytes, from bytes or a path."""
+    """The code object's bytes, from bytes or a path (a `str` is a path, never the code itself)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return bytes(source)
     if not isinstance(source, (str, os.PathLike)):
-        raise BenchError(f"code object {show(source)}: expected bytes or a path, got {type(source).__name__}")
-    path = Path(source)
-    if not path.is_file():
-        raise BenchError(f"code object {str(path)!r} is not a file")
+        raise BenchError(f"code object {show(source)}: expected bytes, a path or a CodeObject, "
+                         f"got {type(source).__name__}")
+    name = os.fspath(source)
+    if isinstance(name, bytes):  # a PathLike whose path is bytes
+        name = os.fsdecode(name)
+    if isinstance(source, str):
+        held = _code_held(source)
+        if held:
+            raise BenchError(f"code object {show(source)}: a str is a path, and this one holds {held}, not a file "
+                             "name; pass the code itself as bytes (text.encode()), or the path of a file holding it")
+    shown = repr(name) if len(name) <= 160 else show(name)
+    hint = f"; {_STR_IS_A_PATH}" if isinstance(source, str) else ""
+    path = Path(name)
+    try:
+        is_file = path.is_file()
+    except (OSError, ValueError) as e:  # a name too long for the system, or holding a NUL
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise BenchError(f"code object {shown} is not a file ({why}){hint}") from None
+    if not is_file:
+        why = "a directory" if path.is_dir() else "no such file"
+        raise BenchError(f"code object {shown} is not a file ({why}){hint}")
     try:
         return path.read_bytes()
     except OSError as e:
-        raise BenchError(f"code object {str(path)!r} cannot be read: {e.strerror or e}") from None
+        raise BenchError(f"code object {shown} cannot be read: {e.strerror or e}") from None
+
+
+def _code_held(text: str) -> str:
+    """What code `text` holds ('PTX text (1052 characters)'), or '' if it may be a file name."""
+    stripped = text.lstrip()
+    if stripped.startswith("\x7fELF"):
+        return f"an ELF image ({len(text)} characters)"
+    if any(mark in text for mark in (".version", ".target", ".entry")):
+        return f"PTX text ({len(text)} characters)"
+    if "\0" in text and "\n" not in text:
+        return "a NUL character, which no file name can"
+    if "\n" in text or len(text) > _PATH_MAX or stripped.startswith(_CODE_MARKS):
+        return f"text of {len(text)} characters" + (" over several lines" if "\n" in text else "")
+    return ""
 
 
 def detect_format(image: bytes) -> str:

@@ -105,7 +105,8 @@ class Device:
     def load_module(self, source: bytes | str | os.PathLike[str] | CodeObject) -> Module:
         """Loads a code object (PTX, cubin, fatbin or HSACO): bytes, a path, or what `compile_ir`,
         `compile_for_device` or `compile_source` returned (whose `target` the module then records,
-        a cubin naming none itself)."""
+        a cubin naming none itself). A `str` is a path, never the code: PTX text is passed as bytes
+        (`text.encode()`); a str that holds code is refused saying so."""
         image = source.data if isinstance(source, CodeObject) else codeobject.read_image(source)
         image_format = codeobject.detect_format(image)
         if image_format not in self.backend.formats:

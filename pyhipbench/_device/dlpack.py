@@ -20,11 +20,13 @@ libraries), so there is one way in. Its struct layouts are DLPack's
 from __future__ import annotations
 
 import ctypes
+import operator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._values import show
 from ..errors import BenchError
 
 # DLDeviceType (dlpack.h)
@@ -37,6 +39,10 @@ _KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
 _TYPE_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque handle", 4: "bfloat", 5: "complex", 6: "bool"}
 READ_ONLY, IS_COPIED = 1 << 0, 1 << 1  # DLPACK_FLAG_BITMASK_* of DLManagedTensorVersioned.flags
 VERSION = (1, 0)  # the DLPack version pyhipbench reads and writes
+INT32_MAX = 2**31 - 1  # DLDevice's fields are C int32s
+MAX_NDIM = 64  # more dimensions than numpy or torch allow: a corrupt capsule
+DEVICE_EXPECTED = (f"expected a (device_type, device_id) pair of ints (a DLDeviceType in [1, {INT32_MAX}] and a "
+                   f"device id in [0, {INT32_MAX}]), such as (2, 0) for CUDA device 0")
 
 
 class DLDevice(ctypes.Structure):
@@ -153,10 +159,54 @@ class _Release:
             struct.deleter(ctypes.addressof(struct))
 
 
-def device_of(obj: object) -> tuple[int, int]:
-    """`obj.__dlpack_device__()` as (DLDeviceType, device id) ints."""
-    device_type, device_id = obj.__dlpack_device__()
-    return int(device_type), int(device_id)
+def shown(value: object) -> str:
+    """`show(value)`, or the type's name where the value's own repr fails (a producer's object)."""
+    try:
+        return show(value)
+    except Exception:
+        return f"<a {type(value).__name__} whose repr() raised>"
+
+
+def device_of(obj: object, label: str | None = None) -> tuple[int, int]:
+    """`obj.__dlpack_device__()` as (DLDeviceType, device id) Python ints.
+
+    Anything but a tuple of two integers in DLDevice's ranges (a string, a
+    float, None, a negative id, one beyond int32), and any exception the
+    producer raises, is a BenchError naming `label` (default: the type's
+    name) and the value; the producer's exception is chained.
+    """
+    label = label or type(obj).__name__
+    try:
+        device = obj.__dlpack_device__()
+    except Exception as e:
+        raise BenchError(f"{label}: its __dlpack_device__() raised {type(e).__name__}: {_text_of(e)}") from e
+    if not isinstance(device, tuple) or len(device) != 2:
+        raise BenchError(f"{label}: its __dlpack_device__() returned {shown(device)}; {DEVICE_EXPECTED}")
+    checked = []
+    for what, value, low in (("device_type", device[0], 1), ("device id", device[1], 0)):
+        if isinstance(value, (bool, np.bool_)):
+            why = "a bool, not an integer"
+        else:
+            try:
+                number = operator.index(value)
+            except TypeError:
+                why = f"a {type(value).__name__}, not an integer"
+            else:
+                if low <= number <= INT32_MAX:
+                    checked.append(number)
+                    continue
+                why = "out of range"
+        raise BenchError(f"{label}: its __dlpack_device__() returned {shown(device)}, whose {what} is "
+                         f"{shown(value)}, {why}; {DEVICE_EXPECTED}")
+    return checked[0], checked[1]
+
+
+def _text_of(error: BaseException) -> str:
+    """str(error), or its type's name where even that fails."""
+    try:
+        return str(error)
+    except Exception:
+        return f"(a {type(error).__name__} whose str() raised)"
 
 
 def read(obj: object, stream: int | None) -> Managed:
@@ -166,10 +216,16 @@ def read(obj: object, stream: int | None) -> Managed:
     (CUDA: 1 = the legacy default stream; ROCm: 0 = the default stream);
     None for a CPU producer.
     """
+    producer = type(obj).__name__
     try:
-        capsule = obj.__dlpack__(stream=stream, max_version=VERSION, copy=False)
-    except TypeError:  # a producer from before DLPack 1.0 knows neither keyword
-        capsule = obj.__dlpack__(stream=stream)
+        try:
+            capsule = obj.__dlpack__(stream=stream, max_version=VERSION, copy=False)
+        except TypeError:  # a producer from before DLPack 1.0 knows neither keyword
+            capsule = obj.__dlpack__(stream=stream)
+    except BufferError:  # DLPack's "cannot export this one": the caller words it
+        raise
+    except Exception as e:
+        raise BenchError(f"{producer}.__dlpack__() raised {type(e).__name__}: {_text_of(e)}") from e
     for versioned in (True, False):
         if _is_valid(capsule, _NAMES[versioned]):
             break
@@ -183,14 +239,23 @@ def read(obj: object, stream: int | None) -> Managed:
         raise BenchError(f"{type(obj).__name__} exported DLPack {version[0]}.{version[1]}; "
                          f"expected DLPack {VERSION[0]}.x or 0.8")
     _set_name(capsule, _USED_NAMES[versioned])  # ours now: the capsule's destructor leaves it alone
+    release = _Release(struct)
     tensor = struct.dl_tensor
     ndim = tensor.ndim
+    if not 0 <= ndim <= MAX_NDIM or (ndim and not tensor.shape):
+        release()
+        what = f"ndim {ndim}" if not 0 <= ndim <= MAX_NDIM else f"ndim {ndim} and no shape (a NULL pointer)"
+        raise BenchError(f"{producer} exported a DLPack tensor of {what}; expected 0 to {MAX_NDIM} dimensions "
+                         "and their sizes")
     shape = tuple(tensor.shape[i] for i in range(ndim))
+    if any(size < 0 for size in shape):
+        release()
+        raise BenchError(f"{producer} exported a DLPack tensor of shape {shape}; expected sizes >= 0")
     strides = tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else None
     return Managed(address=(tensor.data or 0) + tensor.byte_offset, device_type=tensor.device.device_type,
                    device_id=tensor.device.device_id, shape=shape, strides=strides,
                    type_code=tensor.dtype.code, bits=tensor.dtype.bits, lanes=tensor.dtype.lanes,
-                   flags=struct.flags if versioned else 0, version=version, _release=_Release(struct))
+                   flags=struct.flags if versioned else 0, version=version, _release=release)
 
 
 # -- producing ---------------------------------------------------------------

@@ -89,8 +89,12 @@ class DeviceArray:
         """A view of `tensor`'s own memory (no copy), taken through DLPack, holding the tensor.
 
         `tensor` must be on this backend's device (same device type and
-        ordinal), C-contiguous, writable, and of a numpy element type; each
-        refusal is a BenchError naming `what` (the argument) and the value.
+        ordinal), C-contiguous, writable, and of a numpy element type, and
+        the driver must know its memory as this device's (a producer that
+        claims a GPU over host memory is refused); each refusal is a
+        BenchError naming `what` (the argument) and the value. An exception
+        the producer's `__dlpack_device__` or `__dlpack__` raises becomes a
+        BenchError too, chained to it.
         """
         label = f"{what + ': ' if what else ''}a {_type_name(tensor)}"
         index = backend.properties().index
@@ -98,7 +102,7 @@ class DeviceArray:
         wanted = (f"memory on {backend.name.upper()} device {index} (DLPack "
                   f"{' or '.join(dlpack.DEVICE_TYPE_NAMES[t] for t in accepted)}, device id {index}), "
                   "the bench's device")
-        device_type, device_id = dlpack.device_of(tensor)
+        device_type, device_id = dlpack.device_of(tensor, label)
         if device_type not in accepted or device_id != index:
             name = dlpack.DEVICE_TYPE_NAMES.get(device_type, "unknown device type")
             raise BenchError(f"{label} on {name} ({device_type}) device {device_id}; expected {wanted}")
@@ -106,6 +110,8 @@ class DeviceArray:
             managed = dlpack.read(tensor, DLPACK_DEFAULT_STREAM[backend.name])
         except BufferError as e:  # DLPack's "cannot export this one", e.g. torch's tensors that require grad
             raise BenchError(f"{label} refused to export itself through DLPack: {e}") from None
+        except BenchError as e:  # the capsule, or an exception the producer raised (its cause)
+            raise BenchError(f"{label}: {e}") from e.__cause__
         if (managed.device_type, managed.device_id) != (device_type, device_id):
             raise BenchError(f"{label}: its DLPack capsule is on {managed.device_name} but __dlpack_device__ said "
                              f"{dlpack.DEVICE_TYPE_NAMES.get(device_type)} ({device_type}) {device_id}")
@@ -126,6 +132,7 @@ class DeviceArray:
         if not managed.contiguous():
             raise BenchError(f"{label} of shape {managed.shape} with strides {managed.strides} (elements) is not "
                              "C-contiguous; expected a dense row-major tensor (torch: tensor.contiguous())")
+        _check_memory(backend, managed, math.prod(managed.shape) * dtype.itemsize, label, wanted)
         return cls.view(backend, managed.address, managed.shape, dtype, source=(managed, tensor))
 
     # -- DLPack and CUDA array interface export --------------------------------
@@ -199,6 +206,30 @@ class DeviceArray:
 
     def __repr__(self) -> str:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, address=0x{self.address:x})"
+
+
+def _check_memory(backend: Backend, managed: dlpack.Managed, nbytes: int, label: str, wanted: str) -> None:
+    """Refuses a capsule whose memory the driver does not know as this device's: host memory (a producer
+    that claims a GPU over it), another device's memory, or a shape that runs past its allocation."""
+    address, index, vendor = managed.address, backend.properties().index, backend.name.upper()
+    where = f"{label}: its memory at 0x{address:x}"
+    if address >= 1 << 64:
+        raise BenchError(f"{where} is beyond a 64-bit address space; expected {wanted}")
+    memory = backend.pointer_memory(address)
+    if memory.kind == "unknown":
+        raise BenchError(f"{where} is not device memory: the {vendor} driver does not know it (host memory, "
+                         f"such as a numpy array's, or no memory at all); expected {wanted}")
+    if memory.kind == "host":
+        raise BenchError(f"{where} is host memory (pinned, mapped or registered with the {vendor} driver), not "
+                         f"device memory; expected {wanted}")
+    if memory.kind == "device" and memory.device != index:
+        raise BenchError(f"{where} is device memory of {vendor} device {memory.device}, not memory of device "
+                         f"{index} (the capsule says device {managed.device_id}); expected {wanted}")
+    if memory.start is not None and memory.size is not None and address + nbytes > memory.start + memory.size:
+        held = max(memory.start + memory.size - address, 0)
+        raise BenchError(f"{label} of shape {managed.shape} needs {nbytes} bytes from 0x{address:x}, but its "
+                         f"allocation (0x{memory.start:x}, {memory.size} bytes) holds {held} from there; expected "
+                         "a tensor that fits in its memory")
 
 
 def _type_name(value: object) -> str:

@@ -86,9 +86,9 @@ class Expectation:
             raise BenchError(f"{where}: a DeviceArray reference; expected a host array (array.to_numpy())")
         try:  # a GPU tensor refuses here (torch: "can't convert cuda:0 device type tensor to numpy")
             host = np.asarray(reference)
-        except (TypeError, ValueError, RuntimeError) as e:
-            raise BenchError(f"{where}: a {type(reference).__name__} is not a host array ({e}); expected one "
-                             "(numpy; torch: tensor.cpu().numpy())") from None
+        except Exception as e:  # whatever its own conversion raises: the package's error, chained
+            raise BenchError(f"{where}: a {type(reference).__name__} is not a host array ({_text_of(e)}); expected "
+                             "one (numpy; torch: tensor.cpu().numpy())") from e
         if host.dtype.kind not in "biufc":
             raise BenchError(f"{where}: a reference of dtype {host.dtype}; expected numbers (bool, integer, "
                              "float or complex)")
@@ -145,6 +145,10 @@ class Expectation:
         except AssertionError as e:
             raise OutputMismatch(f"kernel {self._kernel_name!r}, set {s}: the expect check failed: {e}",
                                  set_index=s) from e
+        except Exception as e:  # the check's own bug: the package's error, so `except hb.Error` holds it
+            raise BenchError(f"kernel {self._kernel_name!r}, set {s}: the expect check {_name_of(self._check)} "
+                             f"raised {type(e).__name__}: {_text_of(e)}; expected it to return True or False "
+                             "(or raise AssertionError for a mismatch)") from e
         if not isinstance(verdict, (bool, np.bool_)):
             raise BenchError(f"the expect check returned {show(verdict)} for set {s}; expected True (the outputs "
                              "are right) or False")
@@ -158,3 +162,17 @@ def _array_of(arg: Argument) -> DeviceArray | None:
     if isinstance(arg, Shared):
         return arg.array
     return arg if isinstance(arg, DeviceArray) else None
+
+
+def _name_of(check: object) -> str:
+    """The check callable as a message names it: its qualified name, or its type's."""
+    name = getattr(check, "__qualname__", None)
+    return f"{name}()" if isinstance(name, str) else f"(a {type(check).__name__})"
+
+
+def _text_of(error: BaseException) -> str:
+    """str(error), or its type's name where even that fails."""
+    try:
+        return str(error)
+    except Exception:
+        return f"(a {type(error).__name__} whose str() raised)"

@@ -5,6 +5,13 @@ the format from the file's suffix (.json, .csv, .md). `compare` matches
 results by kernel and launch (kernel name, grid, block, cache state, timer)
 and calls each pair faster, slower or the same from their medians' 95 %
 confidence intervals: the same when the intervals overlap.
+
+`load` (and `check_results`, for a sweep database's results) refuses a
+report before anything is compared: each entry must hold every field
+compare and the CSV/markdown rows read, of the type and range a result has
+(`grid` and `block` lists of 1 to 3 positive integers, a bare integer
+refused; the median > 0 and finite, `ci_low <= median <= ci_high`), and no
+kernel and launch twice; the BenchError names the file, the entry and the field.
 """
 from __future__ import annotations
 
@@ -15,6 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._launch.launch_config import dims
+from .._textfile import parse_json, read_text
+from .._values import integer, real, show
 from ..errors import BenchError
 
 FORMATS = (".json", ".csv", ".md")
@@ -67,19 +77,97 @@ def render(path: Path, results: list[dict[str, Any]]) -> str:
                      f"{', '.join(FORMATS)}")
 
 
+REPORT = "the JSON `pyhipbench run --out FILE.json` writes"
+FIELDS = ("kernel", "grid", "block", "timer", "cache_state", "stats_us", "samples", "stop_reason", "rotation",
+          "host_us_per_kernel", "wall_s", "device")  # what compare and _row read; verified and target optional
+STATS = ("median", "ci_low", "ci_high", "rel_ci", "p10", "p90", "outliers")
+
+
 def load(path: Path) -> list[dict[str, Any]]:
-    """Results from a JSON report (a list of results, or one result)."""
+    """Results from a JSON report (a list of results, or one result), each checked (`check_results`)."""
+    data = parse_json(read_text(path, REPORT), str(path), REPORT, what="a JSON report")
+    return check_results(data if isinstance(data, list) else [data], str(path))
+
+
+def _real(label: str, value: object, **bounds: float) -> float:
     try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise BenchError(f"{path}: not a JSON report ({e.msg} at line {e.lineno}); expected the JSON "
-                         "`pyhipbench run --out FILE.json` writes") from None
-    results = data if isinstance(data, list) else [data]
+        return real(label, value, **bounds)
+    except OverflowError:  # an integer beyond a float's range
+        raise BenchError(f"{label}={show(value)}: out of range, expected a finite number") from None
+
+
+def _string(label: str, value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise BenchError(f"{label}={show(value)}: expected {what} (a non-empty string)")
+    return value
+
+
+def _object(label: str, value: object, fields: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BenchError(f"{label}={show(value)}: expected an object with {', '.join(fields)}")
+    missing = [f for f in fields if f not in value]
+    if missing:
+        raise BenchError(f"{label}: missing {', '.join(missing)}; expected an object with {', '.join(fields)}")
+    return value
+
+
+def _check_fields(r: dict[str, Any]) -> None:
+    """BenchError naming the field of the result `r` (it has every field) that is not what a result holds."""
+    _string("kernel", r["kernel"], "the kernel's name")
+    for name in ("grid", "block"):
+        if not isinstance(r[name], list):  # as run writes it; a bare integer is refused
+            raise BenchError(f"{name}={show(r[name])}: expected a list of 1 to 3 positive integers (as "
+                             "`run --out` writes it, e.g. [1024, 1, 1])")
+        dims(name, r[name])
+    for name in ("timer", "cache_state", "stop_reason"):
+        _string(name, r[name], f"the {name.replace('_', ' ')}")
+    s = _object("stats_us", r["stats_us"], STATS)
+    median = _real("stats_us.median", s["median"], above=0)
+    ci_low = _real("stats_us.ci_low", s["ci_low"], minimum=0)
+    ci_high = _real("stats_us.ci_high", s["ci_high"], minimum=0)
+    if not ci_low <= median <= ci_high:
+        raise BenchError(f"stats_us: ci_low={show(s['ci_low'])}, median={show(s['median'])}, "
+                         f"ci_high={show(s['ci_high'])}: expected ci_low <= median <= ci_high (the median's 95 % "
+                         "confidence interval, µs)")
+    for name in ("rel_ci", "p10", "p90"):
+        _real(f"stats_us.{name}", s[name], minimum=0)
+    integer("stats_us.outliers", s["outliers"], 0)
+    integer("samples", r["samples"], 1)
+    integer("rotation.sets", _object("rotation", r["rotation"], ("sets",))["sets"], 1)
+    _real("host_us_per_kernel", r["host_us_per_kernel"], minimum=0)
+    _real("wall_s", r["wall_s"], minimum=0)
+    _string("device.name", _object("device", r["device"], ("name",))["name"], "the device's name")
+    if "verified" in r and not isinstance(r["verified"], bool):
+        raise BenchError(f"verified={show(r['verified'])}: expected true or false")
+    if r.get("target") is not None:
+        _string("target", r["target"], "the code object's target")
+
+
+def check_results(results: list[Any], name: str) -> list[dict[str, Any]]:
+    """`results` (a report's entries, or a sweep database's results) if each is a whole result and no
+    kernel and launch comes twice; else BenchError naming `name`, the entry and its field."""
+    if not results:
+        raise BenchError(f"{name}: holds no results; expected {REPORT}, or a sweep database with measured "
+                         "candidates")
+    first: dict[str, int] = {}
     for i, r in enumerate(results):
-        if not (isinstance(r, dict) and {"kernel", "grid", "block", "stats_us", "timer", "cache_state"} <= r.keys()
-                and isinstance(r["stats_us"], dict) and {"median", "ci_low", "ci_high"} <= r["stats_us"].keys()):
-            raise BenchError(f"{path}: entry {i} is not a pyhipbench result; expected kernel, grid, block, "
-                             "timer, cache_state and stats_us with median, ci_low, ci_high")
+        if not isinstance(r, dict):
+            raise BenchError(f"{name}: entry {i} is not a pyhipbench result ({show(r)}); expected an object with "
+                             f"{', '.join(FIELDS)}")
+        missing = [f for f in FIELDS if f not in r]
+        if missing:
+            raise BenchError(f"{name}: entry {i} is not a pyhipbench result: missing {', '.join(missing)}; "
+                             f"expected {', '.join(FIELDS)}")
+        try:
+            _check_fields(r)
+        except BenchError as e:
+            raise BenchError(f"{name}: entry {i}: {e}") from None
+        key = _key(r)
+        if key in first:
+            raise BenchError(f"{name}: entries {first[key]} and {i} are both {key}; expected each kernel and "
+                             "launch once (compare matches results by kernel name, grid, block, cache state and "
+                             "timer, so it cannot tell them apart)")
+        first[key] = i
     return results
 
 
@@ -97,8 +185,15 @@ class Comparison:
 
 
 def _key(result: dict[str, Any]) -> str:
-    r = _row(result)
-    return f"{r['kernel']} grid {r['grid']} block {r['block']} ({r['cache_state']}, {r['timer']})"
+    """The kernel and launch compare matches by: grid and block as three dimensions ([1024] is [1024, 1, 1])."""
+    kernel, cache_state, timer = (_printable(result[name]) for name in ("kernel", "cache_state", "timer"))
+    grid, block = ("x".join(map(str, dims(name, result[name]))) for name in ("grid", "block"))
+    return f"{kernel} grid {grid} block {block} ({cache_state}, {timer})"
+
+
+def _printable(text: str) -> str:
+    """`text`, or its repr where it holds a line break or another unprintable character (one line a row)."""
+    return text if text.isprintable() else repr(text)
 
 
 def compare(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[Comparison]:

@@ -11,9 +11,12 @@ results durable in SQLite, resumable after a kill. The public names are pyhipben
     worker_slot.py    one worker's state: its attempt, the one sent ahead, its watchdog, its replacement
     racing.py         racing's bound: the lowest CI upper bound so far
     recorder.py       each candidate's end: the store, the summary, the progress bar
+    interrupts.py     Ctrl-C: seen between events, the processes shut down, SweepInterrupted
     local.py          a spawned process per local GPU
     ray_cluster.py    a Ray actor per GPU of a Ray cluster
     store.py          the SQLite results database
+    lock.py           the writer's lock: one sweep at a time writes a database
+    frozen.py         read-only JSON data: a candidate's tags
     progress.py       the progress bar
 """
 from __future__ import annotations
@@ -25,9 +28,10 @@ from .._device.backends import BACKEND_NAMES
 from .._values import integer, real, show
 from ..errors import BenchError
 from .candidate import Candidate, candidates_from_json, load_space
+from .interrupts import SweepInterrupted
 from .local import LocalPool
 from .progress import Progress
-from .scheduler import TIMEOUT_FLOOR_S, SweepSummary, run, watchdog_s
+from .scheduler import TIMEOUT_FLOOR_S, SweepSummary, interrupted, run, watchdog_s
 from .sources import (
     SOURCE_KINDS,
     Code,
@@ -44,7 +48,8 @@ from .store import Store, export_best, load_results
 
 __all__ = ["sweep", "Candidate", "load_space", "candidates_from_json", "Source", "CodeObjectSource",
            "IRSource", "CudaSource", "HipSource", "TritonSource", "Code", "CompileTarget", "SOURCE_KINDS",
-           "register_source_kind", "Store", "SweepSummary", "export_best", "load_results", "watchdog_s"]
+           "register_source_kind", "Store", "SweepSummary", "SweepInterrupted", "export_best", "load_results",
+           "watchdog_s"]
 
 
 def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = False, gpus: list[int] | None = None,
@@ -69,6 +74,14 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
     and stops (stop_reason "slower") once
     surely slower than that. The best candidate is still measured to its precision; the medians of those
     stopped as slower are less precise.
+
+    Each result is committed as it finishes. One sweep at a time writes `db`: it is locked for the call
+    (DB.lock beside it; the OS drops the lock when the process ends), and another sweep on it is refused
+    (BenchError naming the holder's pid); reading it meanwhile (load_results, compare) works. A candidate
+    listed twice runs once (the summary's `duplicates`). What stops the sweep shuts its worker and compiler
+    processes down first: Ctrl-C raises SweepInterrupted, a KeyboardInterrupt saying how many results
+    `db` holds (`recorded`); a failed write to `db` (a full disk) raises OSError naming it. Either way
+    every committed result stays, and `resume=True` continues.
     """
     candidates = list(candidates)
     for i, c in enumerate(candidates):
@@ -91,7 +104,7 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
         raise BenchError(f"standby={show(standby)}: expected True or False")
     if not isinstance(race, bool):
         raise BenchError(f"race={show(race)}: expected True or False")
-    store = Store(Path(db), resume=resume)
+    store = Store(Path(db), resume=resume, lock=True)
     try:
         if cluster is not None:
             from .ray_cluster import RayCluster
@@ -102,6 +115,10 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
         bar = Progress(len({c.id for c in candidates}), done, show=progress)
         return run(candidates, store, executor, progress=bar, timeout_floor_s=timeout_floor_s,
                    compile_workers=compile_workers, race=race)
+    except SweepInterrupted:
+        raise
+    except KeyboardInterrupt:  # before the scheduler ran (a Ray cluster connecting)
+        raise interrupted(store) from None
     finally:
         store.close()
 

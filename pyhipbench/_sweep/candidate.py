@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -29,8 +30,10 @@ from typing import Any
 from .._launch.arg_spec import ArgSpec, ArraySpec, ScalarSpec, parse_arg
 from .._launch.launch_config import dims
 from .._measure.options import BenchOptions
+from .._textfile import check_data, parse_json, parse_yaml, read_text
 from .._values import integer, real, show
 from ..errors import BenchError
+from .frozen import freeze, thaw
 from .sources import Source, TritonSource, source_from_json
 
 __all__ = ["Candidate", "load_space", "candidates_from_json"]
@@ -58,6 +61,11 @@ class Candidate:
     pyhipbench.BenchOptions or its JSON object.
     `timeout_s`: the watchdog's limit for this candidate, seconds, instead of the one derived from `bench`.
     `tags`: JSON-serialisable data of the caller's, part of the id.
+
+    A candidate is immutable, its id fixed when it is made: its fields are frozen (a dataclass's), and
+    `tags` is a deep copy, read-only to every level (frozen.py: a dict and lists that refuse changes,
+    compare equal to the data given and serialise as it did, so ids are those of plain dicts).
+    `dataclasses.replace(candidate, tags=...)` makes another candidate, with its own id.
     """
     source: Source
     kernel: str
@@ -104,27 +112,35 @@ class Candidate:
             json.dumps(self.tags, sort_keys=True, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise BenchError(f"tags={show(self.tags)}: not JSON-serialisable ({e})") from None
+        object.__setattr__(self, "tags", freeze(self.tags))  # a copy: the caller's dict may change, this cannot
 
     def _fields(self) -> dict[str, Any]:
         block = None if self.block is None else list(self.block)
         bench = self.bench.to_json()
-        if bench["slower_than_us"] is None:  # left out when unset: results databases hold ids hashed without it
+        if bench["slower_than_us"] is None:  # left out when unset, so a candidate's id does not change with it
             del bench["slower_than_us"]
         return {"kernel": self.kernel, "grid": list(self.grid), "block": block,
                 "args": [str(a) for a in self.args], "shared_bytes": self.shared_bytes,
-                "bench": bench, "timeout_s": self.timeout_s, "tags": self.tags}
+                "bench": bench, "timeout_s": self.timeout_s, "tags": thaw(self.tags)}
 
     @cached_property
     def id(self) -> str:
         """sha256 (hex, 32 digits) of the source's content and every other field: stable across runs.
         Hashed once, at first use (a sweep asks for it several times per candidate): a candidate is
-        immutable, its tags included."""
+        immutable, its tags included (see the class docstring)."""
         identity = {"source": self.source.identity(), **self._fields()}
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
 
     def to_json(self) -> dict[str, Any]:
-        """The candidate as the results database keeps it (the source by path and digest, not content)."""
+        """The candidate as the results database keeps it (the source by path and digest, not content);
+        a fresh copy, the caller's to change."""
         return {"id": self.id, "source": self.source.to_json(), **self._fields()}
+
+    def describe(self) -> str:
+        """The candidate in a few words for people: its id's first 12 digits, kernel, grid, block, tags."""
+        block = "" if self.block is None else f" block {'x'.join(map(str, self.block))}"
+        tags = f" tags {json.dumps(self.tags, sort_keys=True)}" if self.tags else ""
+        return f"{self.id[:12]} ({self.kernel} grid {'x'.join(map(str, self.grid))}{block}{tags})"
 
 
 CANDIDATE_FIELDS = ("source", "kernel", "grid", "block", "args", "shared_bytes", "bench", "timeout_s", "tags")
@@ -165,7 +181,10 @@ def _candidate(i: int, data: object, defaults: dict[str, Any], sources: dict[str
 
 
 def candidates_from_json(space: object, base: Path = Path(".")) -> list[Candidate]:
-    """Candidates from a parsed space: a list of candidates, or {"defaults": {...}, "candidates": [...]}."""
+    """Candidates from a parsed space: a list of candidates, or {"defaults": {...}, "candidates": [...]}.
+    The space may hold a tuner's Python values (tuples, numpy integers), but no container inside itself,
+    nothing nested more than MAX_DEPTH levels and no mapping key that is not a string."""
+    check_data(space, "the space", "a sweep space", json_only=False)
     if isinstance(space, list):
         space = {"candidates": space}
     if not isinstance(space, dict) or not isinstance(space.get("candidates"), list):
@@ -184,24 +203,16 @@ def candidates_from_json(space: object, base: Path = Path(".")) -> list[Candidat
     return [_candidate(i, entry, defaults, sources, base) for i, entry in enumerate(space["candidates"])]
 
 
-def load_space(path: Path) -> list[Candidate]:
-    """The candidates of a search space file: JSON, or YAML (.yaml/.yml; needs pyyaml)."""
-    text = path.read_text()  # OSError naming the file: the CLI reports it
+def load_space(path: str | os.PathLike[str]) -> list[Candidate]:
+    """The candidates of a search space file: JSON, or YAML (.yaml/.yml; needs pyyaml). BenchError naming
+    the file for text that is not UTF-8, does not parse, nests too deep or is not JSON data (_textfile.py),
+    and for a bad candidate (its index and field)."""
+    path, expected = Path(path), "a sweep space"
+    text = read_text(path, expected)  # OSError naming the file: the CLI reports it
     if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError:
-            raise BenchError(f"{path}: reading YAML needs pyyaml (pip install pyyaml); or write the space "
-                             "as JSON") from None
-        try:
-            space = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise BenchError(f"{path}: not YAML ({e})") from None
+        space = parse_yaml(text, str(path), expected)
     else:
-        try:
-            space = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise BenchError(f"{path}: not JSON ({e.msg} at line {e.lineno}); expected a sweep space") from None
+        space = parse_json(text, str(path), expected)
     try:
         return candidates_from_json(space, path.parent)
     except BenchError as e:

@@ -5,7 +5,10 @@ no driver state inherited from a fork); each opens its own device by index
 (worker.serve). A worker that faulted exits after its outcome; one that hangs
 is killed by the scheduler's watchdog; one that dies (an abort, a segfault)
 is seen through its process sentinel. Each is replaced on the same GPU.
-Workers die with the sweep (PR_SET_PDEATHSIG), even on kill -9.
+Workers die with the sweep (PR_SET_PDEATHSIG), even on kill -9, and ignore
+SIGINT (a terminal's Ctrl-C reaches the whole process group): the sweep
+handles it and ends them (interrupts.py), `close()` killing each and awaiting
+its exit.
 
 Standby: once a GPU's worker has opened its device, a spare process is
 started for that GPU, which opens the device too and waits. A replacement
@@ -38,9 +41,16 @@ from multiprocessing.connection import wait
 from queue import SimpleQueue
 from typing import Any
 
+from .interrupts import children_ignore_sigint, ignore_sigint
 from .worker import DeviceFacts, Task, serve
 
 __all__ = ["LocalPool"]
+
+
+def _serve(connection: Any, backend: str | None, index: int) -> None:
+    """A worker process's main: worker.serve, deaf to SIGINT (the sweep stops it)."""
+    ignore_sigint()
+    serve(connection, backend, index)
 
 
 def death_reason(exitcode: int | None) -> str:
@@ -118,9 +128,10 @@ class LocalPool:
 
     def _spawn(self, slot: int, role: str) -> _Process:
         ours, theirs = self.context.Pipe()
-        process = self.context.Process(target=serve, args=(theirs, self.backend, self.indices[slot]),
+        process = self.context.Process(target=_serve, args=(theirs, self.backend, self.indices[slot]),
                                        name=f"pyhipbench-sweep-gpu{self.indices[slot]}-{role}", daemon=True)
-        process.start()
+        with children_ignore_sigint():  # from its first instruction, before _serve ignores it
+            process.start()
         theirs.close()
         return _Process(process, ours)
 

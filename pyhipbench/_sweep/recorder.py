@@ -6,7 +6,7 @@ sweep's summary and a step of the progress bar.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .candidate import Candidate
 from .progress import Progress
@@ -19,15 +19,26 @@ __all__ = ["Recorder", "SweepSummary"]
 
 @dataclass
 class SweepSummary:
-    """What one call of `sweep` did: counts, wall time and GPU busy time (s), the database."""
+    """What one call of `sweep` did: counts, wall time and GPU busy time (s), the database.
+
+    `skipped` counts the candidates of the space not run: `already_recorded` (in the database before:
+    resume) and the repeats of a candidate the space lists more than once, which runs once;
+    `duplicates` names those, each (candidate, how many times the space lists it), in the space's order."""
     database: str
-    total: int          # candidates in the space
-    skipped: int        # already recorded (resume), or listed twice
+    total: int          # candidates in the space, as listed
+    skipped: int        # not run: already recorded, or a repeat of one listed before
     measured: int = 0
     failed: int = 0
     wall_s: float = 0.0
     busy_s: float = 0.0  # sum over candidates of their measurement's wall time on a GPU
     gpus: int = 0
+    already_recorded: int = 0  # distinct candidates of the space the database held before (resume)
+    duplicates: list[tuple[Candidate, int]] = field(default_factory=list)
+
+    @property
+    def repeats(self) -> int:
+        """Listings of a candidate after its first (each runs once)."""
+        return sum(times - 1 for _candidate, times in self.duplicates)
 
     @property
     def utilisation(self) -> float:

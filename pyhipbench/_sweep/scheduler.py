@@ -23,16 +23,28 @@ and here what ties them together:
   retried once, on a fresh worker (one that has run nothing yet), then
   recorded as failed with its reason. Bad input (the kernel, launch,
   arguments or IR cannot work) is recorded at once: retrying cannot help.
+- Stopping: Ctrl-C is seen between events (interrupts.py), each result that
+  arrived committed first; it, a database write that fails (an OSError from
+  the store) or the sweep's own error ends the loop, and the workers and the
+  compiler processes are ended before it goes on up (`run` raises
+  SweepInterrupted for Ctrl-C). What is committed stays: a resumed sweep
+  continues from it.
+- A candidate the space lists more than once runs once; the summary names
+  it, apart from those already in the database (resume).
 """
 from __future__ import annotations
 
 import time
+from collections import Counter
+from multiprocessing.connection import wait
 from typing import Any, Protocol
 
 from ..errors import NoDeviceError
 from .candidate import Candidate
 from .compile_queue import Compiled, CompileQueue
 from .dispatch import Dispatcher
+from .interrupts import POLL_S as INTERRUPT_POLL_S
+from .interrupts import InterruptGuard, SweepInterrupted, children_ignore_sigint
 from .progress import Progress
 from .racing import RacingBound
 from .recorder import Recorder, SweepSummary
@@ -44,6 +56,7 @@ __all__ = ["Executor", "SweepSummary", "run", "watchdog_s", "MAX_ATTEMPTS", "TIM
 
 MAX_ATTEMPTS = 2  # a candidate that faults, hangs or kills its worker runs once more, then fails
 POLL_S = 0.05     # how often compiled code is collected while compiles are outstanding, seconds
+COMPILER_EXIT_S = 5.0  # how long a stopped sweep waits for its killed compiler processes to exit, seconds
 
 
 class Executor(Protocol):
@@ -65,8 +78,10 @@ class _Scheduler:
     """One sweep of `candidates` (none recorded yet) on `executor`'s workers."""
 
     def __init__(self, candidates: list[Candidate], store: Store, executor: Executor, progress: Progress,
-                 summary: SweepSummary, timeout_floor_s: float, compile_workers: int, race: bool = False) -> None:
+                 summary: SweepSummary, timeout_floor_s: float, compile_workers: int, race: bool = False,
+                 interrupts: InterruptGuard | None = None) -> None:
         self.executor, self.summary, self.timeout_floor_s = executor, summary, timeout_floor_s
+        self.interrupts = interrupts or InterruptGuard()  # not entered: it never reports one
         self.slots: dict[int, WorkerSlot] = {}
         self.compiles = CompileQueue(candidates, compile_workers)
         self.dispatcher = Dispatcher(candidates)
@@ -74,11 +89,15 @@ class _Scheduler:
         self.recorder = Recorder(store, progress, summary, len(candidates))
 
     def loop(self) -> None:
-        for index in self.executor.initial_slots():
-            self._start_slot(index)
+        """Runs until every candidate is recorded; on an exception (Ctrl-C included) the compiler processes
+        are ended first (the executor's workers are `run`'s to close)."""
         try:
+            for index in self.executor.initial_slots():
+                self._start_slot(index)
             while self.recorder.remaining:
-                self._compiled(self.compiles.collect())
+                self.interrupts.check()
+                with children_ignore_sigint():  # a compiler process may start
+                    self._compiled(self.compiles.collect())
                 self._dispatch()
                 # A slot whose worker is replaced while this batch is handled: the rest of the batch's events
                 # for it are the old worker's (a Ray actor's second call).
@@ -87,8 +106,24 @@ class _Scheduler:
                     if self.slots[index].workers_started == started[index]:
                         self._handle(index, kind, value)
                 self._watchdog()
-        finally:
-            self.compiles.close()
+        except BaseException:
+            self._end_compiles()
+            raise
+        self.compiles.close()
+
+    def _end_compiles(self) -> None:
+        """The compile pool shut down and its processes killed, their exits awaited (up to
+        COMPILER_EXIT_S): a compile in progress is not."""
+        pool = self.compiles.pool  # a ProcessPoolExecutor: its processes by pid (3.14 has terminate_workers)
+        processes = list(pool._processes.values()) if pool is not None and pool._processes else []
+        self.compiles.close()
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+        deadline = time.monotonic() + COMPILER_EXIT_S
+        # The sentinels, not join(): the pool's own thread reaps its processes.
+        while (running := [p.sentinel for p in processes if p.is_alive()]) and time.monotonic() < deadline:
+            wait(running, max(0.0, deadline - time.monotonic()))
 
     def _start_slot(self, index: int) -> None:
         self.slots[index] = WorkerSlot(self.executor, index, self.timeout_floor_s)
@@ -133,7 +168,8 @@ class _Scheduler:
     def _ready(self, slot: WorkerSlot, facts: DeviceFacts) -> None:
         slot.facts = facts
         if self.compiles.target is None:
-            self._compiled(self.compiles.start(facts.target))
+            with children_ignore_sigint():  # the compiler processes start
+                self._compiled(self.compiles.start(facts.target))
             for extra in self.executor.more_slots(facts):
                 self._start_slot(extra)
         elif facts.target != self.compiles.target:
@@ -185,6 +221,7 @@ class _Scheduler:
         code is compiling."""
         deadlines = [slot.deadline for slot in self.slots.values() if slot.deadline is not None]
         wait = max(0.0, min(deadlines) - time.monotonic()) if deadlines else 1.0
+        wait = min(wait, INTERRUPT_POLL_S)  # a Ctrl-C is seen within this
         return min(wait, POLL_S) if self.compiles.compiling else wait
 
 
@@ -192,17 +229,37 @@ def run(candidates: list[Candidate], store: Store, executor: Executor, *, progre
         timeout_floor_s: float = TIMEOUT_FLOOR_S, compile_workers: int = 2, race: bool = False) -> SweepSummary:
     """Runs every candidate not yet in `store` on `executor`'s workers; returns what it did.
     `timeout_floor_s`: the watchdog's least limit, seconds (worker_slot.py). `race`: each candidate races
-    the lowest CI upper bound so far (racing.py)."""
+    the lowest CI upper bound so far (racing.py). The executor is closed (its workers ended) however this
+    ends; Ctrl-C raises SweepInterrupted once it is (interrupts.py)."""
     started = time.perf_counter()
     done = store.done_ids()
-    todo = list({c.id: c for c in candidates if c.id not in done}.values())  # a candidate listed twice runs once
-    summary = SweepSummary(str(store.path), len(candidates), len(candidates) - len(todo))
+    listed = Counter(c.id for c in candidates)
+    unique: dict[str, Candidate] = {}
+    for c in candidates:
+        unique.setdefault(c.id, c)
+    todo = [c for i, c in unique.items() if i not in done]  # a candidate listed twice runs once
+    summary = SweepSummary(str(store.path), len(candidates), len(candidates) - len(todo),
+                           already_recorded=len(unique) - len(todo),
+                           duplicates=[(c, listed[i]) for i, c in unique.items() if listed[i] > 1])
     progress = progress or Progress(len(todo), show=False)
     try:
-        if todo:
-            _Scheduler(todo, store, executor, progress, summary, timeout_floor_s, compile_workers, race).loop()
-    finally:
-        executor.close()
-        progress.close()
-    summary.wall_s = time.perf_counter() - started
+        with InterruptGuard() as interrupts:
+            try:
+                if todo:
+                    _Scheduler(todo, store, executor, progress, summary, timeout_floor_s, compile_workers, race,
+                               interrupts).loop()
+            finally:
+                executor.close()
+                progress.close()
+                summary.wall_s = time.perf_counter() - started
+    except KeyboardInterrupt:
+        raise interrupted(store, summary) from None
     return summary
+
+
+def interrupted(store: Store, summary: SweepSummary | None = None) -> SweepInterrupted:
+    """What a sweep on `store` raises for Ctrl-C, once its workers are shut down."""
+    held = f"{store.committed} result{'' if store.committed == 1 else 's'}"
+    return SweepInterrupted(f"interrupted: {store.path} holds {held}, each committed as it finished (none is "
+                            "lost); sweep(..., resume=True) continues from there", str(store.path), store.committed,
+                            summary)

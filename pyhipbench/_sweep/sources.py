@@ -34,9 +34,11 @@ from typing import Any, ClassVar
 from .._codeobject.image import detect_format, read_image
 from .._launch.args import Scalar
 from .._measure.options import BenchOptions
+from .._textfile import read_text
 from .._values import integer, show
 from ..codegen import compile_for_target, nvptx, triple_of
 from ..errors import BenchError, CodegenError
+from .frozen import freeze
 
 __all__ = ["Source", "CompileTarget", "Code", "CodeObjectSource", "IRSource", "CudaSource", "HipSource",
            "TritonSource", "SOURCE_KINDS", "register_source_kind", "source_from_json"]
@@ -248,7 +250,8 @@ class _CppSource(Source):
     @classmethod
     def from_file(cls, path: str | os.PathLike, options: tuple[str, ...] = (),
                   name_expressions: tuple[str, ...] = ()) -> "_CppSource":
-        return cls(Path(path).read_text(), options, name_expressions, str(path))
+        return cls(read_text(Path(path), f"{cls.language.upper()} C++ source"), options, name_expressions,
+                   str(path))
 
     def identity(self) -> dict[str, Any]:
         return {"kind": self.kind, "sha256": hashlib.sha256(self.text.encode()).hexdigest(),
@@ -269,7 +272,7 @@ class _CppSource(Source):
             path = Path(data["path"]) if os.path.isabs(data["path"]) else base / data["path"]
             if not path.is_file():
                 raise BenchError(f"{cls.language.upper()} C++ source {str(path)!r} is not a file")
-            return cls(path.read_text(), options, expressions, str(path))
+            return cls(read_text(path, f"{cls.language.upper()} C++ source"), options, expressions, str(path))
         if isinstance(data.get("text"), str) and "path" not in data:
             return cls(data["text"], options, expressions)
         raise BenchError(f"source {show(data)}: expected exactly one of path, text (a string)")
@@ -312,6 +315,15 @@ class HipSource(_CppSource):
     suffix: ClassVar[str] = ".hip"
 
 
+def _quoted(error: BaseException) -> str:
+    """An exception of the user's code on one line: its type and message (a SyntaxError's file and line)."""
+    try:
+        message = " ".join(str(error).split())
+    except Exception:  # an exception class of the user's whose __str__ fails
+        message = "(its message cannot be shown)"
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
 def _triton_function(function: str) -> Any:
     """The @triton.jit function "module:function" names; BenchError naming what is missing."""
     from .. import triton as pyhipbench_triton
@@ -320,11 +332,19 @@ def _triton_function(function: str) -> Any:
     if not module_name or not name:
         raise BenchError(f"function={function!r}: expected \"module:function\", an importable module and a "
                          "@triton.jit function in it")
+    # Importing runs the user's module: whatever it raises (a SyntaxError, its own exception, sys.exit)
+    # is this function's error. KeyboardInterrupt is the user's, and goes on.
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise BenchError(f"function={function!r}: cannot import {module_name!r} ({e})") from None
-    fn = getattr(module, name, None)
+        raise BenchError(f"function={function!r}: cannot import {module_name!r} ({' '.join(str(e).split())})"
+                         ) from None
+    except (Exception, SystemExit) as e:
+        raise BenchError(f"function={function!r}: importing {module_name!r} raised {_quoted(e)}") from None
+    try:
+        fn = getattr(module, name, None)
+    except (Exception, SystemExit) as e:  # a module __getattr__ of the user's
+        raise BenchError(f"function={function!r}: looking up {name!r} in {module_name} raised {_quoted(e)}") from None
     if not isinstance(fn, pyhipbench_triton.JITFunction):
         raise BenchError(f"function={function!r}: {module_name} has no @triton.jit function {name!r} "
                          f"(found {show(fn)})")
@@ -379,6 +399,7 @@ class TritonSource(Source):
                                  f"({', '.join(constexprs) or 'it has none'}); its other parameters come from args")
             if isinstance(value, bool) or not isinstance(value, (int, float, str)):
                 raise BenchError(f"constexprs: {name}={show(value)}: expected a number or a string")
+        object.__setattr__(self, "constexprs", freeze(dict(self.constexprs)))  # part of the candidate's id
         for option in ("num_warps", "num_stages"):
             value = getattr(self, option)
             if value is not None:

@@ -6,7 +6,13 @@ a commit is in the WAL file before `record` returns, so it survives the
 process; only a crash of the machine itself can lose the last few (FULL would
 fsync each, 6 ms a candidate here, which a fast sweep's one writer cannot afford).
 `candidate_id` is UNIQUE: recording a candidate twice is an error, and a
-resumed sweep skips the ids already here (`done_ids`).
+resumed sweep skips the ids already here (`done_ids`). A sweep opens its
+store with `lock=True`: one sweep at a time writes a database (lock.py),
+while any number read it.
+
+A write that fails (a full disk, a file made read-only, an I/O error) is an
+OSError naming the database (its errno ENOSPC, EACCES, EIO, ...): the rows
+committed before it are intact, and a resumed sweep continues from them.
 
 Rows hold the candidate (JSON), status ("ok" or "failed"), the reason and
 error of a failure, the device, timer, cache state, median and its 95 % CI
@@ -17,6 +23,7 @@ did not compile), timestamps (UTC, ISO 8601), the GPU busy time
 """
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -25,7 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from .._measure.report import render
+from .._textfile import decode, parse_json
+from .._values import show
 from ..errors import BenchError
+from .lock import WriterLock
 
 __all__ = ["Store", "SCHEMA_VERSION", "SQLITE_MAGIC", "is_results_db", "refuse_non_database", "load_results",
            "export_best"]
@@ -96,21 +106,48 @@ class Row:
     busy_s: float | None = None
 
 
-class Store:
-    """The results database at `path`. `resume=False` refuses one that already holds results."""
+# SQLite's primary result codes for a write that failed, as the errno of the OSError raised.
+_ERRNO = {13: errno.ENOSPC, 8: errno.EACCES, 10: errno.EIO, 14: errno.EIO, 5: errno.EBUSY, 6: errno.EBUSY,
+          11: errno.EIO, 26: errno.EIO}  # FULL, READONLY, IOERR, CANTOPEN, BUSY, LOCKED, CORRUPT, NOTADB
+_STORAGE_FAILURES = {13, 10}  # FULL, IOERR: the disk's, not the file's; at open too an OSError, not bad input
 
-    def __init__(self, path: Path, *, resume: bool = False) -> None:
+
+def _code(error: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of `error` (Python 3.11 names it; None before)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+class Store:
+    """The results database at `path`. `resume=False` refuses one that already holds results.
+    `lock`: hold the writer's lock (lock.py) until `close()`, refusing a database another sweep writes."""
+
+    def __init__(self, path: Path, *, resume: bool = False, lock: bool = False) -> None:
         self.path = Path(path)
         refuse_non_database(self.path)
+        self.lock = WriterLock(self.path) if lock else None  # before the database: a sweep writing it is named
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None)  # autocommit; each insert commits
-        except sqlite3.Error as e:
-            raise BenchError(f"{self.path}: cannot open it as a results database ({e})") from None
-        try:
-            self._open(resume)
+            try:
+                self.db = sqlite3.connect(self.path, isolation_level=None)  # autocommit; each insert commits
+            except sqlite3.Error as e:
+                raise BenchError(f"{self.path}: cannot open it as a results database ({e})") from None
+            try:
+                self._open(resume)
+            except BaseException:
+                self.db.close()
+                raise
         except BaseException:
-            self.db.close()
+            self._unlock()
             raise
+
+    def _failure(self, what: str, error: sqlite3.Error) -> OSError:
+        """The OSError for a database operation that failed (`what`: "could not record ..."), naming the file
+        and saying what is intact."""
+        held = f"the {self.committed} results committed before are" if self.committed != 1 else \
+            "the 1 result committed before is"
+        return OSError(_ERRNO.get(_code(error) or 0, errno.EIO),
+                       f"{what}: {error}; {held} intact, and a resumed sweep (--resume, resume=True) continues "
+                       "from there", str(self.path))
 
     def _open(self, resume: bool) -> None:
         try:
@@ -128,6 +165,9 @@ class Store:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             held = self.count()
         except sqlite3.Error as e:  # a damaged file behind the SQLite magic, a locked or read-only one
+            if _code(e) in _STORAGE_FAILURES:  # a full disk or an I/O error: not the file's fault
+                raise OSError(_ERRNO[_code(e) or 0], f"could not open it as a results database: {e}",
+                              str(self.path)) from None
             raise BenchError(f"{self.path}: not a usable sweep results database ({e}); expected a sweep's "
                              "results database or a new file") from None
         if version is not None and version[0] != str(SCHEMA_VERSION):
@@ -136,6 +176,7 @@ class Store:
         if held and not resume:
             raise BenchError(f"{self.path} already holds {held} results; pass --resume (resume=True) to "
                              "continue that sweep, or write to a new file")
+        self.committed = held  # rows in the database: those it held, then each one recorded
 
     def count(self, status: str | None = None) -> int:
         if status is None:
@@ -152,7 +193,8 @@ class Store:
                                (OK,)).fetchone()[0]
 
     def record(self, row: Row) -> None:
-        """Commits one candidate; BenchError if it is already recorded (the UNIQUE id)."""
+        """Commits one candidate; BenchError if it is already recorded (the UNIQUE id), OSError naming the
+        database if the write fails (see the module docstring)."""
         r = row.result or {}
         stats = r.get("stats_us", {})
         try:
@@ -166,6 +208,10 @@ class Store:
                  now(), row.busy_s, json.dumps(r) if row.result is not None else None))
         except sqlite3.IntegrityError:
             raise BenchError(f"candidate {row.candidate_id} is already recorded in {self.path}") from None
+        except sqlite3.Error as e:
+            raise self._failure(f"could not record candidate {row.candidate_id[:12]} ({row.candidate['kernel']})",
+                              e) from None
+        self.committed += 1
 
     def best(self, count: int | None = None) -> list[dict[str, Any]]:
         """The measured candidates, fastest median first (`count` of them, or all): result dicts
@@ -182,21 +228,40 @@ class Store:
                                "ORDER BY finished_at", (FAILED,)).fetchall()
 
     def close(self) -> None:
-        self.db.close()
+        try:
+            self.db.close()
+        finally:
+            self._unlock()
+
+    def _unlock(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
 
 
 def load_results(path: Path) -> list[dict[str, Any]]:
-    """The measured results of a sweep database, fastest first, as report.py reads them."""
+    """The measured results of a sweep database, fastest first, as report.py reads them; BenchError
+    naming the candidate whose result is not UTF-8 JSON (report.check_results checks the fields)."""
     try:
         # As a URI, percent-encoded: a '#' or '?' in the name would end the path (and drop mode=ro).
         db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+        db.text_factory = bytes  # decoded here, so text that is not UTF-8 is named like a file's
         try:
-            rows = db.execute("SELECT result FROM results WHERE status = ? ORDER BY median_us", (OK,)).fetchall()
+            rows = db.execute("SELECT candidate_id, result FROM results WHERE status = ? ORDER BY median_us",
+                              (OK,)).fetchall()
         finally:
             db.close()
     except sqlite3.Error as e:
         raise BenchError(f"{path}: not a sweep results database ({e})") from None
-    return [json.loads(r[0]) for r in rows]
+    return [_result(path, candidate_id, result) for candidate_id, result in rows]
+
+
+def _result(path: Path, candidate_id: object, result: object) -> Any:
+    """One row's result, parsed (read_text's and parse_json's checks, naming the candidate)."""
+    shown = candidate_id.decode("utf-8", "replace") if isinstance(candidate_id, bytes) else candidate_id
+    name, expected = f"{path}: the result of candidate {shown}", "the JSON of a result"
+    if not isinstance(result, bytes):  # NULL, or a number or blob SQLite kept as such
+        raise BenchError(f"{name} is {'NULL' if result is None else show(result)}; expected {expected}")
+    return parse_json(decode(result, name, expected), name, expected)
 
 
 def export_best(store: Store, path: Path, count: int | None = None) -> str:

@@ -7,12 +7,16 @@ with the same message from the command line as from Python).
 `main()` is the one place errors become messages: a pyhipbench.Error (exit 1;
 BenchError, bad input found before anything ran: exit 2) or an OSError
 (exit 1) prints one line naming what was wrong; argparse refuses malformed
-options (exit 2). Bad input never gives a traceback.
+options (exit 2). Bad input never gives a traceback. Ctrl-C (SIGINT) prints
+one line saying so (for a sweep: what the database holds, and the command
+that resumes it) and exits 130, the shell's code for SIGINT.
 """
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from typing import Any, NoReturn
 
 from .. import __version__
 from .. import _cpp as cpp
@@ -43,8 +47,35 @@ class _PrintInstallPath(argparse.Action):
         parser.exit()
 
 
+_MISSING_VALUE = re.compile(r"argument (\S+): expected one argument")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose "expected one argument" says how to pass a value that starts with '-'
+    (argparse reads `--compile-option -DN=4` as two options): written with '=', `--compile-option=-DN=4`
+    (a short option's attached, `-o-x`). The subcommands' parsers are of this class too (add_subparsers
+    makes them so)."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._words = list(sys.argv[1:] if args is None else args)  # what error() looks the value up in
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        missing = _MISSING_VALUE.fullmatch(message)
+        if missing:
+            names, words = missing.group(1).split("/"), getattr(self, "_words", [])
+            long = next((name for name in names if name.startswith("--")), None)
+            for at, word in enumerate(words[:-1]):
+                value = words[at + 1]
+                if word in names and value.startswith("-"):
+                    written = f"{long}={value}" if long else f"{word}{value}"  # a short option takes it attached
+                    message += f"; a value that starts with '-' is written with '=': {written} (not {word} {value})"
+                    break
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pyhipbench", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="pyhipbench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--cmake-dir", action=_PrintInstallPath, locate=cpp.cmake_dir,
                         help="print the folder of the C++ core's CMake package (pyhipbench_DIR) and exit")
@@ -77,3 +108,6 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{e.filename}: " if e.filename is not None else ""
         print(f"{prefix} {where}{e.strerror or e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as e:  # Ctrl-C: the command has cleaned up (a sweep: its SweepInterrupted says how)
+        print(f"{prefix} {e}" if str(e) else f"{prefix} interrupted", file=sys.stderr)
+        return 130

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from .._measure import report
 from ..errors import BenchError
@@ -16,10 +17,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def _load(path: Path) -> list[dict]:
-    """Results from a sweep's database or a JSON report, whichever `path` is."""
+def _load(path: Path) -> list[dict[str, Any]]:
+    """Results from a sweep's database or a JSON report, whichever `path` is, checked alike
+    (report.check_results: every field of every entry, no kernel and launch twice) before any comparing."""
     from .._sweep.store import is_results_db, load_results  # SQLite and the sweep package only for a database
-    return load_results(path) if is_results_db(path) else report.load(path)
+    if is_results_db(path):
+        return report.check_results(load_results(path), str(path))
+    return report.load(path)
 
 
 def run(args: argparse.Namespace) -> int:

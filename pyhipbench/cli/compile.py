@@ -16,7 +16,8 @@ PROLOGUE_HELP = (
     "assembly injected at each kernel's entry (after the flush): AMDGPU assembly or PTX. On AMD it runs "
     "before the kernel-argument loads (LLVM hoists them to the entry; pyhipbench puts the prologue first), "
     "so it must not write the registers the hardware preloads: the kernarg segment pointer (s[0:1] in "
-    "most kernels), the other user SGPRs, the workgroup IDs, and v0-v2 (work-item IDs)")
+    "most kernels), the other user SGPRs, the workgroup IDs, v0-v2 (work-item IDs) and exec; a prologue "
+    "that does is refused, naming the register. A value starting with '-' is written --prologue=...")
 
 
 def target(text: str) -> str:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .._codeobject import image as codeobject
+from .._textfile import MAX_IR_DEPTH, ir_nesting
 from ..codegen import ir
 from ..codegen.source import SOURCE_LANGUAGES
 from ..errors import BenchError, IRError
@@ -35,10 +36,15 @@ def read_input(path: Path) -> tuple[str, bytes | str]:
         if data[:4] == b"\x7fELF" or data[:4] == codeobject.FATBIN_MAGIC.to_bytes(4, "little"):
             raise
     try:
-        return "ir", data.decode()
+        text = data.decode()
     except UnicodeDecodeError as e:
         raise IRError(f"{path}: byte {e.start} (0x{data[e.start]:02x}) is not UTF-8; expected LLVM IR text, "
                       "LLVM bitcode or a code object (PTX, cubin, fatbin, HSACO)") from None
+    depth = ir_nesting(text)
+    if depth > MAX_IR_DEPTH:  # LLVM's parser would overflow the stack: a segfault, not an error
+        raise IRError(f"{path}: brackets nest {depth} levels deep; expected LLVM IR text nested at most "
+                      f"{MAX_IR_DEPTH} levels (LLVM's parser recurses per level)")
+    return "ir", text
 
 
 def check_output(option: str, path: Path, input_path: Path | None = None) -> None:

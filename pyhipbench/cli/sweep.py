@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from .._device.backends import BACKEND_NAMES
 from .._measure.report import render
-from .._sweep import Store, SweepSummary, export_best, load_space, sweep
+from .._sweep import Store, SweepInterrupted, SweepSummary, export_best, load_space, sweep
 from .._sweep.scheduler import TIMEOUT_FLOOR_S
 from .._sweep.store import refuse_non_database
 from .._sweep.worker import INVALID
@@ -16,6 +17,7 @@ from . import values
 from .files import check_output, write_or_print
 
 MAX_FAILURES_LISTED = 20  # the summary lists this many failures; the database holds them all
+MAX_DUPLICATES_LISTED = 20  # and this many candidates the space lists more than once
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -58,9 +60,18 @@ def run(args: argparse.Namespace) -> int:
         if path.resolve() == args.out.resolve():
             raise BenchError(f"--export {path}: is the --out database; writing it would overwrite the results")
         render(path, [])  # an unknown format is refused before any work
-    candidates = load_space(args.space)
-    summary = sweep(candidates, args.out, resume=args.resume, gpus=args.gpus, backend=args.backend,
-                    cluster=args.ray, timeout_floor_s=args.timeout_floor, race=args.race)
+    try:
+        candidates = load_space(args.space)
+        summary = sweep(candidates, args.out, resume=args.resume, gpus=args.gpus, backend=args.backend,
+                        cluster=args.ray, timeout_floor_s=args.timeout_floor, race=args.race)
+    except SweepInterrupted as e:  # main() prints it and exits 130
+        held = f"{e.recorded} result{'' if e.recorded == 1 else 's'}"
+        raise SweepInterrupted(f"interrupted; {args.out} holds {held}, each committed as it finished (none is "
+                               f"lost); resume with: {command_line(args, resume=True)}", e.database, e.recorded,
+                               e.summary) from None
+    except KeyboardInterrupt:  # reading the space, or opening the database: the sweep had not started
+        raise KeyboardInterrupt(f"interrupted before the sweep started (nothing was measured); run it with: "
+                                f"{command_line(args, resume=args.resume)}") from None
     store = Store(args.out, resume=True)
     try:
         print_summary(summary, store, args.out, best)
@@ -70,12 +81,42 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(written) else 1
 
 
+def command_line(args: argparse.Namespace, resume: bool) -> str:
+    """The command line of the sweep `args` asked for, with its options; with --resume if `resume`."""
+    words = ["pyhipbench", "sweep", str(args.space), "--out", str(args.out)] + (["--resume"] if resume else [])
+    if args.gpus is not None:
+        words += ["--gpus", ",".join(map(str, args.gpus))]
+    if args.ray is not None:
+        words += ["--ray", args.ray]
+    if args.backend is not None:
+        words += ["--backend", args.backend]
+    if args.timeout_floor != TIMEOUT_FLOOR_S:
+        words += ["--timeout-floor", f"{args.timeout_floor:g}"]
+    if args.race:
+        words.append("--race")
+    if args.best != 10:
+        words += ["--best", str(args.best)]
+    for path in args.export:
+        words += ["--export", str(path)]
+    return shlex.join(words)
+
+
 def print_summary(summary: SweepSummary, store: Store, out: Path, best: int) -> None:
-    """The counts and the time, the failures (up to MAX_FAILURES_LISTED) and the `best` fastest."""
-    print(f"{summary.measured} measured, {summary.failed} failed, {summary.skipped} already in {out}; "
-          f"{summary.wall_s:.1f} s wall on {summary.gpus} GPU(s), GPU busy {summary.busy_s:.1f} s "
-          f"({100 * summary.utilisation:.0f} %)")
+    """The counts and the time, the candidates listed more than once and the database's failures (up to
+    MAX_DUPLICATES_LISTED and MAX_FAILURES_LISTED), and its `best` fastest."""
+    repeated = f", {len(summary.duplicates)} listed more than once in the space" if summary.duplicates else ""
+    ran = (f"{summary.wall_s:.1f} s wall on {summary.gpus} GPU(s), GPU busy {summary.busy_s:.1f} s "
+           f"({100 * summary.utilisation:.0f} %)" if summary.gpus else "nothing left to run")
+    print(f"{summary.measured} measured, {summary.failed} failed, {summary.already_recorded} already in {out}"
+          f"{repeated}; {ran}")
+    for candidate, times in summary.duplicates[:MAX_DUPLICATES_LISTED]:
+        print(f"listed {'twice' if times == 2 else f'{times} times'}: {candidate.describe()}; recorded once")
+    if len(summary.duplicates) > MAX_DUPLICATES_LISTED:
+        print(f"... and {len(summary.duplicates) - MAX_DUPLICATES_LISTED} more listed more than once")
     failures = store.failures()
+    if len(failures) > summary.failed:  # a resumed database's: the failures listed are all it holds
+        print(f"{out} holds {len(failures)} failed, {len(failures) - summary.failed} of them recorded before this "
+              "sweep:")
     for candidate_id, kernel, reason, error in failures[:MAX_FAILURES_LISTED]:
         retried = "" if reason == INVALID else " (after a retry)"  # invalid input is not retried
         print(f"failed {candidate_id[:12]} {kernel}: {reason}{retried}: {error}")

@@ -9,6 +9,7 @@ or PTX (NVIDIA). See docs/codegen.md.
 from __future__ import annotations
 
 import os
+import re
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -36,9 +37,8 @@ __all__ = [
 _TARGET_FEATURES = ("sramecc", "xnack")
 _NO_FLUSH_ON_NVIDIA = (
     "NVIDIA GPUs have no instruction-cache invalidation: neither PTX nor the CUDA "
-    "driver API exposes one, so icache_flush=True cannot be honoured for {target}. "
-    "Code rotation (benchmarking several loaded copies of the module) is the "
-    "alternative and is not built yet; pass icache_flush=False or leave it unset."
+    "driver API exposes one, so icache_flush=True cannot be honoured for {target}; "
+    "pass icache_flush=False or leave it unset."
 )
 
 
@@ -90,17 +90,68 @@ def triple_of(target: str) -> str:
     return _triple_family(processor_of(target))
 
 
+# What a target's datalayout says about the code's ABI: byte order, the size of a pointer in address space 0,
+# the alloca address space and the native integer widths. IR whose datalayout says otherwise was generated for
+# another target (an x86 layout has n8:16:32:64 and allocas in address space 0); LLVM would compile it with the
+# target's layout in its place, silently. Older LLVM versions' layouts for these targets differ in other parts
+# (vector alignments, non-integral address spaces), which are not compared.
+_LAYOUT_FACTS = {
+    amdgpu.TRIPLE: {"byte order": "e", "pointer size": "64", "alloca address space": "5",
+                    "native integer widths": "32:64"},
+    nvptx.TRIPLE: {"byte order": "e", "pointer size": "64", "alloca address space": "0",
+                   "native integer widths": "16:32:64"},
+}
+_LAYOUT_SPELLING = {"byte order": "{}", "pointer size": "p:{}", "alloca address space": "A{}",
+                    "native integer widths": "n{}"}
+
+
+def _layout_facts(layout: str) -> dict[str, str]:
+    """The parts of a datalayout string that _LAYOUT_FACTS compares, as it writes them (LLVM's defaults where
+    the layout leaves one out: little-endian, 64-bit pointers, allocas in address space 0)."""
+    facts = {"byte order": "e", "pointer size": "64", "alloca address space": "0"}
+    for part in layout.split("-"):
+        pointer = re.fullmatch(r"p(\d*):(\d+)(?::.*)?", part)
+        if part in ("e", "E"):
+            facts["byte order"] = part
+        elif pointer and int(pointer[1] or 0) == 0:
+            facts["pointer size"] = pointer[2]
+        elif re.fullmatch(r"A\d+", part):
+            facts["alloca address space"] = part[1:]
+        elif re.fullmatch(r"n\d+(?::\d+)*", part):
+            facts["native integer widths"] = part[1:]
+    return facts
+
+
+def _check_datalayout(module: ir.Module, target: str, triple: str) -> None:
+    """IRError naming the IR's datalayout when it says another target's ABI than `triple`'s."""
+    layout = module.ref.data_layout
+    if not layout:
+        return
+    facts, wanted = _layout_facts(layout), _LAYOUT_FACTS[triple]
+    wrong = [k for k, v in wanted.items() if facts.get(k, v) != v]
+    if not wrong:
+        return
+    said = " and ".join(f"{_LAYOUT_SPELLING[k].format(facts[k])} ({k})" for k in wrong)
+    needed = " and ".join(_LAYOUT_SPELLING[k].format(wanted[k]) for k in wrong)
+    raise ir.IRError(
+        f"the IR's datalayout {layout!r} is not one for {triple} ({target}): it says {said} where the target "
+        f"has {needed}, so the IR was generated for another target; expected IR generated for {target}, or "
+        "with no datalayout line"
+    )
+
+
 def _for_target(module: ir.Module, target: str, triple: str) -> ir.Module:
     """`module`, checked against the target; one without a triple gets the target's
     (on a copy: the caller's module is left as it was)."""
-    if not module.triple:
-        module = ir.Module(module.clone(), module.name)
-        module.ref.triple = triple
-    elif module.triple != triple:
+    if module.triple and module.triple != triple:
         raise ir.IRError(
             f"the IR's target triple is {module.triple!r}, but target {target} "
             f"needs {triple!r}"
         )
+    _check_datalayout(module, target, triple)
+    if not module.triple:
+        module = ir.Module(module.clone(), module.name)
+        module.ref.triple = triple
     others = sorted(module.target_cpus - {target})
     if others:
         # Functions carry the processor they were compiled for; codegen honours
@@ -134,13 +185,17 @@ def compile_ir(
     ``prologue``: assembly for the target (AMDGPU asm, or PTX) injected at
     each kernel's entry, after the flush when both are asked for. On AMD it
     is moved above the kernel-argument loads and register setup, so it must
-    write no register or memory the kernel uses. PTX is checked first.
+    write no register or memory the kernel uses: a write to a register the
+    hardware preloads at entry (the kernarg segment pointer, the other user
+    and system SGPRs, the work-item IDs, exec) is a CodegenError. PTX is
+    checked first.
     ``code_object_version``: AMD HSACO version, 5 by default (ROCm < 6.3
     rejects LLVM 22's default, 6).
     ``ptx_version``: PTX ISA version times ten (e.g. 80); None for LLVM's
     minimum for the sm.
 
-    Raises IRError (the IR or the input file), CodegenError (target, options,
+    Raises IRError (the IR or the input file: also a datalayout of another
+    target, or inline asm holding the prologue's marker), CodegenError (target, options,
     prologue, an LLVM abort, a failing tool), VerificationError, ToolchainError:
     all ``pyhipbench.Error``.
     """

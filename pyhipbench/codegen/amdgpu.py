@@ -7,10 +7,12 @@ above it (LLVM 22 on gfx90a, gfx942, gfx950, gfx1100: kernel-argument
 ``s_load``s, register setup, in some kernels ``s_waitcnt``, ``v_cmp`` and the
 scratch setup). The prologue block is
 therefore moved, in the emitted assembly, to directly after the kernel's
-entry label. That move is sound only because the prologue reads and writes
-no register and no memory the kernel uses: a user prologue that writes, say,
-the kernel-argument pointer s[0:1] now runs before the argument loads and
-breaks the kernel, and nothing can detect that. Where the block was, one ``s_nop 0``
+entry label. That move is sound only because the prologue writes no register
+and no memory the kernel uses: a user prologue that writes a register the
+hardware preloads at entry (the kernel-argument pointer s[0:1], ...) would run
+before the argument loads and break the kernel, so it is refused
+(``prologue.py`` reads the registers from each kernel's descriptor); its
+memory writes no check can see. Where the block was, one ``s_nop 0``
 is left: LLVM's hazard recognizer counted the inline asm as one wait state
 between its neighbours (SIInstrInfo::getNumWaitStates: 1 for any
 non-meta instruction), and the nop keeps that count.
@@ -28,6 +30,7 @@ import llvmlite.binding as llvm
 
 from ..errors import CodegenError, IRError, VerificationError
 from . import emit, ir
+from . import prologue as prologue_rules
 from .toolchain import Toolchain, find_toolchain
 from .verify import Verification, verify_entries
 
@@ -126,22 +129,25 @@ def _emit_assembly(module: ir.Module, mcpu: str, kernels: list[str] | None = Non
     return emit.assembly(module, TRIPLE, mcpu, "", kernels)
 
 
-def _descriptors_quoted(asm: str, kernels: list[str]) -> tuple[str, dict[str, int]]:
+def _descriptors_quoted(asm: str, kernels: list[str]) -> tuple[str, dict[str, int], dict[str, str]]:
     """Quote names in ``.amdhsa_kernel`` where the assembler needs it, and
-    read each kernel's ``.amdhsa_user_sgpr_kernarg_preload_length``: one pass.
+    read each kernel's ``.amdhsa_user_sgpr_kernarg_preload_length`` and its
+    descriptor block (the registers preloaded at entry): one pass.
 
     LLVM 22 writes ``.amdhsa_kernel my kernel`` unquoted (labels and other
     directives are quoted), which no assembler reads.
     """
     preload: dict[str, int] = {}
+    descriptors: dict[str, str] = {}
 
     def quoted(m: re.Match) -> str:
         name = m.group(1)
         length = _PRELOAD_LENGTH.search(m.group(2))
         preload[name] = int(length.group(1)) if length else 0
+        descriptors[name] = m.group(2)
         return f"\t.amdhsa_kernel {_asm_symbol(name)}\n{m.group(2)}\t.end_amdhsa_kernel\n"
 
-    return _DESCRIPTOR.sub(quoted, asm), preload
+    return _DESCRIPTOR.sub(quoted, asm), preload, descriptors
 
 
 def _entry_labels(asm: str, kernels: list[str]) -> list[tuple[int, str]]:
@@ -163,8 +169,11 @@ def _kernel_prologue_first(kernel: str, body: str, preloads: bool) -> str:
     ``.Lfunc_end`` label) with the prologue block moved to its start."""
     blocks = list(_BLOCK.finditer(body))
     if len(blocks) != 1:
+        why = (f"inline asm that starts with the marker {_MARKER!r} is pyhipbench's own, and the kernel's IR "
+               "(its own inline asm, or a function inlined into it) holds that text too"
+               if blocks else "LLVM dropped or split the injected inline asm")
         raise CodegenError(
-            f"kernel {kernel!r}: expected one prologue block in its assembly, found {len(blocks)}"
+            f"kernel {kernel!r}: expected one prologue block in its assembly, found {len(blocks)}: {why}"
         )
     block = blocks[0]
     rest = body[: block.start()] + _HAZARD_FILLER + body[block.end() :]
@@ -272,6 +281,28 @@ def _first_mnemonic(prologue: str) -> str:
     raise CodegenError(f"prologue {prologue!r} holds no instruction (only comments or blank lines)")
 
 
+def _check_no_marker(module: ir.Module) -> None:
+    """IRError when the IR's own text holds the marker the injected prologue is found by (IR printed after
+    an injection, or inline asm quoting it): its block could not be told from the prologue's."""
+    text = str(module)
+    if _MARKER not in text:
+        return
+    defines = [(m.start(), text.find("\n}\n", m.end()), m.group(1)) for m in ir.DEFINE.finditer(text)]
+    holders: list[str] = []
+    at = text.find(_MARKER)
+    while at >= 0:
+        name = next((n for first, last, n in defines if first <= at < last), "module-level asm")
+        if name not in holders:
+            holders.append(name)
+        at = text.find(_MARKER, at + 1)
+    raise IRError(
+        f"the IR's own inline asm holds the text {_MARKER!r} (in {', '.join(holders)}), the marker pyhipbench "
+        "finds its injected prologue by, so that asm could not be told from the prologue: IR printed after "
+        "a prologue was injected (ir.inject_prologue), or asm quoting the marker; expected IR without that "
+        "text (compile the IR as it was before the injection, or remove or reword that asm)"
+    )
+
+
 def check_code_object_version(version: object) -> int:
     """``version`` as an int if it is one of CODE_OBJECT_VERSIONS, else CodegenError."""
     if isinstance(version, numbers.Integral) and not isinstance(version, bool) and int(version) in CODE_OBJECT_VERSIONS:
@@ -302,8 +333,9 @@ def compile_module(
     tools = find_toolchain(mcpu)
     module = _with_code_object_version(module, code_object_version)
     if prologue is not None:
+        _check_no_marker(module)
         module = ir.inject_prologue(module, f"{_MARKER}\n{prologue}", kernels)
-    asm, preload = _descriptors_quoted(_emit_assembly(module, mcpu, kernels), kernels)
+    asm, preload, descriptors = _descriptors_quoted(_emit_assembly(module, mcpu, kernels), kernels)
     if prologue is not None:
         asm = _prologue_first(asm, kernels, preload)
     asm = _METADATA_STRING.sub(r"\1!str \2", asm)
@@ -312,6 +344,9 @@ def compile_module(
             source, obj, hsaco = (Path(tmp) / n for n in ("kernels.s", "kernels.o", "kernels.hsaco"))
             source.write_text(asm)
             _assemble(tools, mcpu, asm, kernels, source, obj)
+            if prologue is not None:  # the assembler has read it: each statement is an instruction it knows
+                entries = [prologue_rules.entry_registers(k, descriptors[k]) for k in kernels if k in descriptors]
+                prologue_rules.check_writes(prologue, entries, mcpu)
             _run([str(tools.linker), "-shared", "--no-undefined", str(obj), "-o", str(hsaco)])
             verification = None
             if prologue is not None:

@@ -34,7 +34,7 @@ KERNEL_CALLING_CONVENTIONS = ("amdgpu_kernel", "ptx_kernel")
 BITCODE_MAGIC = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")  # raw, and the wrapper
 # An LLVM identifier: a bare name or a quoted one with \XX escapes.
 _NAME = r'(?:"(?:[^"\\]|\\[0-9A-Fa-f]{2}|\\\\)*"|[-a-zA-Z$._0-9]+)'
-_DEFINE = re.compile(rf"^define\b[^\n]*?@({_NAME})\(", re.MULTILINE)
+DEFINE = re.compile(rf"^define\b[^\n]*?@({_NAME})\(", re.MULTILINE)
 _LABEL = re.compile(rf"^{_NAME}:")
 _ESCAPE = re.compile(rb"\\(\\|[0-9A-Fa-f]{2})")
 _TARGET_CPU = re.compile(r'"target-cpu"="([^"]*)"')
@@ -193,7 +193,7 @@ def inject_prologue(module: Module, asm: str, kernels: list[str] | None = None) 
     call = f'  call void asm sideeffect "{_ir_string(asm)}", ""()\n'
     text = str(module)
     pieces, pos, done = [], 0, set()
-    for define in _DEFINE.finditer(text):
+    for define in DEFINE.finditer(text):
         fname = _unquote(define.group(1))
         if fname not in kernels:
             continue

@@ -1,9 +1,8 @@
 """NVPTX: IR (with an optional user prologue in inline PTX) -> PTX text.
 
 NVIDIA has no instruction-cache invalidation: neither PTX nor the CUDA driver
-API exposes one, so there is no flush prologue here. Cold instruction caches
-on NVIDIA need code rotation (several loaded copies of a module), which is
-not built yet.
+API exposes one, so there is no flush prologue here: on NVIDIA the
+instruction cache is not put in a known state.
 
 PTX ISA version (the ``.version`` line): ``ptx_version`` when given (e.g. 80
 -> ``.version 8.0``); else the highest ``+ptxNN`` in the IR's functions'

@@ -16,11 +16,15 @@ is done at LLVM IR level (``compile_ir``), which runtime compilers do not expose
 ``name_expressions`` (``"scale<float>"``, ``"copy"``) are what C++ kernels are
 looked up by: the result's ``lowered_names`` maps each to the kernel's mangled
 name, which ``Module.kernel`` takes. A compile failure raises ``CodegenError``
-quoting the compiler's log; a missing compiler library or binding,
+quoting the compiler's log; an option the compiler refuses (or an
+architecture option, or options that are not a list of strings),
+``CompileOptionError``, a ``CodegenError`` that is also a ``BenchError`` (bad
+input: the CLI exits 2); a missing compiler library or binding,
 ``ToolchainError`` saying what to install.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -29,7 +33,7 @@ import numpy as np
 from .._codeobject import image as codeobject
 from .._device import archs
 from .._values import show
-from ..errors import CodegenError, ToolchainError
+from ..errors import BenchError, CodegenError, ToolchainError
 from . import CodeObject, nvptx, processor_of, triple_of
 
 if TYPE_CHECKING:
@@ -39,6 +43,17 @@ if TYPE_CHECKING:
 SOURCE_LANGUAGES = {".cu": "cuda", ".hip": "hip"}
 # Options that choose the processor: it comes from `target`, so one in `options` would contradict it.
 _ARCH_OPTIONS = ("-arch", "--gpu-architecture", "--offload-arch")
+# A compiler driver's own refusal of an option, as a log line without a source location: NVRTC's
+# ("nvrtc: error: unrecognized option -foo found", "... expects an integer value") and clang's, which
+# hiprtc runs ("clang: error: unknown argument: '-foo'", "error: invalid value 'c++99' in '-std=c++99'").
+_OPTION_REFUSED = re.compile(r"^(?:[A-Za-z][\w+.-]*: )?error: (?:unknown argument|unrecognized (?:command[- ]line )?"
+                             r"option|unsupported option|invalid value|.*\bexpects an? \w+ value).*", re.MULTILINE)
+
+
+class CompileOptionError(BenchError, CodegenError):
+    """A compile option NVRTC or hiprtc refuses, or one ``compile_source`` does (an architecture option,
+    options that are not a list of strings): bad input, so a ``BenchError`` (the CLI exits 2), and a
+    ``CodegenError`` as every other ``compile_source`` refusal."""
 
 
 @dataclass(frozen=True)
@@ -65,11 +80,11 @@ def compile_source(target: Device | str, text: str, *, name_expressions: Sequenc
     if not isinstance(text, str):
         raise CodegenError(f"source {show(text)}: expected C++ source text (str), got {type(text).__name__}")
     expressions = _strings("name_expressions", name_expressions)
-    options = _strings("options", options)
+    options = _strings("options", options, CompileOptionError)
     for option in options:
         if option.split("=", 1)[0] in _ARCH_OPTIONS:
-            raise CodegenError(f"option {option!r}: the processor comes from the target ({processor}); "
-                               "leave the architecture option out")
+            raise CompileOptionError(f"option {option!r}: the processor comes from the target ({processor}); "
+                                     "leave the architecture option out")
     if triple_of(processor) == nvptx.TRIPLE:
         return _Nvrtc().compile(text, processor, expressions, options, name or "source.cu")
     return _Hiprtc().compile(text, processor, expressions, options, name or "source.hip")
@@ -90,12 +105,12 @@ def _target_processor(target: Any) -> str:
     return nvptx.arch_specific(arch) or arch
 
 
-def _strings(what: str, values: Any) -> list[str]:
+def _strings(what: str, values: Any, error: type[CodegenError] = CodegenError) -> list[str]:
     if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
-        raise CodegenError(f"{what}={show(values)}: expected a list of strings")
+        raise error(f"{what}={show(values)}: expected a list of strings")
     for value in values:
         if not isinstance(value, str) or not value or "\0" in value:
-            raise CodegenError(f"{what}: {show(value)} is not a non-empty string without NUL bytes")
+            raise error(f"{what}: {show(value)} is not a non-empty string without NUL bytes")
     return list(values)
 
 
@@ -106,6 +121,7 @@ class _RuntimeCompiler:
     compiler: str         # "NVRTC" or "hiprtc"
     arch_option: str      # "--gpu-architecture=" or "--offload-arch="
     success: Any          # the API's success code
+    invalid_option: Any   # the API's code for an option it refuses (NVRTC's; hiprtc's clang fails the compile)
     error_string: Callable[[Any], str]
 
     def check(self, call: str, result: tuple) -> Any:
@@ -124,6 +140,13 @@ class _RuntimeCompiler:
             arguments = [f"{self.arch_option}{processor}", *options]
             code, = self.compile_program(program, [a.encode() for a in arguments])
             log = self.log(program)
+            refusal = _OPTION_REFUSED.search(log)
+            if code != self.success and options and (code == self.invalid_option or refusal):
+                said = refusal.group(0) if refusal else log.strip().splitlines()[0] if log.strip() else "no log"
+                raise CompileOptionError(
+                    f"{self.compiler} refused the options of {name} ({self.error_string(code)}; options: "
+                    f"{' '.join(options)}): {said}; expected options {self.compiler} takes, such as -DN=4, "
+                    "-I<folder>, -std=c++17")
             if code != self.success:
                 raise CodegenError(f"{self.compiler} could not compile {name} for {processor} "
                                    f"({self.error_string(code)}; options: {' '.join(arguments)}):\n{log}")
@@ -150,6 +173,7 @@ class _Nvrtc(_RuntimeCompiler):
                                  "pip install 'pyhipbench[cuda]' nvidia-cuda-nvrtc") from None
         self.nvrtc = nvrtc
         self.success = nvrtc.nvrtcResult.NVRTC_SUCCESS
+        self.invalid_option = nvrtc.nvrtcResult.NVRTC_ERROR_INVALID_OPTION
         try:
             nvrtc.nvrtcVersion()
         except (RuntimeError, OSError) as e:  # cuda-bindings raises these when libnvrtc cannot be loaded
@@ -206,6 +230,7 @@ class _Hiprtc(_RuntimeCompiler):
                                  '"hip-python==RELEASE", the release for your ROCm (see the README)') from None
         self.hiprtc = hiprtc
         self.success = hiprtc.hiprtcResult.HIPRTC_SUCCESS
+        self.invalid_option = hiprtc.hiprtcResult.HIPRTC_ERROR_INVALID_OPTION
         try:
             hiprtc.hiprtcVersion()
         except RuntimeError as e:  # hip-python raises this when libhiprtc.so cannot be loaded

@@ -122,7 +122,7 @@ def test_run_races_against_a_bound(fake_gpu, fake_driver, tmp_path, capsys):
 
 
 def test_run_passes_random_integers_not_zeros(fake_gpu, capsys, monkeypatch):
-    """`array:int32:N:random` reaches the kernel as random integers (it used to be all zeros)."""
+    """`array:int32:N:random` reaches the kernel as random integers, not zeros."""
     seen = []
     real_bench = run_command.bench_with
 

@@ -24,16 +24,18 @@ def copy(device):
     return device.load_module(COPY_PTX).kernel("copy")
 
 
-def tensors(backend_name, n=1024, **options):
-    src = FakeTensor(np.arange(n, dtype=np.float32), OWN_DEVICE[backend_name], **options)
-    return src, FakeTensor(np.zeros(n, np.float32), OWN_DEVICE[backend_name])
+def tensors(device, backend_name, n=1024, **options):
+    """Two tensors in the device's memory (the host backend's allocations), as a GPU library's would be."""
+    own, memory = OWN_DEVICE[backend_name], device.backend
+    src = FakeTensor(np.arange(n, dtype=np.float32), own, memory=memory, **options)
+    return src, FakeTensor(np.zeros(n, np.float32), own, memory=memory)
 
 
 @pytest.mark.parametrize("version", [(1, 0), None], ids=["dlpack-1.0", "dlpack-0.8"])
 def test_a_tensor_not_rotated_is_passed_as_itself_and_released_after(device, copy, fake_driver, backend_name,
                                                                      version):
     fake_driver.read_args(2)
-    src, dst = tensors(backend_name, version=version)
+    src, dst = tensors(device, backend_name, version=version)
     res = hb.bench(copy, 4, 256, [src, dst, hb.int64(1024)], iterations=5, warmup=1, rotate=1, timer="events")
     assert res.cache_state == "warm" and res.rotation.set_bytes == 2 * 4096
     assert {(r.arg_values[0], r.arg_values[1]) for r in fake_driver.records(LAUNCH[backend_name])} == {
@@ -46,7 +48,7 @@ def test_a_tensor_not_rotated_is_passed_as_itself_and_released_after(device, cop
 def test_rotated_copies_of_a_tensor_are_made_on_the_device_from_its_contents(device, copy, fake_driver,
                                                                               backend_name):
     fake_driver.read_args(2)
-    src, dst = tensors(backend_name, 1 << 18)  # 2 MiB a set against the fake's 4 MiB LLC: 4 sets
+    src, dst = tensors(device, backend_name, 1 << 18)  # 2 MiB a set against the fake's 4 MiB LLC: 4 sets
     seen = []  # what each launch found in its source
 
     def read_source(params):
@@ -62,12 +64,12 @@ def test_rotated_copies_of_a_tensor_are_made_on_the_device_from_its_contents(dev
     sources = [r.arg_values[0] for r in fake_driver.records(LAUNCH[backend_name])]
     assert sources[0] == src.address and len(set(sources)) == 4
     assert all(np.array_equal(s, src.host) for s in seen)  # every set's copy starts as the tensor
-    assert len(device.backend.live) == 0  # the copies are freed; the tensors were never pyhipbench's
+    assert len(device.backend.live) == 2  # the copies are freed; the tensors' own memory is theirs
 
 
 def test_a_shared_tensor_and_a_tensor_passed_twice(device, copy, fake_driver, backend_name):
     fake_driver.read_args(2)
-    src, dst = tensors(backend_name, 1 << 18)
+    src, dst = tensors(device, backend_name, 1 << 18)
     res = hb.bench(copy, 4, 256, [hb.shared(src), dst, hb.int64(8)], iterations=4, warmup=0, rotate=3,
                    timer="events")
     launches = fake_driver.records(LAUNCH[backend_name])
@@ -98,14 +100,14 @@ def test_a_tensor_on_another_device_is_refused(device, copy, fake_driver, backen
     place = {"another ordinal": (OWN_DEVICE[backend_name][0], 1), "another vendor": OTHER_VENDOR[backend_name],
              "pinned host": (dlpack.CUDA_HOST, 0), "unknown": (99, 0)}[where]
     name = dlpack.DEVICE_TYPE_NAMES.get(place[0], "unknown device type")
-    _, dst = tensors(backend_name)
+    _, dst = tensors(device, backend_name)
     refused(device, copy, fake_driver, [FakeTensor(np.zeros(4, np.float32), place), dst, hb.int64(4)],
             rf"argument 0 \(copy_param_src\) of kernel 'copy': a fakes.FakeTensor on {name} \({place[0]}\) device "
             rf"{place[1]}; expected memory on {backend_name.upper()} device 0")
 
 
 def test_an_empty_tensor_without_memory_is_refused(device, copy, fake_driver, backend_name):
-    _, dst = tensors(backend_name)
+    _, dst = tensors(device, backend_name)
     empty = FakeTensor(np.zeros((0, 4), np.float32), OWN_DEVICE[backend_name])
     refused(device, copy, fake_driver, [dst, empty, hb.int64(4)], r"argument 1 \(copy_param_dst\) of kernel 'copy': "
             r"a fakes.FakeTensor of shape \(0, 4\) has no memory \(its data pointer is NULL\); expected a tensor "
@@ -116,7 +118,7 @@ def test_managed_memory_is_device_memory_on_cuda(device, copy, fake_driver, back
     if backend_name != "cuda":
         pytest.skip("kDLCUDAManaged is CUDA's")
     fake_driver.read_args(1)
-    src = FakeTensor(np.zeros(4, np.float32), (dlpack.CUDA_MANAGED, 0))
+    src = FakeTensor(np.zeros(4, np.float32), (dlpack.CUDA_MANAGED, 0), memory=device.backend)
     hb.bench(copy, 1, 64, [src, src, hb.int64(4)], iterations=1, warmup=0, rotate=1, timer="events")
     assert fake_driver.records(LAUNCH[backend_name])[0].arg_values[0] == src.address
 
@@ -135,7 +137,7 @@ def test_managed_memory_is_device_memory_on_cuda(device, copy, fake_driver, back
 ])
 def test_tensors_the_kernel_cannot_take_as_they_are(device, copy, fake_driver, backend_name, options, message):
     bad = FakeTensor(np.zeros((4, 4), np.float32), OWN_DEVICE[backend_name], **options)
-    _, dst = tensors(backend_name)
+    _, dst = tensors(device, backend_name)
     refused(device, copy, fake_driver, [dst, bad, hb.int64(4)], r"argument 1 \(copy_param_dst\) of kernel 'copy': " + message)
     gc.collect()
     assert bad.exported == bad.deleted == (0 if "refusal" in options else 1)  # taken, refused, given back

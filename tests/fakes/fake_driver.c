@@ -317,6 +317,25 @@ static int host_device_pointer(const char* call, void** device, void* host) {
   return 1;
 }
 
+/* The live host allocation (cuMemHostAlloc / hipHostMalloc) holding `address`, as a host
+ * pointer or as its mapped device address, or NULL. fake_hip_runtime.c asks it too. */
+static host_allocation* find_host_allocation(uintptr_t address) {
+  for (int i = 0; i < MAX_HOST_ALLOCATIONS; ++i) {
+    host_allocation* a = &host_allocations[i];
+    if (!a->host) continue;
+    const uintptr_t host = (uintptr_t)a->host, device = DEVICE_BASE + (uintptr_t)i * DEVICE_SLOT_BYTES;
+    if ((address >= host && address - host < a->bytes) || (address >= device && address - device < a->bytes)) return a;
+  }
+  return NULL;
+}
+int fake_host_allocation_range(uintptr_t address, uintptr_t* start, size_t* bytes) {
+  const host_allocation* a = find_host_allocation(address);
+  if (!a) return 0;
+  *start = (uintptr_t)a->host;
+  *bytes = a->bytes;
+  return 1;
+}
+
 /* The host word behind a device address of live mapped memory, or NULL (not
  * such an address, or its allocation was freed). */
 static uint32_t* mapped_word(uintptr_t device) {
@@ -746,6 +765,7 @@ int cuModuleUnload(fake_module* module) {
 typedef struct {
   char* base;
   size_t bytes;
+  int device; /* the ordinal of the context current when it was allocated */
 } device_allocation;
 static device_allocation device_allocations[MAX_DEVICE_ALLOCATIONS];
 static int live_device_allocations, retained_contexts;
@@ -794,6 +814,13 @@ int cuDevicePrimaryCtxRelease_v2(int device) {
   record("cuDevicePrimaryCtxRelease_v2")->value = (uintptr_t)device;
   return 0;
 }
+/* The device of the current context when it is a primary one, else 0. */
+static int current_context_device(void) {
+  const uintptr_t context = context_depth ? context_stack[context_depth - 1] : 0;
+  const int primary =
+      context >= FAKE_CUDA_PRIMARY_CONTEXT && context < FAKE_CUDA_PRIMARY_CONTEXT + (uintptr_t)cuda_device_count();
+  return primary ? (int)(context - FAKE_CUDA_PRIMARY_CONTEXT) : 0;
+}
 /* Memory calls need a current context, as the real driver's do. */
 static int needs_context(const char* call) {
   int err = injected(call);
@@ -811,6 +838,7 @@ int cuMemAlloc_v2(uint64_t* address, size_t bytes) {
     a->base = aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (!a->base) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
     a->bytes = bytes;
+    a->device = current_context_device();
     device_allocated_bytes += bytes;
     ++live_device_allocations;
     *address = (uintptr_t)a->base;
@@ -908,6 +936,82 @@ int cuMemcpyHtoD_v2(uint64_t destination, const void* source, size_t bytes) {
 int fake_read_device(void* host, uint64_t address, size_t bytes) {
   if (!device_range(address, bytes)) return 1;
   memcpy(host, (const void*)(uintptr_t)address, bytes);
+  return 0;
+}
+
+/* ---- pointer attributes (CUDA) ----
+ * What the driver knows of an address, from the tables above: inside a live
+ * cuMemAlloc_v2 allocation, device memory (CU_MEMORYTYPE_DEVICE) of the device
+ * it was allocated on; inside a cuMemHostAlloc one (host or mapped address),
+ * host memory (CU_MEMORYTYPE_HOST); anything else (plain host memory, a test's
+ * buffers) is memory the driver does not know: cuPointerGetAttribute fails
+ * with CUDA_ERROR_INVALID_VALUE, cuPointerGetAttributes answers zeros, as the
+ * real driver does. The attributes answered: MEMORY_TYPE (2), IS_MANAGED (8),
+ * DEVICE_ORDINAL (9), RANGE_START_ADDR (11), RANGE_SIZE (12), MAPPED (13);
+ * any other is CUDA_ERROR_INVALID_VALUE. */
+typedef struct {
+  unsigned memory_type; /* CUmemorytype; 0: not memory the driver knows */
+  int device;
+  uint64_t start;
+  size_t bytes;
+} pointer_facts;
+static pointer_facts pointer_facts_of(uint64_t address) {
+  pointer_facts facts = {0, 0, 0, 0};
+  for (int i = 0; i < MAX_DEVICE_ALLOCATIONS; ++i) {
+    const device_allocation* a = &device_allocations[i];
+    const uintptr_t base = (uintptr_t)a->base;
+    if (a->base && address >= base && address - base < a->bytes) {
+      facts = (pointer_facts){2, a->device, base, a->bytes};
+      return facts;
+    }
+  }
+  uintptr_t start;
+  size_t bytes;
+  if (fake_host_allocation_range(address, &start, &bytes))
+    facts = (pointer_facts){1, current_context_device(), start, bytes};
+  return facts;
+}
+static int pointer_attribute(void* data, int attribute, const pointer_facts* facts) {
+  switch (attribute) {
+    case 2: /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */
+      *(unsigned*)data = facts->memory_type;
+      return 0;
+    case 8: /* CU_POINTER_ATTRIBUTE_IS_MANAGED */
+      *(unsigned*)data = 0;
+      return 0;
+    case 9: /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
+      *(int*)data = facts->device;
+      return 0;
+    case 11: /* CU_POINTER_ATTRIBUTE_RANGE_START_ADDR */
+      *(uint64_t*)data = facts->start;
+      return 0;
+    case 12: /* CU_POINTER_ATTRIBUTE_RANGE_SIZE */
+      *(size_t*)data = facts->bytes;
+      return 0;
+    case 13: /* CU_POINTER_ATTRIBUTE_MAPPED */
+      *(unsigned*)data = facts->memory_type != 0;
+      return 0;
+    default:
+      return 1; /* CUDA_ERROR_INVALID_VALUE */
+  }
+}
+int cuPointerGetAttribute(void* data, int attribute, uint64_t address) {
+  int err = injected("cuPointerGetAttribute");
+  if (err) return err;
+  const pointer_facts facts = pointer_facts_of(address);
+  if (!data || !facts.memory_type) return 1; /* CUDA_ERROR_INVALID_VALUE: not memory the driver knows */
+  return pointer_attribute(data, attribute, &facts);
+}
+int cuPointerGetAttributes(unsigned count, const int* attributes, void** data, uint64_t address) {
+  int err = injected("cuPointerGetAttributes");
+  if (err) return err;
+  if (!attributes || !data) return 1;
+  const pointer_facts facts = pointer_facts_of(address);
+  for (unsigned i = 0; i < count; ++i) {
+    if (!data[i]) return 1;
+    err = pointer_attribute(data[i], attributes[i], &facts);
+    if (err) return err;
+  }
   return 0;
 }
 

@@ -272,8 +272,11 @@ int hipGetDevicePropertiesR0600(fake_device_prop* prop, int device) {
 typedef struct allocation {
   char* base;
   size_t bytes;
+  int device; /* the device current when it was allocated */
   struct allocation* next;
 } allocation;
+int fake_current_device(void);                                                      /* fake_driver.c */
+int fake_host_allocation_range(uintptr_t address, uintptr_t* start, size_t* bytes); /* fake_driver.c */
 
 static allocation* allocations;
 static size_t allocated_bytes;
@@ -301,6 +304,7 @@ int hipMalloc(void** ptr, size_t bytes) {
     return hipErrorOutOfMemory;
   }
   a->bytes = bytes;
+  a->device = fake_current_device();
   a->next = allocations;
   allocations = a;
   allocated_bytes += bytes;
@@ -365,6 +369,60 @@ static int copyable_range(const void* address, size_t bytes) {
 int hipMemcpyDtoD(void* destination, void* source, size_t bytes) {
   if (!copyable_range(destination, bytes) || !copyable_range(source, bytes)) return hipErrorInvalidValue;
   memmove(destination, source, bytes);
+  return hipSuccess;
+}
+
+/* ---- pointer attributes ----
+ * hipPointerAttribute_t as hip-python 7.2's chip.pxd declares it (10.0's
+ * cyhip.pxd the same). An address inside a live hipMalloc allocation is device
+ * memory (hipMemoryTypeDevice) of the device it was allocated on; inside a
+ * hipHostMalloc one, host memory (hipMemoryTypeHost); anything else (plain host
+ * memory, a test's buffers) is memory HIP does not know: hipErrorInvalidValue,
+ * as ROCm answers for unregistered host memory. hipMemGetAddressRange gives a
+ * device allocation's start and size, hipErrorNotFound for anything else. */
+typedef struct {
+  int type; /* hipMemoryType: 1 host, 2 device */
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+  int isManaged;
+  unsigned allocationFlags;
+} fake_pointer_attributes;
+_Static_assert(sizeof(fake_pointer_attributes) == 32, "hipPointerAttribute_t is 32 bytes");
+
+static allocation* find_allocation(const void* address) {
+  const char* p = address;
+  for (allocation* a = allocations; a; a = a->next)
+    if (p >= a->base && p < a->base + a->bytes) return a;
+  return NULL;
+}
+
+int hipPointerGetAttributes(fake_pointer_attributes* attributes, const void* ptr) {
+  if (!attributes || !ptr) return hipErrorInvalidValue;
+  memset(attributes, 0, sizeof *attributes);
+  const allocation* a = find_allocation(ptr);
+  uintptr_t start;
+  size_t bytes;
+  if (a) {
+    attributes->type = 2;
+    attributes->device = a->device;
+    attributes->devicePointer = (void*)ptr;
+    return hipSuccess;
+  }
+  if (fake_host_allocation_range((uintptr_t)ptr, &start, &bytes)) {
+    attributes->type = 1;
+    attributes->device = fake_current_device();
+    attributes->hostPointer = (void*)ptr;
+    return hipSuccess;
+  }
+  return hipErrorInvalidValue;
+}
+
+int hipMemGetAddressRange(void** base, size_t* size, void* ptr) {
+  const allocation* a = find_allocation(ptr);
+  if (!a) return hipErrorNotFound;
+  if (base) *base = a->base;
+  if (size) *size = a->bytes;
   return hipSuccess;
 }
 

@@ -7,7 +7,11 @@
  * compile that succeeds. An --offload-arch= option is required. A name
  * expression that is a plain identifier (an extern "C" kernel) lowers to
  * itself; any other has each character outside [A-Za-z0-9_] replaced by '_'
- * and "_Z" put before it, standing in for the C++ mangling.
+ * and "_Z" put before it, standing in for the C++ mangling. An option it does
+ * not know (known: --offload-arch=, -D, -U, -I, -std=, -O, -g, -w, -W, -ffast-math,
+ * -fgpu-rdc, -fno-*, -mcumode, -mno-*)
+ * fails the compile as ROCm's hiprtc does, its clang driver refusing it:
+ * HIPRTC_ERROR_COMPILATION with "error: unknown argument: '-foo'" in the log.
  *
  * fake_hiprtc_options() returns the last compile's options, one per line;
  * fake_hiprtc_live_programs() the programs not yet destroyed.
@@ -107,6 +111,15 @@ static char* lower(const char* expression) {
   return lowered;
 }
 
+/* Whether the fake's clang driver knows `option`. */
+static int known_option(const char* option) {
+  static const char* prefixes[] = {"--offload-arch=", "-D",        "-U",    "-I",       "-std=", "-O", "-g", "-w", "-W",
+                                   "-ffast-math",     "-fgpu-rdc", "-fno-", "-mcumode", "-mno-"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; ++i)
+    if (strncmp(option, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+  return 0;
+}
+
 /* The 1-based line of `at` in `source`. */
 static int line_of(const char* source, const char* at) {
   int line = 1;
@@ -124,6 +137,12 @@ int hiprtcCompileProgram(program* p, int option_count, const char** options) {
     has_arch |= strncmp(options[i], "--offload-arch=", 15) == 0;
   }
   if (!has_arch) return HIPRTC_ERROR_INVALID_OPTION;
+  for (int i = 0; i < option_count; ++i) {
+    if (!known_option(options[i])) {
+      snprintf(p->log, sizeof p->log, "error: unknown argument: '%s'\n", options[i]);
+      return HIPRTC_ERROR_COMPILATION;
+    }
+  }
   const char* error = strstr(p->source, "#error");
   if (error) {
     const char* end = strchr(error, '\n');

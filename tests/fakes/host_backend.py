@@ -2,6 +2,10 @@
 
 Addresses are real host addresses, so the fake driver (fake_driver.c) can read
 the argument values each launch was given, and tests can read buffers back.
+`pointer_memory` answers as a driver would from the allocations of every
+HostBackend in the process: one made by a backend of device d is device memory
+of device d; any other address (numpy's arrays, a FakeTensor's own host memory)
+is memory no driver knows.
 """
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from pyhipbench._codeobject.image import kernels
-from pyhipbench._device.backends.base import DeviceProperties, FunctionLimits, KernelParam
+from pyhipbench._device.backends.base import DeviceProperties, FunctionLimits, KernelParam, PointerMemory
 from pyhipbench._device.backends.cuda import CudaBackend
 from pyhipbench._device.backends.hip import HipBackend
 
@@ -23,6 +27,11 @@ FAKE_PROPERTIES = DeviceProperties(
     l2_bytes=4 * MiB, llc_bytes=4 * MiB, total_bytes=1024 * MiB,
     max_threads_per_block=1024, max_block=(1024, 1024, 64), max_grid=(2**31 - 1, 65535, 65535),
     max_shared_bytes=48 * 1024, max_shared_bytes_optin=232448)  # the H200's default and opt-in limits
+
+
+# Every live allocation of every HostBackend: address -> (its size, bytes; the device it was made on), as a
+# driver knows the allocations made on all its devices.
+ALLOCATIONS: dict[int, tuple[int, int]] = {}
 
 
 class HostBackend:
@@ -61,12 +70,24 @@ class HostBackend:
     def allocate(self, nbytes: int) -> int:
         buffer = ctypes.create_string_buffer(nbytes)
         self.live[ctypes.addressof(buffer)] = buffer
+        ALLOCATIONS[ctypes.addressof(buffer)] = (nbytes, self._properties.index)
         return ctypes.addressof(buffer)
 
     def free(self, address: int) -> None:
         if self.free_error is not None:
             raise self.free_error
         del self.live[address]
+        ALLOCATIONS.pop(address, None)
+
+    def pointer_memory(self, address: int) -> PointerMemory:
+        for start, (size, device) in ALLOCATIONS.items():
+            if start <= address < start + size:
+                return PointerMemory("device", device, start, size)
+        return PointerMemory("unknown")
+
+    def __del__(self) -> None:
+        for address in getattr(self, "live", {}):
+            ALLOCATIONS.pop(address, None)
 
     def copy_to_device(self, address: int, host: np.ndarray) -> None:
         ctypes.memmove(address, host.ctypes.data, host.nbytes)

@@ -1,10 +1,14 @@
 """A stand-in for a GPU tensor library (torch, CuPy, JAX) on the CPU: DLPack producers with fake devices.
 
-`FakeTensor` owns host memory (which the host backend and the fake driver
-treat as device memory) and exports it through `__dlpack__` /
-`__dlpack_device__` as a GPU library would, with every field a test may want
-wrong: the device, strides, element type, flags, DLPack version. It counts
-the capsules it hands out and the deleter calls that give them back.
+`FakeTensor` exports memory through `__dlpack__` / `__dlpack_device__` as a
+GPU library would, with every field a test may want wrong: the device,
+strides, element type, flags, DLPack version, and the memory itself. By
+default that is plain host memory (numpy's), which no driver knows as device
+memory: a producer that claims a GPU over host memory. `memory=backend` puts
+it in memory allocated through a backend (the host backend), which that
+backend reports as device memory of its device, as a GPU library's
+allocations are. It counts the capsules it hands out and the deleter calls
+that give them back.
 """
 from __future__ import annotations
 
@@ -28,13 +32,21 @@ class FakeTensor:
     `version` None: a producer from before DLPack 1.0 (no max_version
     keyword, 0.8 capsules only). `strides` in elements, None for contiguous.
     `dtype`: (type code, bits, lanes) to override the host array's. `refusal`: __dlpack__ raises
-    BufferError(refusal) instead of exporting.
+    BufferError(refusal) instead of exporting. `memory`: None for `host`'s own (host) memory, or a
+    backend whose `allocate` gives the memory, filled with `host`'s contents (`self.host` views it).
     """
 
     def __init__(self, host: np.ndarray, device: tuple[int, int] = (dlpack.CUDA, 0), *,
                  strides: tuple[int, ...] | None = None, dtype: tuple[int, int, int] | None = None,
-                 flags: int = 0, version: tuple[int, int] | None = (1, 0), refusal: str | None = None) -> None:
+                 flags: int = 0, version: tuple[int, int] | None = (1, 0), refusal: str | None = None,
+                 memory: Any = None) -> None:
         self.host = np.ascontiguousarray(host)
+        if memory is not None:
+            nbytes = max(self.host.nbytes, 1)
+            buffer = (ctypes.c_char * nbytes).from_address(memory.allocate(nbytes))
+            view = np.frombuffer(buffer, self.host.dtype, self.host.size).reshape(self.host.shape)
+            view[...] = self.host
+            self.host = view
         self.device, self.strides, self.flags, self.version = device, strides, flags, version
         self.refusal = refusal  # raised as a BufferError by __dlpack__, as torch does for a tensor that needs grad
         self.dtype = dtype or (_NUMPY_CODES[self.host.dtype.kind], self.host.dtype.itemsize * 8, 1)

@@ -155,8 +155,8 @@ def test_a_check_callables_assertion_is_a_mismatch(device, copy, fake_driver):
 def test_a_tensor_output_is_checked_in_every_set(device, copy, fake_driver, backend_name):
     plays(fake_driver, copy)
     own = {"cuda": (dlpack.CUDA, 0), "hip": (dlpack.ROCM, 0)}[backend_name]
-    src = FakeTensor(np.arange(N, dtype=np.float32), own)
-    dst = FakeTensor(np.zeros(N, np.float32), own)
+    src = FakeTensor(np.arange(N, dtype=np.float32), own, memory=device.backend)
+    dst = FakeTensor(np.zeros(N, np.float32), own, memory=device.backend)
     res = hb.bench(copy, 4, 256, [src, dst, hb.int64(N)], iterations=4, warmup=0, cache="dirty-cold",
                    expect={1: src.host})
     assert res.verified and res.rotation.sets == 4

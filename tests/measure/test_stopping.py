@@ -148,16 +148,13 @@ def test_racing_sizes_by_the_lower_end_of_a_lopsided_interval():
 
 @pytest.mark.parametrize("options, message", [
     ({"precision": 1.5}, "precision=1.5: out of range, expected a finite number >= 0 and < 1"),
-    ({"precision": "1%"}, "precision='1%': expected a finite number >= 0 and < 1, got str"),
     ({"max_time_s": -1}, "max_time_s=-1: out of range, expected a finite number > 0"),
     ({"max_time_s": float("nan")}, "max_time_s=nan: out of range"),
     ({"min_samples": 0}, "min_samples=0: out of range, expected an integer >= 1"),
     ({"min_samples": 20, "max_samples": 10}, "max_samples=10: out of range, expected an integer >= 20"),
-    ({"first_chunk": 2.0}, "first_chunk=2.0: expected an integer >= 1, got float"),
-    ({"slower_than_us": -1.0}, "slower_than_us=-1.0: out of range, expected a finite number >= 0"),
     ({"slower_than_us": float("inf")}, "slower_than_us=inf: out of range, expected a finite number >= 0"),
 ])
-def test_bad_rules_are_refused(options, message):
+def test_bad_rules_are_refused_by_the_core(options, message):
     with pytest.raises(hb.BenchError, match=message.replace("(", r"\(").replace(")", r"\)")
                        .replace("[", r"\[").replace("]", r"\]")):
         StopRule(**options)

@@ -107,3 +107,18 @@ def test_vendor_choices_live_in_the_backends(path):
     lines = [f"{path.name}:{n}: {line.strip()}" for n, line in enumerate(path.read_text().splitlines(), 1)
              if any(test in line for test in _VENDOR_TEST) and "backend" in line]
     assert not lines, "a vendor test outside pyhipbench/_device/backends/: " + "; ".join(lines)
+
+
+def test_the_architecture_map_names_every_file():
+    """docs/architecture.md's map of the tree lists every source file of the package and the core."""
+    root = PACKAGE.parent
+    text = (root / "docs" / "architecture.md").read_text()
+    files = [p for top in ("pyhipbench", "csrc") for p in (root / top).rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".so", ".pyc")
+             and p.name != "__init__.py" and p.relative_to(root).parts[1:2] not in (("include",), ("lib",), ("share",))]
+
+    def named(path: Path) -> bool:  # a header and its source may share a line: "timer.hpp/.cpp"
+        return path.name in text or (path.suffix == ".cpp" and f"{path.stem}.hpp/.cpp" in text)
+
+    missing = sorted(str(p.relative_to(root)) for p in files if not named(p))
+    assert not missing, "not in docs/architecture.md's map: " + ", ".join(missing)

@@ -1,7 +1,7 @@
 """Backends: hip-python (AMD GPUs) and cuda-bindings (NVIDIA GPUs)."""
 from __future__ import annotations
 
-from .base import Backend, DeviceProperties, FunctionLimits, KernelParam
+from .base import Backend, DeviceProperties, FunctionLimits, KernelParam, PointerMemory
 
 BACKEND_NAMES = ("hip", "cuda")  # AMD first: pyhipbench's primary target
 
@@ -23,5 +23,5 @@ def open_backend(name: str, index: int) -> Backend:
     return backend_class(name)(index)
 
 
-__all__ = ["Backend", "DeviceProperties", "FunctionLimits", "KernelParam", "BACKEND_NAMES", "backend_class",
-           "open_backend"]
+__all__ = ["Backend", "DeviceProperties", "FunctionLimits", "KernelParam", "PointerMemory", "BACKEND_NAMES",
+           "backend_class", "open_backend"]

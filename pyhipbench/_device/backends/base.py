@@ -47,6 +47,24 @@ class FunctionLimits:
 
 
 @dataclass(frozen=True)
+class PointerMemory:
+    """What the driver says an address is (`Backend.pointer_memory`).
+
+    `kind`: "device" (device memory), "managed" (managed / unified memory),
+    "host" (host memory the driver knows: pinned, mapped or registered), or
+    "unknown" (memory the driver does not know: plain host memory, or nothing).
+    `device`: the ordinal of the device the memory belongs to, for "device"
+    and "managed"; None otherwise. `start`, `size`: the driver's allocation
+    holding the address (its first byte and its length, bytes), where the
+    driver reports it; None where it does not.
+    """
+    kind: str
+    device: int | None = None
+    start: int | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
 class KernelParam:
     """One kernel parameter as the code object (or driver) describes it."""
     name: str
@@ -85,6 +103,9 @@ class Backend(Protocol):
     def memory_info(self) -> tuple[int, int]:
         """(free, total) device memory, bytes."""
     def allocate(self, nbytes: int) -> int: ...
+    def pointer_memory(self, address: int) -> PointerMemory:
+        """What memory `address` is in, as the driver knows it (CUDA: cuPointerGetAttributes;
+        HIP: hipPointerGetAttributes and hipMemGetAddressRange)."""
     def free(self, address: int) -> None: ...
     def copy_to_device(self, address: int, host: np.ndarray) -> None: ...
     def copy_to_host(self, host: np.ndarray, address: int) -> None: ...

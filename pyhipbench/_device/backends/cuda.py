@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import BenchError, NoDeviceError, driver_error
 from ..archs import last_level_cache_bytes
-from .base import DeviceProperties, FunctionLimits, KernelParam
+from .base import DeviceProperties, FunctionLimits, KernelParam, PointerMemory
 
 
 def _driver() -> Any:
@@ -129,6 +129,22 @@ class CudaBackend:
     def free(self, address: int) -> None:
         self.make_current()
         self._check("cuMemFree", self._cu.cuMemFree(address))
+
+    def pointer_memory(self, address: int) -> PointerMemory:
+        """cuPointerGetAttributes, which answers memory type 0 (not an error) for memory CUDA does
+        not know; managed memory reports CU_MEMORYTYPE_DEVICE with IS_MANAGED set."""
+        self.make_current()
+        names = ("MEMORY_TYPE", "DEVICE_ORDINAL", "IS_MANAGED", "RANGE_START_ADDR", "RANGE_SIZE")
+        attributes = [getattr(self._cu.CUpointer_attribute, "CU_POINTER_ATTRIBUTE_" + n) for n in names]
+        memory_type, ordinal, managed, start, size = self._check(
+            "cuPointerGetAttributes", self._cu.cuPointerGetAttributes(len(attributes), attributes, address))
+        # CUmemorytype: 1 host, 2 device, 4 unified; 3 (an array) is no memory a kernel takes a pointer to
+        kind = {1: "host", 2: "device", 4: "managed"}.get(int(memory_type), "unknown")
+        if kind == "device" and managed:
+            kind = "managed"
+        on_device = kind in ("device", "managed")
+        return PointerMemory(kind, int(ordinal) if on_device else None, int(start) if int(size) else None,
+                             int(size) if int(size) else None)
 
     def copy_to_device(self, address: int, host: np.ndarray) -> None:
         self.make_current()

@@ -46,7 +46,7 @@ import numpy as np
 
 from ...errors import BenchError, NoDeviceError, driver_error
 from ..archs import last_level_cache_bytes
-from .base import DeviceProperties, FunctionLimits, KernelParam
+from .base import DeviceProperties, FunctionLimits, KernelParam, PointerMemory
 
 HIP_LIBRARY_ENV = "PYHIPBENCH_HIP_LIBRARY"
 SKIP_VERSION_CHECK_ENV = "PYHIPBENCH_SKIP_HIP_VERSION_CHECK"
@@ -85,6 +85,17 @@ class HipPython:
             return self.hip.hipGetDeviceProperties(index)
         prop = self.hip.hipDeviceProp_t()
         return (*self.hip.hipGetDeviceProperties(prop, index), prop)
+
+    def get_pointer_attributes(self, address: int) -> tuple:
+        """hipPointerGetAttributes as (hipError_t, hipPointerAttribute_t): 7.x fills a struct the
+        caller passes; a line that returns a new one (as 10.x does hipDeviceProp_t) is called so."""
+        if self.rocm_bindings:
+            try:
+                return tuple(self.hip.hipPointerGetAttributes(address))
+            except TypeError:  # this line takes the struct to fill, as 7.x does
+                pass
+        attributes = self.hip.hipPointerAttribute_t()
+        return (*self.hip.hipPointerGetAttributes(attributes, address), attributes)
 
     def use_library(self, path: str) -> None:
         """Makes hip-python open the HIP runtime `path` at its first call (a name or a full path)."""
@@ -285,6 +296,25 @@ class HipBackend:
 
     def free(self, address: int) -> None:
         self._check("hipFree", self._hip.hipFree(address))
+
+    def pointer_memory(self, address: int) -> PointerMemory:
+        """hipPointerGetAttributes (hipErrorInvalidValue: memory HIP does not know, such as plain host
+        memory) and, for device memory, hipMemGetAddressRange (the allocation holding it)."""
+        self.make_current()
+        error, *rest = self._bindings.get_pointer_attributes(address)
+        if int(error) == int(self._hip.hipError_t.hipErrorInvalidValue):
+            return PointerMemory("unknown")
+        attributes = self._check("hipPointerGetAttributes", (error, *rest))
+        # hipMemoryType: 0 unregistered, 1 host, 2 device, 3 managed, 10 array, 11 unified
+        kind = {1: "host", 2: "device", 3: "managed", 11: "managed"}.get(int(attributes.type), "unknown")
+        if kind == "device" and attributes.isManaged:
+            kind = "managed"
+        if kind not in ("device", "managed"):
+            return PointerMemory(kind)
+        error, base, size = self._hip.hipMemGetAddressRange(address)
+        if int(error) != 0:  # no range to report (hipErrorNotFound): the kind and device still stand
+            return PointerMemory(kind, int(attributes.device))
+        return PointerMemory(kind, int(attributes.device), int(base), int(size))
 
     def copy_to_device(self, address: int, host: np.ndarray) -> None:
         """Copies all of `host` (a contiguous numpy array) to device memory at `address`."""
