@@ -80,3 +80,13 @@ def real(name: str, value: object, *, minimum: float | None = None, above: float
             or (above is not None and number <= above) or (below is not None and number >= below):
         raise error("{label}: out of range, expected {wanted}")
     return number
+
+
+def icache_flush(value: object) -> bool | None:
+    """An icache_flush option as a Python bool, or None (the default: flush where the target can);
+    numpy bools count as bools. BenchError naming the value otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise BenchError(f"icache_flush={show(value)}: expected True, False or None (the default)")
+    return bool(value)

@@ -40,6 +40,7 @@ from ._launch.launch_config import dims
 from ._measure.bench import bench_with as _bench
 from ._measure.options import BenchOptions
 from ._measure.result import Result
+from ._values import icache_flush as checked_icache_flush
 from ._values import show
 from .codegen import compile_ir
 from .errors import BenchError, CodegenError, Error, ToolchainError
@@ -243,8 +244,7 @@ def compile(fn: "JITFunction", args: Sequence[Any], device: Device, *, icache_fl
         raise BenchError(f"fn={show(fn)}: expected a @triton.jit function")
     if not isinstance(device, Device):
         raise BenchError(f"device={show(device)}: expected a pyhipbench Device")
-    if not (icache_flush is None or isinstance(icache_flush, bool)):
-        raise BenchError(f"icache_flush={show(icache_flush)}: expected True, False or None (the default)")
+    icache_flush = checked_icache_flush(icache_flush)
     if icache_flush and not device.backend.icache_invalidation:
         raise CodegenError(f"icache_flush=True on {device.arch}: NVIDIA GPUs have no instruction-cache "
                            "invalidation (neither PTX nor the driver exposes one); expected None or False")
@@ -540,8 +540,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
     stopping rule here (`precision`, `max_time_s`, `iterations`).
     """
     _require_triton()
-    if not (icache_flush is None or isinstance(icache_flush, bool)):
-        raise BenchError(f"icache_flush={show(icache_flush)}: expected True, False or None (the default)")
+    icache_flush = checked_icache_flush(icache_flush)
     configs = list(configs) if isinstance(configs, (list, tuple)) else configs
     if not isinstance(configs, list) or not configs or not all(isinstance(c, _triton.Config) for c in configs):
         raise BenchError(f"configs={show(configs)}: expected a non-empty list of triton.Config")

@@ -35,6 +35,7 @@ from .._codeobject.image import detect_format, read_image
 from .._launch.args import Scalar
 from .._measure.options import BenchOptions
 from .._textfile import read_text
+from .._values import icache_flush as checked_icache_flush
 from .._values import integer, show
 from ..codegen import compile_for_target, nvptx, triple_of
 from ..errors import BenchError, CodegenError
@@ -191,8 +192,7 @@ class IRSource(Source):
     def __post_init__(self) -> None:
         if not isinstance(self.ir, bytes):
             raise BenchError(f"LLVM IR {show(self.ir)}: expected bytes (IR text or bitcode)")
-        if self.icache_flush not in (None, True, False):
-            raise BenchError(f"icache_flush={show(self.icache_flush)}: expected true, false or null")
+        object.__setattr__(self, "icache_flush", checked_icache_flush(self.icache_flush))
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, icache_flush: bool | None = None) -> "IRSource":

@@ -9,6 +9,7 @@ import struct
 from collections import deque
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): the Triton "
@@ -21,6 +22,7 @@ from pyhipbench import (
     CompileTarget,
     CudaSource,
     HipSource,
+    IRSource,
     Store,
     TritonSource,
     candidates_from_json,
@@ -287,3 +289,17 @@ def test_hip_source_and_triton_in_worker_processes(fake_hip_library, tmp_path, m
     assert broken[2].startswith("CodegenError: hiprtc could not compile source.hip for gfx942")
     assert "source.hip:2:2: error: no tile" in broken[2]  # the compiler's log
     assert add[0] == "ok" and add[3]["block"] == [256, 1, 1]  # num_warps 4 x AMD's wave of 64
+
+
+@pytest.mark.parametrize("value, kept", [(True, True), (np.True_, True), (np.False_, False), (None, None)])
+def test_an_ir_sources_icache_flush_takes_bools_numpy_bools_included(value, kept):
+    source = IRSource(b'target triple = "amdgcn-amd-amdhsa"\n', icache_flush=value)
+    assert source.icache_flush is kept
+    candidate = Candidate(source, "k", (1,), (64,))
+    assert candidate.id == Candidate(IRSource(source.ir, icache_flush=kept), "k", (1,), (64,)).id
+
+
+@pytest.mark.parametrize("value", [1, 0, "yes", 1.0])
+def test_an_ir_sources_icache_flush_refuses_what_is_not_a_bool(value):
+    with pytest.raises(BenchError, match=r"^icache_flush=.*: expected True, False or None \(the default\)$"):
+        IRSource(b'target triple = "amdgcn-amd-amdhsa"\n', icache_flush=value)
