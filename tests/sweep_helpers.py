@@ -8,7 +8,12 @@ names it for hip-python and the core alike.
 """
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
+
+import pyhipbench as hb
+from pyhipbench import CompileTarget
+from pyhipbench._sweep.worker import DeviceFacts, Worker
 
 # Four kernels with one signature (src, dst, n): `copy` measures; the others misbehave by name.
 IR = 'target triple = "amdgcn-amd-amdhsa"\n' + "".join(
@@ -29,3 +34,34 @@ def space(good: int, bad: tuple[str, ...] = ("fault", "hang", "crash"), bench: d
                          "bench": bench or FAST},
             "candidates": [{"kernel": "copy", "grid": [g + 1], "tags": {"g": g}} for g in range(good)]
             + [{"kernel": name, "grid": [1]} for name in bad]}
+
+
+class InProcess:
+    """An Executor (scheduler.py) with one worker in this process, on a fake sm_90 device: the
+    scheduler, its CPU compiler pool and Worker.run are the real ones."""
+
+    def __init__(self, device: hb.Device) -> None:
+        self.worker = Worker(device)
+        self.pending: deque = deque()
+
+    def initial_slots(self) -> list[int]:
+        return [0]
+
+    def more_slots(self, facts: DeviceFacts) -> list[int]:
+        return []
+
+    def start(self, slot: int) -> None:
+        self.pending.append((slot, "ready", DeviceFacts("cuda", 0, "Fake GPU", CompileTarget("sm_90", 13000), 1)))
+
+    def submit(self, slot: int, task) -> None:
+        self.pending.append((slot, "outcome", self.worker.run(task)))
+
+    def kill(self, slot: int) -> None:
+        pass
+
+    def events(self, timeout: float) -> list:
+        events, self.pending = list(self.pending), deque()
+        return events
+
+    def close(self) -> None:
+        pass

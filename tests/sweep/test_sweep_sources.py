@@ -6,7 +6,6 @@ import json
 import pickle
 import sqlite3
 import struct
-from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -32,14 +31,14 @@ from pyhipbench._codeobject import elf
 from pyhipbench._codeobject import image as codeobject
 from pyhipbench._device.backends.base import KernelParam
 from pyhipbench._sweep.scheduler import run
-from pyhipbench._sweep.worker import INVALID, DeviceFacts, Worker
+from pyhipbench._sweep.worker import INVALID
 from pyhipbench.errors import CodegenError
 
 from codegen_helpers import require_nvrtc, require_toolchain
 from fakes.build import HIPRTC_LIBRARY_NAME, build_fake
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
 from fakes.host_backend import HostBackend
-from sweep_helpers import ARGS, FAST, sweep_environment
+from sweep_helpers import ARGS, FAST, InProcess, sweep_environment
 
 CUDA = """
 extern "C" __global__ void copy(const float* src, float* dst, long n) {
@@ -90,37 +89,6 @@ class CubinHost(HostBackend):
     def kernel_params(self, module: int, function: int) -> list[KernelParam] | None:
         params = self.modules[module]
         return None if params is None else params[sorted(params)[function - module - 1]]
-
-
-class InProcess:
-    """An Executor (scheduler.py) with one worker in this process, on a fake sm_90 device: the
-    scheduler, its CPU compiler pool and Worker.run are the real ones."""
-
-    def __init__(self, device: hb.Device) -> None:
-        self.worker = Worker(device)
-        self.pending: deque = deque()
-
-    def initial_slots(self) -> list[int]:
-        return [0]
-
-    def more_slots(self, facts: DeviceFacts) -> list[int]:
-        return []
-
-    def start(self, slot: int) -> None:
-        self.pending.append((slot, "ready", DeviceFacts("cuda", 0, "Fake GPU", CompileTarget("sm_90", 13000), 1)))
-
-    def submit(self, slot: int, task) -> None:
-        self.pending.append((slot, "outcome", self.worker.run(task)))
-
-    def kill(self, slot: int) -> None:
-        pass
-
-    def events(self, timeout: float) -> list:
-        events, self.pending = list(self.pending), deque()
-        return events
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture

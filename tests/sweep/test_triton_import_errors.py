@@ -16,7 +16,6 @@ import re
 import sqlite3
 import sys
 import uuid
-from collections import deque
 from importlib import resources
 
 import pytest
@@ -26,11 +25,11 @@ pytest.importorskip("triton", reason="Triton is not installed (pip install trito
 import pyhipbench as hb
 from pyhipbench import cli
 from pyhipbench._sweep.scheduler import run
-from pyhipbench._sweep.sources import CompileTarget
 from pyhipbench._sweep.store import Store
-from pyhipbench._sweep.worker import INVALID, DeviceFacts, Worker
+from pyhipbench._sweep.worker import INVALID
 
 from fakes.host_backend import HostBackend
+from sweep_helpers import InProcess
 
 COPY_PTX = str(resources.files("pyhipbench") / "kernels" / "copy.ptx")
 GOOD = ("import triton\n\n\n@triton.jit\ndef add(x, y, out, n):\n    pass\n")
@@ -102,36 +101,6 @@ def test_keyboard_interrupt_while_importing_is_not_caught(module_folder):
     module = module_folder("raise KeyboardInterrupt\n")
     with pytest.raises(KeyboardInterrupt):
         hb.TritonSource(function=f"{module}:add")
-
-
-class InProcess:
-    """An Executor (scheduler.py) with one worker in this process on a fake sm_90 device."""
-
-    def __init__(self, device: hb.Device) -> None:
-        self.worker = Worker(device)
-        self.pending: deque = deque()
-
-    def initial_slots(self) -> list[int]:
-        return [0]
-
-    def more_slots(self, facts: DeviceFacts) -> list[int]:
-        return []
-
-    def start(self, slot: int) -> None:
-        self.pending.append((slot, "ready", DeviceFacts("cuda", 0, "Fake GPU", CompileTarget("sm_90", 13000), 1)))
-
-    def submit(self, slot: int, task) -> None:
-        self.pending.append((slot, "outcome", self.worker.run(task)))
-
-    def kill(self, slot: int) -> None:
-        pass
-
-    def events(self, timeout: float) -> list:
-        events, self.pending = list(self.pending), deque()
-        return events
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.mark.parametrize("text, message", BROKEN[:5], ids=IDS[:5])
