@@ -7,14 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from codegen_helpers import require
 
 ALLOWLIST = Path(__file__).parents[1] / "data" / "core_stubtest_allowlist.txt"
 
 
 def test_the_stub_states_exactly_what_the_bindings_expose(tmp_path):
     if importlib.util.find_spec("mypy") is None:
-        pytest.skip("needs mypy (its stubtest compares the stub with the module)")
+        require("mypy", "its stubtest compares the stub with the module (pip install -e \".[test]\")")
     result = subprocess.run([sys.executable, "-m", "mypy.stubtest", "pyhipbench._core", "--allowlist", str(ALLOWLIST)],
                             capture_output=True, text=True, timeout=600, cwd=tmp_path,
                             env={**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")})
