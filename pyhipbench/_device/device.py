@@ -18,6 +18,7 @@ from .memory import DeviceArray
 from .module import Kernel, Module
 from .stream import Stream
 
+BUNDLED_KERNELS = ("copy", "clean", "empty", "spin")  # pyhipbench/kernels/
 
 def available_backends() -> list[str]:
     """The backends that can open device 0 here, in preference order (HIP first)."""
@@ -81,6 +82,8 @@ class Device:
     def bundled_kernel(self, name: str) -> Kernel:
         """The bundled kernel `name` ("copy", "clean", "empty", "spin"; pyhipbench/kernels/), loaded
         once: the demo's kernels, the clean step, the cupti probe, AMD's batched-timer spin kernel."""
+        if name not in BUNDLED_KERNELS:
+            raise BenchError(f"bundled kernel {show(name)}: expected one of {', '.join(BUNDLED_KERNELS)}")
         code = self.backend.bundled_code(name, self.arch)
         key = ("bundled module", code)
         if key not in self.kept:

@@ -25,6 +25,9 @@ def _driver() -> Any:
     return driver
 
 
+_BUNDLED_PTX = ("copy", "clean", "empty")  # pyhipbench/kernels/*.ptx; the core brings its own spin kernel
+
+
 class CudaBackend:
     """One NVIDIA device through cuda-bindings' driver API; handles and addresses are ints."""
 
@@ -109,6 +112,8 @@ class CudaBackend:
 
     def bundled_code(self, kernel: str, arch: str) -> bytes:
         """pyhipbench/kernels/<kernel>.ptx (PTX JIT-compiles for any NVIDIA `arch`)."""
+        if kernel not in _BUNDLED_PTX:
+            raise BenchError(f"bundled kernel {kernel!r}: expected one of {', '.join(_BUNDLED_PTX)} on NVIDIA")
         return (resources.files("pyhipbench") / "kernels" / f"{kernel}.ptx").read_bytes()
 
     def triton_target(self, arch: str) -> tuple[str, int, int]:
