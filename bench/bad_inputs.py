@@ -251,6 +251,15 @@ def make_newer_fixtures(folder: Path) -> None:
                                           'i128:128-f80:128-n8:16:32:64-S128"\n'
                                           "define amdgpu_kernel void @f() {\n  ret void\n}\n")
     (folder / "k.cu").write_text('extern "C" __global__ void k(float* p) { p[0] = N; }\n')
+    # `run --chain` files: two copies of k.ptx's kernel, the second reading the first's output (ref:0.1).
+    first = {"kernel": "copy", "grid": [1], "block": [256], "args": ["array:float32:256", "array:float32:256",
+                                                                   "int64:256"]}
+    chains = {"ok": ["ref:0.1", "array:float32:256", "ref:0.2"], "later": ["ref:1.1", "array:float32:256", "ref:0.2"],
+              "missing_arg": ["ref:0.5", "array:float32:256", "ref:0.2"],
+              "not_indices": ["ref:src.dst", "array:float32:256", "ref:0.2"]}
+    for name, args in chains.items():
+        (folder / f"chain_{name}.json").write_text(json.dumps({"launches": [first, dict(first, args=args)]}))
+    (folder / "chain_no_kernel.json").write_text(json.dumps({"launches": [first, dict(first, kernel="reduce")]}))
 
 
 # -- the cases -------------------------------------------------------------------------------------
@@ -269,9 +278,12 @@ _seen = []
 # What `run` measures with: cli.bench in a single-module CLI, cli.run.bench_with in the package.
 _spied, _name = (_cli, "bench") if hasattr(_cli, "bench") else (_cli.run, "bench_with")
 _real_bench = getattr(_spied, _name)
-def _spy(kernel, grid, block, args, *options, **keywords):
+def _spy(*call, **keywords):
+    # bench_with(launches, options) (a list of pyhipbench.Launch), or bench_with(kernel, grid, block, args, ...)
+    first = call[0]
+    args = first[0].args if isinstance(first, (list, tuple)) and first and hasattr(first[0], "args") else call[3]
     _seen.append([a.to_numpy() if hasattr(a, "to_numpy") else None for a in args])
-    return _real_bench(kernel, grid, block, args, *options, **keywords)
+    return _real_bench(*call, **keywords)
 setattr(_spied, _name, _spy)
 """
 RANDOM_CHECK = """
@@ -495,6 +507,9 @@ def cases() -> list[Case]:
                      [(name, repr(name)[1:-1]), "kernel"],
                      setup=f"Path(O + '/{file}').write_text({named_kernel_ir(family, name)!r})"))
 
+    c.append(cli(8, "run --chain naming a kernel not in the module",
+                 ["run", "{F}/k.ptx", "--chain", "{F}/chain_no_kernel.json", *QUICK], ["reduce", "copy"]))
+
     # 9. defaults always work: run's default iterations and --rotate auto on a 256 MB last-level cache
     for count in (256, 16384, 262144):
         c.append(cli(9, f"run defaults, 256 MB LLC, 2 x {count} float32", ["run", "{F}/k.ptx", *RUN, "--arg",
@@ -647,6 +662,25 @@ def newer_surfaces() -> list[Case]:
     c.append(cli(19, "compile --prologue writing the kernarg pointer",
                  ["compile", "{F}/amd.ll", "--target", "gfx942", "--prologue", "s_mov_b64 s[0:1], 0", "-o", "{O}/x"],
                  ["s[0:1]", ("kernarg", "kernel argument")]))
+    # 19. a chain's references (run --chain, a sweep candidate's launches) name the launch, the value and the rule
+    for name, needs in (("later", ["chain_later.json", "launches[1]", "ref:1.1", ("earlier", "before")]),
+                        ("missing_arg", ["chain_missing_arg.json", "ref:0.5", "3 arguments", "0 to 2"]),
+                        ("not_indices", ["chain_not_indices.json", "ref:src.dst", "ref:LAUNCH.ARG"])):
+        c.append(cli(19, f"run --chain chain_{name}.json", ["run", "{F}/k.ptx", "--chain", f"{{F}}/chain_{name}.json",
+                                                           *QUICK], needs))
+    c.append(cli(19, "run --chain with --kernel", ["run", "{F}/k.ptx", "--chain", "{F}/chain_ok.json", *RUN, *QUICK],
+                 ["--kernel", "--chain"]))
+    c.append(cli(19, "run --chain: the second launch reads the first one's output",
+                 ["run", "{F}/k.ptx", "--chain", "{F}/chain_ok.json", *QUICK], expect="ok",
+                 check="verdict('copy -> copy' in _stdout(), _stdout()[-600:])\n"))
+    c.append(api(19, "a sweep candidate's reference to a later launch",
+                 "hb.candidates_from_json([{'source': {'kind': 'code-object', 'path': F + '/k.ptx'}, 'launches': "
+                 "json.load(open(F + '/chain_later.json'))['launches']}])",
+                 ["candidate 0", "launches[1]", "ref:1.1", ("earlier", "before")]))
+    c.append(api(19, "a sweep candidate's reference outside a chain",
+                 "hb.candidates_from_json([{'source': {'kind': 'code-object', 'path': F + '/k.ptx'}, 'kernel': 'copy', "
+                 "'grid': [1], 'block': [256], 'args': ['ref:0.1', 'array:float32:256', 'int64:256']}])",
+                 ["ref:0.1", ("launch", "chain")]))
     c.append(cli(19, "compile IR with an x86 datalayout", ["compile", "{F}/x86_layout.ll", "--target", "gfx942",
                                                            "-o", "{O}/x"], ["datalayout"]))
     c.append(cli(19, "compile IR whose own inline asm holds the prologue marker", ["compile", "{F}/own_asm.ll", "--target", "gfx942",

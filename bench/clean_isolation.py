@@ -73,10 +73,10 @@ def main() -> None:
         device, kernel, grid, block, args, arrays = setup({"name": "copy", "kernel": "copy", "bytes": mib * MiB})
         config = LaunchConfig.checked(grid, block, 0, device.properties)
         timer = core_timer(device, default_timer(device))
-        with ArgumentSets(device, kernel.params, args, 1) as sets:
+        with ArgumentSets(device, [(kernel.params, args)], 1) as sets:
             for read in reads:
                 clean = CleanStep(device, int(read * device.properties.llc_bytes))
-                plan = make_plan(kernel, config, sets)
+                plan = make_plan([(kernel, config)], sets)
                 clean.attach(plan)
                 taken = _core.measure(timer, plan, fixed_count, 16)
                 clean.free()

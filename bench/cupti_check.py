@@ -53,8 +53,8 @@ class CopyRuns:
         src = device.array(np.ones(n, np.float32))
         dst = device.empty_like(src)
         config = LaunchConfig.checked(device.properties.compute_units * 8, 256, 0, device.properties)
-        self.sets = ArgumentSets(device, copy.params, [src, dst, hb.int64(n)], 1)
-        self.plan = make_plan(copy, config, self.sets)
+        self.sets = ArgumentSets(device, [(copy.params, [src, dst, hb.int64(n)])], 1)
+        self.plan = make_plan([(copy, config)], self.sets)
 
     def times(self, timer, launches: int) -> tuple[np.ndarray, float]:
         """(µs per kernel, host µs per launch) of `launches` launches, after WARMUP untimed ones."""

@@ -115,8 +115,8 @@ def main() -> None:
     ptx = resources.files("pyhipbench") / "kernels" / "empty.ptx"
     empty = device.load_module(ptx).kernel("empty")
     config = LaunchConfig.checked(1, 1, 0, device.properties)
-    sets = ArgumentSets(device, empty.params, [], 1)
-    plan = make_plan(empty, config, sets)
+    sets = ArgumentSets(device, [(empty.params, [])], 1)
+    plan = make_plan([(empty, config)], sets)
     core_timer(device, "events").run(plan, args.iterations, 0)  # warm the event pool and the JIT
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -79,10 +79,10 @@ def clean_read_sweep(case: dict, repeats: int) -> list[dict]:
     timer = core_timer(device, default_timer(device))
     llc = device.properties.llc_bytes
     rows = []
-    with ArgumentSets(device, kernel.params, args, 1) as sets:
+    with ArgumentSets(device, [(kernel.params, args)], 1) as sets:
         for factor in CLEAN_READ_PER_LLC:
             clean = CleanStep(device, int(factor * llc))
-            plan = make_plan(kernel, config, sets)
+            plan = make_plan([(kernel, config)], sets)
             clean.attach(plan)
             _core.measure(timer, plan, StopRule().core)  # the clean kernel's first launch, clocks up
             medians, lows, highs, walls = [], [], [], []

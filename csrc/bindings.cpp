@@ -3,9 +3,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <functional>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 
+#include "pyhipbench/call_plan.hpp"
 #include "pyhipbench/rotated_buffers.hpp"
 #include "pyhipbench/rotation.hpp"
 #include "pyhipbench/statistics.hpp"
@@ -25,6 +28,7 @@ class PythonTimer : public Timer {
  public:
   explicit PythonTimer(std::string name) : name_(std::move(name)) {}
   const std::string& name() const override { return name_; }
+  using Timer::run;
   Timings run(LaunchPlan& plan, size_t samples, size_t first_set) override {
     py::gil_scoped_acquire gil;
     py::function run = py::get_override(static_cast<const Timer*>(this), "run");
@@ -32,7 +36,11 @@ class PythonTimer : public Timer {
     const auto [times, launches_per_sample, host_us] =
         run(py::cast(&plan, py::return_value_policy::reference), samples, first_set)
             .cast<std::tuple<std::vector<double>, size_t, double>>();
-    return Timings{times, launches_per_sample, host_us};
+    Timings timings;
+    timings.times_us = times;
+    timings.launches_per_sample = launches_per_sample;
+    timings.host_us = host_us;
+    return timings;
   }
 
  private:
@@ -58,6 +66,41 @@ py::object python_error(const DriverError& e) {
   error.attr("driver_message") = e.message();
   if (fault != nullptr) error.attr("context_usable") = fault->context_usable();
   return error;
+}
+
+std::vector<std::string> as_strings(const std::vector<py::bytes>& sets) {
+  return std::vector<std::string>(sets.begin(), sets.end());
+}
+
+// One kernel of a chain as Python gives it: (function, kernel_name, grid, block, shared_bytes, stream,
+// arg_sets, arg_offsets).
+using ChainEntry = std::tuple<uintptr_t, std::string, std::array<uint32_t, 3>, std::array<uint32_t, 3>, uint32_t,
+                              uintptr_t, std::vector<py::bytes>, std::vector<size_t>>;
+
+std::unique_ptr<LaunchPlan> clean_step_plan(uintptr_t function, std::string kernel_name, std::array<uint32_t, 3> grid,
+                                            std::array<uint32_t, 3> block, const py::bytes& args,
+                                            std::vector<size_t> arg_offsets, uintptr_t stream) {
+  return std::make_unique<LaunchPlan>(function, std::move(kernel_name), LaunchConfig{grid, block, 0, stream},
+                                      std::vector<std::string>{std::string(args)}, std::move(arg_offsets));
+}
+
+void** checked_args(LaunchPlan& plan, size_t set, size_t kernel) {
+  if (kernel >= plan.kernels()) throw py::index_error("no kernel " + std::to_string(kernel));
+  if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
+  return plan.kernel(kernel).args(set);
+}
+
+// A Python callable as the core calls it: from a thread without the GIL (measure releases it).
+// The function object is released with the GIL held, wherever the last copy goes.
+std::function<void()> python_call(py::function call) {
+  auto held = std::shared_ptr<py::function>(new py::function(std::move(call)), [](py::function* f) {
+    py::gil_scoped_acquire gil;
+    delete f;
+  });
+  return [held] {
+    py::gil_scoped_acquire gil;
+    (*held)();
+  };
 }
 
 py::array_t<double> as_array(const std::vector<double>& times) {
@@ -124,52 +167,124 @@ PYBIND11_MODULE(_core, m) {
   m.def("launch_limits", &launch_limits, py::arg("backend"),
         "The launch limits of backend 'cuda' or 'hip' (the timers check every plan against them).");
 
-  py::class_<LaunchPlan>(m, "LaunchPlan")
+  py::class_<LaunchPlan>(m, "LaunchPlan",
+                         "What a sample launches: one kernel, or a chain of kernels in order "
+                         "(pyhipbench/launch_plan.hpp).")
       .def(py::init([](uintptr_t function, std::string kernel_name, std::array<uint32_t, 3> grid,
                        std::array<uint32_t, 3> block, uint32_t shared_bytes, uintptr_t stream,
                        std::vector<py::bytes> arg_sets, std::vector<size_t> arg_offsets) {
-             std::vector<std::string> sets(arg_sets.begin(), arg_sets.end());
              return std::make_unique<LaunchPlan>(function, std::move(kernel_name),
-                                                 LaunchConfig{grid, block, shared_bytes, stream}, sets,
+                                                 LaunchConfig{grid, block, shared_bytes, stream}, as_strings(arg_sets),
                                                  std::move(arg_offsets));
            }),
            py::arg("function"), py::arg("kernel_name"), py::arg("grid"), py::arg("block"), py::arg("shared_bytes"),
            py::arg("stream"), py::arg("arg_sets"), py::arg("arg_offsets"))
+      .def_static(
+          "chain",
+          [](const std::vector<ChainEntry>& kernels) {
+            std::vector<KernelLaunch> chain;
+            chain.reserve(kernels.size());
+            for (const auto& [function, name, grid, block, shared_bytes, stream, arg_sets, offsets] : kernels) {
+              chain.emplace_back(function, name, LaunchConfig{grid, block, shared_bytes, stream}, as_strings(arg_sets),
+                                 offsets);
+            }
+            return std::make_unique<LaunchPlan>(std::move(chain));
+          },
+          py::arg("kernels"),
+          "A chain: each of `kernels` a tuple (function, kernel_name, grid, block, shared_bytes, stream, "
+          "arg_sets, arg_offsets), all with the same number of sets and the same stream.")
       .def_property_readonly("sets", &LaunchPlan::sets)
-      .def_property_readonly("arg_count", &LaunchPlan::arg_count)
-      .def_property_readonly("kernel_name", &LaunchPlan::kernel_name)
+      .def_property_readonly("kernels", &LaunchPlan::kernels, "kernels per sample")
+      .def_property_readonly("name", &LaunchPlan::name, "the kernel's name; a chain's names joined by ' -> '")
+      .def_property_readonly("kernel_names",
+                             [](const LaunchPlan& plan) {
+                               std::vector<std::string> names;
+                               for (size_t k = 0; k < plan.kernels(); ++k)
+                                 names.push_back(plan.kernel(k).kernel_name());
+                               return names;
+                             })
       .def_property_readonly("id", &LaunchPlan::id)
       .def(
           "set_clean_step",
           [](LaunchPlan& plan, uintptr_t function, std::string kernel_name, std::array<uint32_t, 3> grid,
              std::array<uint32_t, 3> block, py::bytes args, std::vector<size_t> arg_offsets) {
-            plan.set_clean_step(std::make_unique<LaunchPlan>(
-                function, std::move(kernel_name), LaunchConfig{grid, block, 0, plan.config().stream},
-                std::vector<std::string>{std::string(args)}, std::move(arg_offsets)));
+            plan.set_clean_step(clean_step_plan(function, std::move(kernel_name), grid, block, args,
+                                                std::move(arg_offsets), plan.stream()));
           },
           py::arg("function"), py::arg("kernel_name"), py::arg("grid"), py::arg("block"), py::arg("args"),
           py::arg("arg_offsets"),
-          "An untimed launch before each timed one, on the plan's stream (the clean-cold clean step).")
+          "An untimed launch before each sample, on the plan's stream (the clean-cold clean step).")
       .def_property_readonly("has_clean_step", [](const LaunchPlan& plan) { return plan.clean_step() != nullptr; })
       .def(
+          "add_reset",
+          [](LaunchPlan& plan, std::vector<uintptr_t> destinations, uintptr_t source, size_t bytes) {
+            plan.add_reset(ResetStep{std::move(destinations), source, bytes});
+          },
+          py::arg("destinations"), py::arg("source"), py::arg("bytes"),
+          "An untimed step before each sample: `bytes` bytes at destinations[set] set to zero (source 0) or "
+          "copied from device address `source`.")
+      .def_property_readonly("resets", [](const LaunchPlan& plan) { return plan.resets().size(); })
+      .def(
           "arg_pointers",
-          [](LaunchPlan& plan, size_t set) {
+          [](LaunchPlan& plan, size_t set, size_t kernel) {
             // The kernelParams addresses of one set, for tests of the packing.
-            if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
+            void** args = checked_args(plan, set, kernel);
             std::vector<uintptr_t> out;
-            void** args = plan.args(set);
-            for (size_t a = 0; a < plan.arg_count(); ++a) out.push_back(reinterpret_cast<uintptr_t>(args[a]));
+            for (size_t a = 0; a < plan.kernel(kernel).arg_count(); ++a) {
+              out.push_back(reinterpret_cast<uintptr_t>(args[a]));
+            }
             return out;
           },
-          py::arg("set"))
+          py::arg("set"), py::arg("kernel") = 0)
       .def(
           "params_address",
-          [](LaunchPlan& plan, size_t set) {
+          [](LaunchPlan& plan, size_t set, size_t kernel) {
             // Where set `set`'s kernelParams array lives: what the driver is handed.
-            if (set >= plan.sets()) throw py::index_error("no argument set " + std::to_string(set));
-            return reinterpret_cast<uintptr_t>(plan.args(set));
+            return reinterpret_cast<uintptr_t>(checked_args(plan, set, kernel));
           },
-          py::arg("set"));
+          py::arg("set"), py::arg("kernel") = 0);
+
+  py::class_<CallPlan>(m, "CallPlan",
+                       "A callable to time: the GPU work of one call is one sample (pyhipbench/call_plan.hpp).")
+      .def(py::init([](std::string name, py::function call, uintptr_t stream) {
+             return std::make_unique<CallPlan>(std::move(name), python_call(std::move(call)), stream);
+           }),
+           py::arg("name"), py::arg("call"), py::arg("stream"))
+      .def_property_readonly("name", &CallPlan::name)
+      .def_property_readonly("stream", &CallPlan::stream)
+      .def(
+          "set_clean_step",
+          [](CallPlan& call, uintptr_t function, std::string kernel_name, std::array<uint32_t, 3> grid,
+             std::array<uint32_t, 3> block, py::bytes args, std::vector<size_t> arg_offsets) {
+            call.set_clean_step(clean_step_plan(function, std::move(kernel_name), grid, block, args,
+                                                std::move(arg_offsets), call.stream()));
+          },
+          py::arg("function"), py::arg("kernel_name"), py::arg("grid"), py::arg("block"), py::arg("args"),
+          py::arg("arg_offsets"), "An untimed launch before each call, on the call's stream (the clean step).")
+      .def_property_readonly("has_clean_step", [](const CallPlan& call) { return call.clean_step() != nullptr; });
+  m.def("make_graph_call", &make_graph_call, py::arg("driver"), py::arg("context"), py::arg("graph"), py::arg("stream"),
+        py::arg("name"), "A CallPlan replaying captured graph `graph` (a CUgraph / hipGraph_t handle) on `stream`.");
+  m.def(
+      "capture_call",
+      [](std::shared_ptr<Driver> driver, uintptr_t context, uintptr_t stream, py::function call, std::string name) {
+        return capture_call(std::move(driver), context, stream, python_call(std::move(call)), std::move(name));
+      },
+      py::arg("driver"), py::arg("context"), py::arg("stream"), py::arg("call"), py::arg("name"),
+      "Captures what `call` issues on `stream` into a graph and returns a CallPlan replaying it.");
+
+  py::class_<Activity>(m, "Activity", "One kernel, memcpy or memset a call issued, as the cupti timer saw it.")
+      .def_readonly("sample", &Activity::sample)
+      .def_property_readonly(
+          "kind",
+          [](const Activity& a) {
+            return a.kind == Activity::Kind::kernel ? "kernel" : a.kind == Activity::Kind::memcpy ? "memcpy" : "memset";
+          })
+      .def_readonly("name", &Activity::name)
+      .def_readonly("start_ns", &Activity::start_ns, "on the GPU's clock")
+      .def_readonly("end_ns", &Activity::end_ns)
+      .def_readonly("bytes", &Activity::bytes)
+      .def_property_readonly("duration_us",
+                             [](const Activity& a) { return static_cast<double>(a.end_ns - a.start_ns) / 1000.0; });
 
   py::class_<Driver, std::shared_ptr<Driver>>(m, "Driver")
       .def_property_readonly("backend", &Driver::backend)
@@ -215,9 +330,20 @@ PYBIND11_MODULE(_core, m) {
             return py::make_tuple(as_array(timings.times_us), timings.launches_per_sample, timings.host_us);
           },
           py::arg("plan"), py::arg("samples"), py::arg("first_set") = 0,
-          "Takes `samples` samples, launch k on argument set (first_set + k) mod plan.sets; returns "
-          "(µs per kernel per sample as a float64 array, launches per sample, host µs spent "
-          "issuing them all).");
+          "Takes `samples` samples, chain k on argument set (first_set + k) mod plan.sets; returns "
+          "(µs per sample as a float64 array, launches per sample, host µs spent "
+          "issuing them all).")
+      .def(
+          "run",
+          [](Timer& timer, CallPlan& call, size_t samples) {
+            Timings timings;
+            {
+              py::gil_scoped_release release;
+              timings = timer.run(call, samples);
+            }
+            return py::make_tuple(as_array(timings.times_us), timings.launches_per_sample, timings.host_us);
+          },
+          py::arg("call"), py::arg("samples"), "Takes `samples` calls, each a sample; as above.");
 
   m.def(
       "make_timer",
@@ -321,7 +447,21 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("warmup_samples", &Measurement::warmup_samples)
       .def_readonly("launches_per_sample", &Measurement::launches_per_sample)
       .def_readonly("host_us", &Measurement::host_us, "host µs spent issuing the timed samples' launches")
-      .def_readonly("precision_reached", &Measurement::precision_reached);
+      .def_readonly("precision_reached", &Measurement::precision_reached)
+      .def_property_readonly(
+          "kernel_times_us",
+          [](const Measurement& r) {
+            const size_t samples = r.times_us.size();
+            const size_t kernels = samples == 0 || r.kernel_times_us.empty() ? 0 : r.kernel_times_us.size() / samples;
+            py::array_t<double> out({static_cast<py::ssize_t>(samples), static_cast<py::ssize_t>(kernels)});
+            std::copy(r.kernel_times_us.begin(), r.kernel_times_us.end(), out.mutable_data());
+            return out;
+          },
+          "a chain's kernels' own times (cupti), samples x kernels, µs; no columns otherwise")
+      .def_property_readonly(
+          "span_us", [](const Measurement& r) { return as_array(r.span_us); },
+          "each sample's first kernel start to last kernel end (cupti; chains, calls), µs; empty otherwise")
+      .def_readonly("activities", &Measurement::activities, "a call's kernels, memcpys and memsets (cupti)");
   m.def(
       "measure",
       [](Timer& timer, LaunchPlan& plan, const StopRule& rule, std::optional<size_t> warmup) {
@@ -331,6 +471,14 @@ PYBIND11_MODULE(_core, m) {
       py::arg("timer"), py::arg("plan"), py::arg("rule"), py::arg("warmup") = py::none(),
       "Times `plan` with `timer` in chunks until `rule` says stop, warming up first (`warmup` untimed "
       "samples, or None: until two chunk medians settle); one timer session throughout.");
+  m.def(
+      "measure",
+      [](Timer& timer, CallPlan& call, const StopRule& rule, std::optional<size_t> warmup) {
+        py::gil_scoped_release release;  // each call takes the GIL back
+        return measure(timer, call, rule, warmup);
+      },
+      py::arg("timer"), py::arg("call"), py::arg("rule"), py::arg("warmup") = py::none(),
+      "The same for a callable's calls (the events and cupti timers).");
 
   m.attr("MIN_HEADROOM_BYTES") = kMinHeadroomBytes;
   m.attr("HEADROOM_FRACTION") = kHeadroomFraction;

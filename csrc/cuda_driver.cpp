@@ -42,6 +42,8 @@ CudaDriver::CudaDriver(const std::string& library_path)
   library_.resolve(cuMemFree_v2, "cuMemFree_v2");
   library_.resolve(cuMemcpyDtoD_v2, "cuMemcpyDtoD_v2");
   library_.resolve(cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2");
+  library_.resolve(cuMemsetD8Async, "cuMemsetD8Async");
+  library_.resolve(cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync_v2");
   library_.resolve(cuMemGetInfo_v2, "cuMemGetInfo_v2");
   library_.resolve(cuCtxGetDevice, "cuCtxGetDevice");
   library_.resolve(cuDeviceGetAttribute, "cuDeviceGetAttribute");

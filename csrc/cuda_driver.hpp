@@ -68,15 +68,15 @@ class CudaDriver final : public Driver {
   static LaunchLimits limits() { return {}; }
   void check_plan(const LaunchPlan&) const {}
 
-  // One launch of `plan` with `args` on `stream`; with events, bracketed by
+  // One launch of `kernel` with `args` on `stream`; with events, bracketed by
   // them (cuLaunchKernel takes no events: they are recorded on the stream
   // right before and after it).
-  Status launch(const LaunchPlan& plan, void** args, Stream stream, Event start, Event stop) const {
-    const LaunchConfig& c = plan.config();
+  Status launch(const KernelLaunch& kernel, void** args, Stream stream, Event start, Event stop) const {
+    const LaunchConfig& c = kernel.config();
     if (start != nullptr) {
       if (Result r = cuEventRecord(start, stream)) return {r, "cuEventRecord"};
     }
-    if (Result r = cuLaunchKernel(reinterpret_cast<Function>(plan.function()), c.grid[0], c.grid[1], c.grid[2],
+    if (Result r = cuLaunchKernel(reinterpret_cast<Function>(kernel.function()), c.grid[0], c.grid[1], c.grid[2],
                                   c.block[0], c.block[1], c.block[2], c.shared_bytes, stream, args, nullptr)) {
       return {r, "cuLaunchKernel"};
     }
@@ -84,6 +84,14 @@ class CudaDriver final : public Driver {
       if (Result r = cuEventRecord(stop, stream)) return {r, "cuEventRecord"};
     }
     return {0, nullptr};
+  }
+
+  // A reset step's work for argument set `set`, queued on `stream`.
+  Status reset(const ResetStep& step, size_t set, Stream stream) const {
+    const auto destination = static_cast<DevicePointer>(step.destinations[set]);
+    if (step.source == 0) return {cuMemsetD8Async(destination, 0, step.bytes, stream), "cuMemsetD8Async"};
+    return {cuMemcpyDtoDAsync_v2(destination, static_cast<DevicePointer>(step.source), step.bytes, stream),
+            "cuMemcpyDtoDAsync_v2"};
   }
 
   // Makes a context current for a scope and restores the caller's after:
@@ -140,6 +148,8 @@ class CudaDriver final : public Driver {
   Result (*cuMemFree_v2)(DevicePointer);
   Result (*cuMemcpyDtoD_v2)(DevicePointer destination, DevicePointer source, size_t bytes);
   Result (*cuMemcpyHtoD_v2)(DevicePointer destination, const void* source, size_t bytes);
+  Result (*cuMemsetD8Async)(DevicePointer destination, unsigned char value, size_t bytes, Stream);
+  Result (*cuMemcpyDtoDAsync_v2)(DevicePointer destination, DevicePointer source, size_t bytes, Stream);
   Result (*cuMemGetInfo_v2)(size_t* free_bytes, size_t* total_bytes);
   Result (*cuCtxGetDevice)(Device*);
   Result (*cuDeviceGetAttribute)(int* value, int attribute, Device);

@@ -169,6 +169,7 @@ CuptiLibrary::CuptiLibrary(const std::string& explicit_path) : library_(open_cup
   library_->resolve_optional(get_error_message, "cuptiGetErrorMessage");
   library_->resolve(subscribe, "cuptiSubscribe");
   library_->resolve(enable_callback, "cuptiEnableCallback");
+  library_->resolve(enable_domain, "cuptiEnableDomain");
   library_->resolve(unsubscribe, "cuptiUnsubscribe");
   library_->resolve(activity_register_callbacks, "cuptiActivityRegisterCallbacks");
   library_->resolve(activity_enable, "cuptiActivityEnable");
@@ -198,66 +199,58 @@ void CuptiLibrary::check(const char* call, cupti::Result result) const {
   if (result != cupti::kSuccess) throw error(call, result);
 }
 
-// ---- the trace: one run's, or one measurement's ----
+// ---- what every trace shares ----
 
-CuptiKernelTrace::CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context)
+CuptiTrace::CuptiTrace(const CuptiLibrary& cupti, uintptr_t context, cupti::CallbackFunction callback,
+                       std::vector<int> activity_kinds)
     : cupti_(cupti),
-      context_(reinterpret_cast<cupti::Context>(context)),
       thread_(std::this_thread::get_id()),
-      one_trace_at_a_time_(trace_mutex()) {
+      context_(reinterpret_cast<cupti::Context>(context)),
+      one_trace_at_a_time_(trace_mutex()),
+      activity_kinds_(std::move(activity_kinds)) {
   try {
-    start();
+    cupti_.check("cuptiActivityRegisterCallbacks",
+                 cupti_.activity_register_callbacks(buffer_requested, buffer_completed));
+    cupti_.check("cuptiSubscribe", cupti_.subscribe(&subscriber_, callback, this));
   } catch (...) {
     stop();
     throw;
   }
 }
 
-CuptiKernelTrace::~CuptiKernelTrace() { stop(); }
-
-void CuptiKernelTrace::start() {
-  cupti_.check("cuptiActivityRegisterCallbacks",
-               cupti_.activity_register_callbacks(buffer_requested, buffer_completed));
-  cupti_.check("cuptiSubscribe", cupti_.subscribe(&subscriber_, on_driver_call, this));
-  cupti_.check("cuptiEnableCallback",
-               cupti_.enable_callback(1, subscriber_, cupti::kDomainDriverApi, cupti::kCallbackCuLaunchKernel));
-  dropped_records();  // reads and so resets the counts left from before this run
+void CuptiTrace::start_activity() {
+  dropped_records();  // reads and so resets the counts left from before this trace
   // CONCURRENT_KERNEL, not KERNEL: KERNEL serialises every kernel in the
   // process, changing how other streams' work runs while the timer is on.
-  cupti_.check("cuptiActivityEnable", cupti_.activity_enable(cupti::kKindConcurrentKernel));
-  activity_enabled_ = true;
+  for (int kind : activity_kinds_) {
+    cupti_.check("cuptiActivityEnable", cupti_.activity_enable(kind));
+    ++enabled_kinds_;
+  }
 }
 
-void CuptiKernelTrace::stop() noexcept {
-  if (activity_enabled_) cupti_.activity_disable(cupti::kKindConcurrentKernel);
-  activity_enabled_ = false;
+CuptiTrace::~CuptiTrace() { stop(); }
+
+void CuptiTrace::stop() noexcept {
+  for (; enabled_kinds_ > 0; --enabled_kinds_) cupti_.activity_disable(activity_kinds_[enabled_kinds_ - 1]);
   if (subscriber_ != nullptr) cupti_.unsubscribe(subscriber_);
   subscriber_ = nullptr;
 }
 
-// Runs inside each driver call the trace subscribed to (cuLaunchKernel), on
-// the calling thread: records the correlation id CUPTI gives the kernel's
-// activity record. Launches by other threads, of other functions, or that
-// failed are not this run's.
-void CuptiKernelTrace::on_driver_call(void* userdata, int domain, uint32_t callback_id, const void* data) {
-  auto* trace = static_cast<CuptiKernelTrace*>(userdata);
-  const auto* call = static_cast<const cupti::CallbackData*>(data);
-  if (domain != cupti::kDomainDriverApi || callback_id != cupti::kCallbackCuLaunchKernel ||
-      call->callback_site != cupti::kApiExit || std::this_thread::get_id() != trace->thread_) {
-    return;
+void CuptiTrace::finish() {
+  cupti::Result disabled = cupti::kSuccess;
+  for (; enabled_kinds_ > 0; --enabled_kinds_) {
+    const cupti::Result r = cupti_.activity_disable(activity_kinds_[enabled_kinds_ - 1]);
+    if (disabled == cupti::kSuccess) disabled = r;
   }
-  uintptr_t function;  // cuLaunchKernel_params begins with the CUfunction
-  std::memcpy(&function, call->function_params, sizeof function);
-  int status;
-  std::memcpy(&status, call->function_return_value, sizeof status);
-  if (function != trace->function_ || status != 0) return;
-  if (trace->seen_ < trace->correlation_ids_.size()) trace->correlation_ids_[trace->seen_] = call->correlation_id;
-  ++trace->seen_;
+  const cupti::Subscriber subscriber = std::exchange(subscriber_, nullptr);
+  const cupti::Result unsubscribed = cupti_.unsubscribe(subscriber);
+  cupti_.check("cuptiActivityDisable", disabled);
+  cupti_.check("cuptiUnsubscribe", unsubscribed);
 }
 
 // CUPTI counts records it had no buffer for in the global queue (context
 // null) and, in older versions, the context's queue: both are read.
-size_t CuptiKernelTrace::dropped_records() {
+size_t CuptiTrace::dropped_records() {
   size_t total = 0;
   for (cupti::Context context : {context_, cupti::Context{nullptr}}) {
     size_t dropped = 0;
@@ -267,94 +260,35 @@ size_t CuptiKernelTrace::dropped_records() {
   return total;
 }
 
-void CuptiKernelTrace::expect(uintptr_t function, size_t launches, size_t other_records) {
-  buffer_pool().prepare(launches + other_records);
-  function_ = function;
-  correlation_ids_.assign(launches, 0);
-  seen_ = 0;
-}
-
-// Each launch's record, as the flushes deliver them.
-struct KernelArrivals {
-  explicit KernelArrivals(const std::vector<uint32_t>& correlation_ids)
-      : by_id(correlation_ids.size()),
-        start(correlation_ids.size(), 0),
-        end(correlation_ids.size(), 0),
-        found(correlation_ids.size(), false) {
-    for (size_t k = 0; k < correlation_ids.size(); ++k) by_id[k] = {correlation_ids[k], k};
-    std::sort(by_id.begin(), by_id.end());
-  }
-  std::vector<std::pair<uint32_t, size_t>> by_id;  // (correlation id, launch index), sorted
-  std::vector<uint64_t> start, end;                // ns, GPU clock
-  std::vector<bool> found;
-  size_t count = 0;
-};
-
-void CuptiKernelTrace::collect(const LaunchConfig& config, const std::string& kernel,
-                               std::vector<double>& durations_us) {
-  const size_t launches = correlation_ids_.size();
-  const std::string which = "kernel '" + kernel + "'";
-  if (seen_ != launches) {
-    throw MeasurementError("CUPTI saw " + std::to_string(seen_) + " launches of " + which + " where " +
-                           std::to_string(launches) + " were made: the trace cannot tell them apart");
-  }
-  // The host has waited for the last kernel, so its records are complete: a
-  // default flush, which hands over only buffers of complete records, should
-  // bring them all. It is tried first because a forced flush makes CUPTI
-  // re-arm its device buffer on the next launch, ~200 µs on the H200 against
-  // ~40 µs (docs/measurement.md); a forced flush follows only if a record is
-  // still missing.
-  KernelArrivals arrivals(correlation_ids_);
+template <class Visit, class Complete>
+void CuptiTrace::read(const std::string& which, Visit visit, Complete complete) {
+  // The host has waited for the GPU, so the records are complete: a default
+  // flush, which hands over only buffers of complete records, should bring
+  // them all. It is tried first because a forced flush makes CUPTI re-arm its
+  // device buffer on the next launch, ~200 µs on the H200 against ~40 µs
+  // (docs/measurement.md); a forced flush follows only if a record is missing.
   cupti_.check("cuptiActivityFlushAll", cupti_.activity_flush_all(0));
-  read_records(config, which, arrivals);
-  if (arrivals.count != launches) {
+  read_delivered(which, visit);
+  if (!complete()) {
     cupti_.check("cuptiActivityFlushAll", cupti_.activity_flush_all(cupti::kFlushForced));
-    read_records(config, which, arrivals);
+    read_delivered(which, visit);
   }
   const size_t dropped = dropped_records();
   if (dropped != 0) {
     throw MeasurementError("CUPTI dropped " + std::to_string(dropped) + " activity records while timing " + which +
                            " (no activity buffer was free): the run has no time for some launches");
   }
-  durations_us.resize(launches);
-  for (size_t k = 0; k < launches; ++k) {
-    if (!arrivals.found[k]) {
-      throw MeasurementError("CUPTI delivered no kernel record for launch " + std::to_string(k) + " of " +
-                             std::to_string(launches) + " of " + which + " (correlation id " +
-                             std::to_string(correlation_ids_[k]) + ")");
-    }
-    const uint64_t start = arrivals.start[k], end = arrivals.end[k];
-    if (start == 0 || end < start) {
-      throw MeasurementError("CUPTI recorded no valid time for launch " + std::to_string(k) + " of " + which +
-                             " (start " + std::to_string(start) + " ns, end " + std::to_string(end) +
-                             " ns; CUPTI writes 0 when it lacked device memory for timestamps)");
-    }
-    durations_us[k] = static_cast<double>(end - start) / 1000.0;
-  }
 }
 
-void CuptiKernelTrace::finish() {
-  activity_enabled_ = false;
-  const cupti::Result disabled = cupti_.activity_disable(cupti::kKindConcurrentKernel);
-  const cupti::Subscriber subscriber = std::exchange(subscriber_, nullptr);
-  const cupti::Result unsubscribed = cupti_.unsubscribe(subscriber);
-  cupti_.check("cuptiActivityDisable", disabled);
-  cupti_.check("cuptiUnsubscribe", unsubscribed);
-}
-
-// Reads the buffers CUPTI delivered since the last read into `arrivals`,
-// stepping over other launches' records.
-void CuptiKernelTrace::read_records(const LaunchConfig& config, const std::string& which, KernelArrivals& arrivals) {
+// Hands each kernel, memcpy and memset record of the buffers CUPTI delivered
+// since the last read to `visit`, stepping over other kinds.
+template <class Visit>
+void CuptiTrace::read_delivered(const std::string& which, Visit& visit) {
   const std::vector<Delivered> delivered = buffer_pool().take_delivered();
   struct GiveBack {
     const std::vector<Delivered>& buffers;
     ~GiveBack() { buffer_pool().give_back(buffers); }
   } give_back{delivered};
-
-  const int32_t grid[3] = {static_cast<int32_t>(config.grid[0]), static_cast<int32_t>(config.grid[1]),
-                           static_cast<int32_t>(config.grid[2])};
-  const int32_t block[3] = {static_cast<int32_t>(config.block[0]), static_cast<int32_t>(config.block[1]),
-                            static_cast<int32_t>(config.block[2])};
   for (const Delivered& d : delivered) {
     void* record = nullptr;
     for (;;) {
@@ -362,35 +296,185 @@ void CuptiKernelTrace::read_records(const LaunchConfig& config, const std::strin
       if (result == cupti::kMaxLimitReached) break;
       if (result == cupti::kInvalidKind) {
         throw MeasurementError("CUPTI delivered an incomplete activity record while timing " + which +
-                               " (the buffer was flushed before its kernel finished)");
+                               " (the buffer was flushed before its work finished)");
       }
       cupti_.check("cuptiActivityGetNextRecord", result);
       const auto* bytes = static_cast<const uint8_t*>(record);
-      const auto kind = read_field<uint32_t>(bytes, cupti::kernel_record::kKind);
-      if (kind != cupti::kKindConcurrentKernel && kind != cupti::kKindKernel) continue;
-      const auto id = read_field<uint32_t>(bytes, cupti::kernel_record::kCorrelationId);
-      const auto at = std::lower_bound(arrivals.by_id.begin(), arrivals.by_id.end(), std::make_pair(id, size_t{0}));
-      if (at == arrivals.by_id.end() || at->first != id) continue;  // another launch's kernel
-      const size_t k = at->second;
-      if (arrivals.found[k]) {
-        throw MeasurementError("CUPTI delivered two kernel records for launch " + std::to_string(k) + " of " + which +
-                               " (correlation id " + std::to_string(id) + ")");
+      const auto kind = static_cast<int>(read_field<uint32_t>(bytes, cupti::kernel_record::kKind));
+      if (kind == cupti::kKindKernel) {
+        visit(bytes, cupti::kKindConcurrentKernel);
+      } else if (kind == cupti::kKindConcurrentKernel || kind == cupti::kKindMemcpy || kind == cupti::kKindMemset) {
+        visit(bytes, kind);
       }
-      int32_t record_grid[3], record_block[3];
-      std::memcpy(record_grid, bytes + cupti::kernel_record::kGrid, sizeof record_grid);
-      std::memcpy(record_block, bytes + cupti::kernel_record::kBlock, sizeof record_block);
-      if (!std::equal(grid, grid + 3, record_grid) || !std::equal(block, block + 3, record_block)) {
-        throw MeasurementError("the kernel record correlated to launch " + std::to_string(k) + " of " + which +
-                               " has grid " + dims(record_grid) + " and block " + dims(record_block) +
-                               ", the launch had grid " + dims(grid) + " and block " + dims(block) +
-                               ": the correlation is wrong");
-      }
-      arrivals.found[k] = true;
-      ++arrivals.count;
-      arrivals.start[k] = read_field<uint64_t>(bytes, cupti::kernel_record::kStart);
-      arrivals.end[k] = read_field<uint64_t>(bytes, cupti::kernel_record::kEnd);
     }
   }
+}
+
+// ---- a plan's launches: one run's, or one measurement's ----
+
+CuptiKernelTrace::CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context)
+    : CuptiTrace(cupti, context, on_driver_call, {cupti::kKindConcurrentKernel}) {
+  // A throw here still stops tracing: the base is complete, so its destructor runs.
+  cupti_.check("cuptiEnableCallback",
+               cupti_.enable_callback(1, subscriber(), cupti::kDomainDriverApi, cupti::kCallbackCuLaunchKernel));
+  start_activity();
+}
+
+// Runs inside each cuLaunchKernel, on the calling thread: records the
+// correlation id CUPTI gives the kernel's activity record. Launches by other
+// threads, or that failed, are not this run's.
+void CuptiKernelTrace::on_driver_call(void* userdata, int domain, uint32_t callback_id, const void* data) {
+  auto* trace = static_cast<CuptiKernelTrace*>(userdata);
+  const auto* call = static_cast<const cupti::CallbackData*>(data);
+  if (domain != cupti::kDomainDriverApi || callback_id != cupti::kCallbackCuLaunchKernel ||
+      call->callback_site != cupti::kApiExit || std::this_thread::get_id() != trace->thread_) {
+    return;
+  }
+  int status;
+  std::memcpy(&status, call->function_return_value, sizeof status);
+  if (status != 0) return;
+  if (trace->seen_ < trace->correlation_ids_.size()) trace->correlation_ids_[trace->seen_] = call->correlation_id;
+  ++trace->seen_;
+}
+
+void CuptiKernelTrace::expect(size_t launches) {
+  buffer_pool().prepare(launches);
+  correlation_ids_.assign(launches, 0);
+  seen_ = 0;
+}
+
+void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, const std::string& which,
+                               std::vector<uint64_t>& start_ns, std::vector<uint64_t>& end_ns) {
+  const size_t launches = correlation_ids_.size();
+  if (seen_ != launches) {
+    throw MeasurementError("CUPTI saw " + std::to_string(seen_) + " launches while timing " + which + " where " +
+                           std::to_string(launches) + " were made: the trace cannot tell them apart");
+  }
+  std::vector<std::pair<uint32_t, size_t>> by_id(launches);  // (correlation id, launch), sorted
+  for (size_t k = 0; k < launches; ++k) by_id[k] = {correlation_ids_[k], k};
+  std::sort(by_id.begin(), by_id.end());
+  std::vector<bool> found(launches, false);
+  size_t count = 0;
+  start_ns.assign(launches, 0);
+  end_ns.assign(launches, 0);
+  auto visit = [&](const uint8_t* bytes, int kind) {
+    if (kind != cupti::kKindConcurrentKernel) return;
+    const auto id = read_field<uint32_t>(bytes, cupti::kernel_record::kCorrelationId);
+    const auto at = std::lower_bound(by_id.begin(), by_id.end(), std::make_pair(id, size_t{0}));
+    if (at == by_id.end() || at->first != id) return;  // another launch's kernel
+    const size_t k = at->second;
+    const KernelLaunch& launch = *cycle[k % cycle.size()];
+    const std::string kernel = "kernel '" + launch.kernel_name() + "'";
+    if (found[k]) {
+      throw MeasurementError("CUPTI delivered two kernel records for launch " + std::to_string(k) + " (" + kernel +
+                             ") while timing " + which + " (correlation id " + std::to_string(id) + ")");
+    }
+    const LaunchConfig& config = launch.config();
+    const int32_t grid[3] = {static_cast<int32_t>(config.grid[0]), static_cast<int32_t>(config.grid[1]),
+                             static_cast<int32_t>(config.grid[2])};
+    const int32_t block[3] = {static_cast<int32_t>(config.block[0]), static_cast<int32_t>(config.block[1]),
+                              static_cast<int32_t>(config.block[2])};
+    int32_t record_grid[3], record_block[3];
+    std::memcpy(record_grid, bytes + cupti::kernel_record::kGrid, sizeof record_grid);
+    std::memcpy(record_block, bytes + cupti::kernel_record::kBlock, sizeof record_block);
+    if (!std::equal(grid, grid + 3, record_grid) || !std::equal(block, block + 3, record_block)) {
+      throw MeasurementError("the kernel record correlated to launch " + std::to_string(k) + " of " + kernel +
+                             " has grid " + dims(record_grid) + " and block " + dims(record_block) +
+                             ", the launch had grid " + dims(grid) + " and block " + dims(block) +
+                             ": the correlation is wrong");
+    }
+    found[k] = true;
+    ++count;
+    start_ns[k] = read_field<uint64_t>(bytes, cupti::kernel_record::kStart);
+    end_ns[k] = read_field<uint64_t>(bytes, cupti::kernel_record::kEnd);
+  };
+  read(which, visit, [&] { return count == launches; });
+  for (size_t k = 0; k < launches; ++k) {
+    const std::string kernel = "kernel '" + cycle[k % cycle.size()]->kernel_name() + "'";
+    if (!found[k]) {
+      throw MeasurementError("CUPTI delivered no kernel record for launch " + std::to_string(k) + " of " +
+                             std::to_string(launches) + " (" + kernel + ") while timing " + which +
+                             " (correlation id " + std::to_string(correlation_ids_[k]) + ")");
+    }
+    if (start_ns[k] == 0 || end_ns[k] < start_ns[k]) {
+      throw MeasurementError("CUPTI recorded no valid time for launch " + std::to_string(k) + " of " + kernel +
+                             " (start " + std::to_string(start_ns[k]) + " ns, end " + std::to_string(end_ns[k]) +
+                             " ns; CUPTI writes 0 when it lacked device memory for timestamps)");
+    }
+  }
+}
+
+// ---- calls ----
+
+CuptiCallTrace::CuptiCallTrace(const CuptiLibrary& cupti, uintptr_t context)
+    : CuptiTrace(cupti, context, on_api_call, {cupti::kKindConcurrentKernel, cupti::kKindMemcpy, cupti::kKindMemset}) {
+  cupti_.check("cuptiEnableDomain", cupti_.enable_domain(1, subscriber(), cupti::kDomainDriverApi));
+  cupti_.check("cuptiEnableDomain", cupti_.enable_domain(1, subscriber(), cupti::kDomainRuntimeApi));
+  start_activity();
+}
+
+// Runs inside every driver and runtime API call: while a call is open on the
+// tracing thread, the API call's correlation id is that call's. Recorded at
+// entry, so a call that never returns to the callback still counts.
+void CuptiCallTrace::on_api_call(void* userdata, int domain, uint32_t, const void* data) {
+  auto* trace = static_cast<CuptiCallTrace*>(userdata);
+  const auto* call = static_cast<const cupti::CallbackData*>(data);
+  if ((domain != cupti::kDomainDriverApi && domain != cupti::kDomainRuntimeApi) ||
+      call->callback_site != cupti::kApiEnter || trace->open_call_ == kNoCall ||
+      std::this_thread::get_id() != trace->thread_) {
+    return;
+  }
+  trace->correlation_calls_.emplace_back(call->correlation_id, trace->open_call_);
+}
+
+void CuptiCallTrace::expect(size_t calls) {
+  buffer_pool().prepare(calls * 4);  // a few records per call; more buffers come on demand
+  correlation_calls_.clear();
+  correlation_calls_.reserve(calls * 16);
+  open_call_ = kNoCall;
+}
+
+std::vector<Activity> CuptiCallTrace::collect(const std::string& which) {
+  std::sort(correlation_calls_.begin(), correlation_calls_.end());
+  std::vector<Activity> activities;
+  auto visit = [&](const uint8_t* bytes, int kind) {
+    const bool kernel = kind == cupti::kKindConcurrentKernel;
+    const auto id =
+        read_field<uint32_t>(bytes, kernel ? cupti::kernel_record::kCorrelationId : cupti::copy_record::kCorrelationId);
+    const auto at =
+        std::lower_bound(correlation_calls_.begin(), correlation_calls_.end(), std::make_pair(id, size_t{0}));
+    if (at == correlation_calls_.end() || at->first != id) return;  // not issued by a traced call
+    Activity a;
+    a.sample = at->second;
+    a.kind = kernel                       ? Activity::Kind::kernel
+             : kind == cupti::kKindMemcpy ? Activity::Kind::memcpy
+                                          : Activity::Kind::memset;
+    if (kernel) {
+      const auto* name = read_field<const char*>(bytes, cupti::kernel_record::kName);
+      a.name = name != nullptr ? name : "(unnamed kernel)";
+      a.start_ns = read_field<uint64_t>(bytes, cupti::kernel_record::kStart);
+      a.end_ns = read_field<uint64_t>(bytes, cupti::kernel_record::kEnd);
+    } else {
+      a.name = kind == cupti::kKindMemcpy ? "memcpy" : "memset";
+      a.bytes = read_field<uint64_t>(bytes, cupti::copy_record::kBytes);
+      a.start_ns = read_field<uint64_t>(bytes, cupti::copy_record::kStart);
+      a.end_ns = read_field<uint64_t>(bytes, cupti::copy_record::kEnd);
+    }
+    if (a.start_ns == 0 || a.end_ns < a.start_ns) {
+      throw MeasurementError("CUPTI recorded no valid time for " + a.name + " of call " + std::to_string(a.sample) +
+                             " while timing " + which + " (CUPTI writes 0 when it lacked device memory)");
+    }
+    activities.push_back(std::move(a));
+  };
+  // How many records will come is not known, so a default flush cannot tell
+  // that all are in (a call's last records may sit in a partly filled buffer
+  // it keeps): the forced flush always follows. Its cost (CUPTI re-arms its
+  // device buffer on the next launch) falls once per chunk, outside the calls.
+  read(which, visit, [] { return false; });
+  std::stable_sort(activities.begin(), activities.end(), [](const Activity& x, const Activity& y) {
+    return x.sample != y.sample ? x.sample < y.sample : x.start_ns < y.start_ns;
+  });
+  return activities;
 }
 
 }  // namespace pyhipbench

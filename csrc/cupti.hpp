@@ -13,11 +13,13 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dynamic_library.hpp"
 #include "pyhipbench/errors.hpp"
 #include "pyhipbench/launch_plan.hpp"
+#include "pyhipbench/timer.hpp"
 
 namespace pyhipbench {
 
@@ -35,8 +37,12 @@ constexpr Result kMaxLimitReached = 12;            // cuptiActivityGetNextRecord
 constexpr Result kInvalidKind = 21;                // cuptiActivityGetNextRecord: incomplete record
 constexpr int kKindKernel = 3;                     // CUPTI_ACTIVITY_KIND_KERNEL
 constexpr int kKindConcurrentKernel = 10;          // CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+constexpr int kKindMemcpy = 1;                     // CUPTI_ACTIVITY_KIND_MEMCPY
+constexpr int kKindMemset = 2;                     // CUPTI_ACTIVITY_KIND_MEMSET
 constexpr int kDomainDriverApi = 1;                // CUPTI_CB_DOMAIN_DRIVER_API
+constexpr int kDomainRuntimeApi = 2;               // CUPTI_CB_DOMAIN_RUNTIME_API
 constexpr uint32_t kCallbackCuLaunchKernel = 307;  // CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
+constexpr int kApiEnter = 0;                       // CUPTI_API_ENTER
 constexpr int kApiExit = 1;                        // CUPTI_API_EXIT
 constexpr uint32_t kFlushForced = 1;               // CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
 
@@ -56,8 +62,20 @@ constexpr size_t kStreamId = 48;       // uint32_t
 constexpr size_t kGrid = 52;           // int32_t[3]
 constexpr size_t kBlock = 64;          // int32_t[3]
 constexpr size_t kCorrelationId = 92;  // uint32_t, the launch's driver API call
-constexpr size_t kEndOfFields = 96;    // every record is at least this long
+constexpr size_t kName = 104;          // const char*, owned by CUPTI
+constexpr size_t kEndOfFields = 112;   // every record is at least this long
 }  // namespace kernel_record
+
+// Where a memcpy or memset record (CUpti_ActivityMemcpy5/6, CUpti_ActivityMemset3/4:
+// CUDA 11 to 13) holds the fields a call's trace reads; the same in both kinds.
+namespace copy_record {
+constexpr size_t kCopyKind = 4;        // uint8_t CUpti_ActivityMemcpyKind (memcpy only)
+constexpr size_t kBytes = 8;           // uint64_t
+constexpr size_t kStart = 16;          // uint64_t, ns
+constexpr size_t kEnd = 24;            // uint64_t, ns
+constexpr size_t kCorrelationId = 44;  // uint32_t, the API call that issued it
+constexpr size_t kEndOfFields = 48;
+}  // namespace copy_record
 
 // CUpti_CallbackData, what a driver API callback receives (the fields up to
 // correlationId, which has been there since CUPTI 4.1).
@@ -97,6 +115,7 @@ class CuptiLibrary {
   cupti::Result (*get_error_message)(cupti::Result, const char**);  // CUPTI >= 12.5; may be null
   cupti::Result (*subscribe)(cupti::Subscriber*, cupti::CallbackFunction, void*);
   cupti::Result (*enable_callback)(uint32_t, cupti::Subscriber, int, uint32_t);
+  cupti::Result (*enable_domain)(uint32_t, cupti::Subscriber, int);
   cupti::Result (*unsubscribe)(cupti::Subscriber);
   cupti::Result (*activity_register_callbacks)(cupti::BufferRequested, cupti::BufferCompleted);
   cupti::Result (*activity_enable)(int);
@@ -110,59 +129,102 @@ class CuptiLibrary {
   uint32_t version_ = 0;
 };
 
-struct KernelArrivals;  // cupti.cpp: the records read so far, by launch
-
-// Kernel activity tracing, for one run of launches or for the chunks of one
-// measurement. The constructor starts tracing: it hands CUPTI the buffer
-// callbacks, subscribes to cuLaunchKernel (to learn each launch's correlation
-// id) and enables CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL. Each chunk is then
-// expect() before its launches and collect() after them, which only flushes
-// and reads: the launches of the expected function that the constructing
-// thread makes in between are that chunk's records, in order.
-//
-// One trace at a time per process (CUPTI's buffer callbacks are global): a
-// second trace waits for the first to end. finish() stops tracing, reporting
-// a failure; the destructor stops it if finish() did not (an error path), so
-// CUPTI never outlives a run or a measurement.
-class CuptiKernelTrace {
+// What the CUPTI buffer callbacks and subscription of a trace share: started
+// by the constructor, stopped by finish() (reporting a failure) or, on an
+// error path, by the destructor, so CUPTI never outlives a run or a
+// measurement. One trace at a time per process (CUPTI's buffer callbacks are
+// global, and it takes one subscriber): a second trace waits for the first.
+class CuptiTrace {
  public:
-  // `context`: the CUcontext the launches run in (where CUPTI counts dropped records).
-  CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context);
-  ~CuptiKernelTrace();
-  CuptiKernelTrace(const CuptiKernelTrace&) = delete;
-  CuptiKernelTrace& operator=(const CuptiKernelTrace&) = delete;
-
-  // Before a chunk: the next `launches` launches of `function` from the
-  // constructing thread are the chunk's. `other_records`: kernels of other
-  // functions it launches too (a clean step), whose records also need buffer space.
-  void expect(uintptr_t function, size_t launches, size_t other_records = 0);
-
-  // Call once the chunk's launches have completed on the GPU. Flushes CUPTI
-  // and writes each launch's kernel duration (end - start, µs) into
-  // `durations_us`, in launch order. Throws MeasurementError if a launch has
-  // no record, CUPTI dropped records or lacked timestamps, or a record's grid
-  // and block differ from `config` (a record correlated to the wrong launch).
-  void collect(const LaunchConfig& config, const std::string& kernel, std::vector<double>& durations_us);
-
+  CuptiTrace(const CuptiTrace&) = delete;
+  CuptiTrace& operator=(const CuptiTrace&) = delete;
   // Stops tracing; throws DriverError if CUPTI fails to (tracing is off all the same).
   void finish();
 
- private:
-  static void on_driver_call(void* userdata, int domain, uint32_t callback_id, const void* data);
-  void start();
-  void stop() noexcept;
-  size_t dropped_records();
-  void read_records(const LaunchConfig& config, const std::string& which, KernelArrivals& arrivals);
+ protected:
+  // `context`: the CUcontext traced (where CUPTI counts dropped records).
+  // `activity_kinds`: the CUPTI_ACTIVITY_KIND_*s to enable. The subclass's
+  // constructor enables its callbacks with subscriber(), then start_activity().
+  CuptiTrace(const CuptiLibrary& cupti, uintptr_t context, cupti::CallbackFunction callback,
+             std::vector<int> activity_kinds);
+  ~CuptiTrace();
+  cupti::Subscriber subscriber() const { return subscriber_; }
+  void start_activity();
+  // Flushes CUPTI (a default flush, then a forced one while `complete()` says
+  // records are missing) and hands each kernel, memcpy or memset record
+  // delivered to `visit(record bytes, kind)`. Throws MeasurementError naming
+  // `which` if CUPTI dropped records or delivered an incomplete one.
+  template <class Visit, class Complete>
+  void read(const std::string& which, Visit visit, Complete complete);
 
   const CuptiLibrary& cupti_;
+  const std::thread::id thread_;  // the thread whose calls are traced
+
+ private:
+  void stop() noexcept;
+  size_t dropped_records();
+  template <class Visit>
+  void read_delivered(const std::string& which, Visit& visit);
+
   cupti::Context context_;
-  const std::thread::id thread_;  // the launching thread
   std::unique_lock<std::mutex> one_trace_at_a_time_;
-  uintptr_t function_ = 0;                 // the expected launches' function
-  std::vector<uint32_t> correlation_ids_;  // launch k's correlation id, written by the callback
-  size_t seen_ = 0;                        // launches of function_ seen by the callback
+  std::vector<int> activity_kinds_;
+  size_t enabled_kinds_ = 0;
   cupti::Subscriber subscriber_ = nullptr;
-  bool activity_enabled_ = false;
+};
+
+// Kernel activity tracing of a plan's launches, for one run or for the
+// chunks of one measurement: subscribes to cuLaunchKernel (to learn each
+// launch's correlation id) and enables CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL.
+// Each chunk is expect() before its launches and collect() after them, which
+// only flushes and reads: the cuLaunchKernel calls the constructing thread
+// makes in between are that chunk's launches, in order.
+class CuptiKernelTrace : public CuptiTrace {
+ public:
+  CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context);
+
+  // Before a chunk: the next `launches` kernel launches from the constructing thread are the chunk's.
+  void expect(size_t launches);
+
+  // Call once the chunk's launches have completed on the GPU. Flushes CUPTI
+  // and writes launch k's start and end on the GPU clock (ns) into
+  // `start_ns[k]`, `end_ns[k]`. Launch k was of `cycle[k % cycle.size()]` (a
+  // sample's clean step, then its chain's kernels). Throws MeasurementError if
+  // a launch has no record, CUPTI dropped records or lacked timestamps, or a
+  // record's grid and block differ from its launch's (a wrong correlation).
+  void collect(const std::vector<const KernelLaunch*>& cycle, const std::string& which, std::vector<uint64_t>& start_ns,
+               std::vector<uint64_t>& end_ns);
+
+ private:
+  static void on_driver_call(void* userdata, int domain, uint32_t callback_id, const void* data);
+
+  std::vector<uint32_t> correlation_ids_;  // launch k's correlation id, written by the callback
+  size_t seen_ = 0;                        // launches seen by the callback
+};
+
+// Tracing of calls: every kernel, memcpy and memset issued by a driver or
+// runtime API call the constructing thread makes while a call is open()
+// belongs to that call, by CUPTI's correlation ids (the API call's id is the
+// id of the records of the work it issued), whichever library made the API
+// call. Subscribes to the driver and runtime API domains and enables
+// CONCURRENT_KERNEL, MEMCPY and MEMSET activity.
+class CuptiCallTrace : public CuptiTrace {
+ public:
+  CuptiCallTrace(const CuptiLibrary& cupti, uintptr_t context);
+
+  void expect(size_t calls);  // before a chunk of `calls` calls
+  void open(size_t call) { open_call_ = call; }
+  void close() { open_call_ = kNoCall; }
+  // Once the chunk's work has completed on the GPU: each call's activities, in
+  // the order of their start, call by call.
+  std::vector<Activity> collect(const std::string& which);
+
+ private:
+  static void on_api_call(void* userdata, int domain, uint32_t callback_id, const void* data);
+  static constexpr size_t kNoCall = SIZE_MAX;
+
+  size_t open_call_ = kNoCall;
+  std::vector<std::pair<uint32_t, size_t>> correlation_calls_;  // (API call's correlation id, call)
 };
 
 }  // namespace pyhipbench

@@ -36,6 +36,8 @@ HipDriver::HipDriver(const std::string& library_path)
   library_.resolve(hipFree, "hipFree");
   library_.resolve(hipMemcpyDtoD, "hipMemcpyDtoD");
   library_.resolve(hipMemcpyHtoD, "hipMemcpyHtoD");
+  library_.resolve(hipMemsetAsync, "hipMemsetAsync");
+  library_.resolve(hipMemcpyDtoDAsync, "hipMemcpyDtoDAsync");
   library_.resolve(hipMemGetInfo, "hipMemGetInfo");
   library_.resolve(hipDeviceGetAttribute, "hipDeviceGetAttribute");
   library_.resolve(hipModuleLoadData, "hipModuleLoadData");

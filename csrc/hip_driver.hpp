@@ -60,19 +60,28 @@ class HipDriver final : public Driver {
   static LaunchLimits limits();
   void check_plan(const LaunchPlan& plan) const {
     static const LaunchLimits kLimits = limits();
-    check_launch_limits(kLimits, plan.config());
+    for (size_t k = 0; k < plan.kernels(); ++k) check_launch_limits(kLimits, plan.kernel(k).config());
   }
 
-  // One launch of `plan` with `args` on `stream`; hipExtModuleLaunchKernel
-  // records the two events (if given) around exactly this dispatch. Its sizes
-  // are global work sizes (threads), not block counts; check_plan() has made
-  // sure grid x block fits in 32 bits.
-  Status launch(const LaunchPlan& plan, void** args, Stream stream, Event start, Event stop) const {
-    const LaunchConfig& c = plan.config();
-    const Result r = hipExtModuleLaunchKernel(reinterpret_cast<Function>(plan.function()), c.grid[0] * c.block[0],
+  // One launch of `kernel` with `args` on `stream`; hipExtModuleLaunchKernel
+  // records the two events (if given) around exactly this dispatch (a chain
+  // gives the start event to its first kernel and the stop event to its
+  // last). Its sizes are global work sizes (threads), not block counts;
+  // check_plan() has made sure grid x block fits in 32 bits.
+  Status launch(const KernelLaunch& kernel, void** args, Stream stream, Event start, Event stop) const {
+    const LaunchConfig& c = kernel.config();
+    const Result r = hipExtModuleLaunchKernel(reinterpret_cast<Function>(kernel.function()), c.grid[0] * c.block[0],
                                               c.grid[1] * c.block[1], c.grid[2] * c.block[2], c.block[0], c.block[1],
                                               c.block[2], c.shared_bytes, stream, args, nullptr, start, stop, 0);
     return {r, "hipExtModuleLaunchKernel"};
+  }
+
+  // A reset step's work for argument set `set`, queued on `stream`.
+  Status reset(const ResetStep& step, size_t set, Stream stream) const {
+    void* destination = reinterpret_cast<void*>(step.destinations[set]);
+    if (step.source == 0) return {hipMemsetAsync(destination, 0, step.bytes, stream), "hipMemsetAsync"};
+    return {hipMemcpyDtoDAsync(destination, reinterpret_cast<void*>(step.source), step.bytes, stream),
+            "hipMemcpyDtoDAsync"};
   }
 
   // Makes a device current for a scope and restores the caller's after
@@ -121,6 +130,8 @@ class HipDriver final : public Driver {
   Result (*hipFree)(void* device);
   Result (*hipMemcpyDtoD)(void* destination, void* source, size_t bytes);
   Result (*hipMemcpyHtoD)(void* destination, const void* source, size_t bytes);
+  Result (*hipMemsetAsync)(void* destination, int value, size_t bytes, Stream);
+  Result (*hipMemcpyDtoDAsync)(void* destination, void* source, size_t bytes, Stream);
   Result (*hipMemGetInfo)(size_t* free_bytes, size_t* total_bytes);
   Result (*hipDeviceGetAttribute)(int* value, int attribute, int device);
   Result (*hipModuleLoadData)(Module*, const void* image);

@@ -86,20 +86,22 @@ bool StopRule::settled(double previous_median_us, double median_us) const {
   return std::fabs(median_us - previous_median_us) <= settle * previous_median_us;
 }
 
-Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule, std::optional<size_t> warmup) {
+// The loop of both measure()s; `run(samples, first_set)` takes one run.
+template <class Run>
+static Measurement measure_runs(Timer& timer, const std::string& timed, size_t sets, Run run_timer,
+                                const StopRule& rule, std::optional<size_t> warmup) {
   rule.validate();
   Measurement m;
   size_t next_set = 0;
   auto take = [&](size_t samples) {
-    Timings run = timer.run(plan, samples, next_set);
-    if (run.times_us.size() != samples) {
-      throw MeasurementError("the " + timer.name() + " timer returned " + std::to_string(run.times_us.size()) +
-                             " samples of kernel '" + plan.kernel_name() + "' where " + std::to_string(samples) +
-                             " were asked for");
+    Timings taken = run_timer(samples, next_set);
+    if (taken.times_us.size() != samples) {
+      throw MeasurementError("the " + timer.name() + " timer returned " + std::to_string(taken.times_us.size()) +
+                             " samples of " + timed + " where " + std::to_string(samples) + " were asked for");
     }
-    next_set = (next_set + samples * run.launches_per_sample) % plan.sets();
-    m.launches_per_sample = run.launches_per_sample;
-    return run;
+    next_set = (next_set + samples * taken.launches_per_sample) % sets;
+    m.launches_per_sample = taken.launches_per_sample;
+    return taken;
   };
   // Appends the timed part of a run (its samples from `from` on) and says why to stop, if it is time.
   const auto started = std::chrono::steady_clock::now();
@@ -109,8 +111,24 @@ Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule, std::o
     const size_t n = run.times_us.size();
     const size_t to = std::min(n, from + (rule.max_samples - m.times_us.size()));
     if (from >= to) return;
+    const size_t kept = m.times_us.size();
     m.times_us.insert(m.times_us.end(), run.times_us.begin() + static_cast<std::ptrdiff_t>(from),
                       run.times_us.begin() + static_cast<std::ptrdiff_t>(to));
+    if (!run.kernel_times_us.empty()) {
+      const size_t kernels = run.kernel_times_us.size() / n;
+      m.kernel_times_us.insert(m.kernel_times_us.end(),
+                               run.kernel_times_us.begin() + static_cast<std::ptrdiff_t>(from * kernels),
+                               run.kernel_times_us.begin() + static_cast<std::ptrdiff_t>(to * kernels));
+    }
+    if (!run.span_us.empty()) {
+      m.span_us.insert(m.span_us.end(), run.span_us.begin() + static_cast<std::ptrdiff_t>(from),
+                       run.span_us.begin() + static_cast<std::ptrdiff_t>(to));
+    }
+    for (const Activity& a : run.activities) {
+      if (a.sample < from || a.sample >= to) continue;
+      m.activities.push_back(a);
+      m.activities.back().sample = kept + (a.sample - from);
+    }
     m.host_us += run.host_us * static_cast<double>(to - from) / static_cast<double>(n);
     summary = summarize(m.times_us);
     m.stop_reason = rule.stop_reason(summary, seconds_since(started));
@@ -165,6 +183,18 @@ Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule, std::o
   }
   session.end();
   return m;
+}
+
+Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule, std::optional<size_t> warmup) {
+  return measure_runs(
+      timer, "kernel '" + plan.name() + "'", plan.sets(),
+      [&](size_t samples, size_t first_set) { return timer.run(plan, samples, first_set); }, rule, warmup);
+}
+
+Measurement measure(Timer& timer, CallPlan& call, const StopRule& rule, std::optional<size_t> warmup) {
+  return measure_runs(
+      timer, "call '" + call.name() + "'", 1, [&](size_t samples, size_t) { return timer.run(call, samples); }, rule,
+      warmup);
 }
 
 }  // namespace pyhipbench

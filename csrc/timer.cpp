@@ -12,6 +12,12 @@
 
 namespace pyhipbench {
 
+Timings Timer::run(CallPlan& call, size_t samples) {
+  (void)samples;
+  throw std::invalid_argument("the " + name() + " timer cannot time calls ('" + call.name() +
+                              "'); expected the 'cupti' or 'events' timer");
+}
+
 namespace {
 
 template <class VendorDriver>

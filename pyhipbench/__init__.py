@@ -37,10 +37,13 @@ from ._launch.args import (
     uint32,
     uint64,
 )
+from ._launch.launch import Launch, module_launches
 from ._launch.launch_config import LaunchConfig
-from ._measure.bench import bench
+from ._measure.bench import bench, bench_chain
+from ._measure.callable import bench_callable
+from ._measure.do_bench import do_bench
 from ._measure.options import BenchOptions
-from ._measure.result import Result
+from ._measure.result import KernelTime, Result
 from ._measure.rotation import Rotation, RotationCapped, plan_rotation
 from .errors import (
     BenchError,
@@ -79,7 +82,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
-    "bench", "BenchOptions", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module",
+    "bench", "bench_chain", "bench_callable", "do_bench", "Launch", "module_launches", "KernelTime",
+    "BenchOptions", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module",
     "Kernel", "LaunchConfig",
     "Result", "Rotation", "RotationCapped", "plan_rotation", "shared", "Pointer", "Scalar",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -3,7 +3,8 @@
 Handles (contexts, functions, streams) and device addresses are plain ints. Times are µs, sizes bytes.
 Bad input to the core raises pyhipbench.errors.BenchError (a ValueError); a failed driver call DriverError.
 """
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -90,33 +91,90 @@ def launch_limits(backend: str) -> LaunchLimits:
     """The launch limits of backend 'cuda' or 'hip' (the timers check every plan against them)."""
 
 class LaunchPlan:
-    """A kernel launch with R argument sets packed before timing (pyhipbench/launch_plan.hpp)."""
+    """What a sample launches: one kernel, or a chain of kernels in order, each with R argument sets packed
+    before timing (pyhipbench/launch_plan.hpp)."""
 
     def __init__(self, function: int, kernel_name: str, grid: Sequence[int], block: Sequence[int],
                  shared_bytes: int, stream: int, arg_sets: Sequence[bytes], arg_offsets: Sequence[int]) -> None:
         """`function`: a CUfunction / hipFunction_t; `grid`: 3 block counts; `block`: 3 thread counts;
         `shared_bytes`: dynamic shared memory, bytes; `stream`: a stream handle (0: the default stream);
         `arg_sets`: each set's packed argument bytes; `arg_offsets`: each argument's byte offset in a set."""
+    @staticmethod
+    def chain(kernels: Sequence[tuple[int, str, Sequence[int], Sequence[int], int, int, Sequence[bytes],
+                                      Sequence[int]]]) -> LaunchPlan:
+        """A chain: each of `kernels` a tuple (function, kernel_name, grid, block, shared_bytes, stream, arg_sets,
+        arg_offsets), all with the same number of sets and the same stream."""
     @property
     def sets(self) -> int:
         """R, the argument sets."""
     @property
-    def arg_count(self) -> int:
-        """Kernel arguments per set."""
+    def kernels(self) -> int:
+        """Kernels per sample."""
     @property
-    def kernel_name(self) -> str: ...
+    def name(self) -> str:
+        """The kernel's name; a chain's names joined by ' -> '."""
+    @property
+    def kernel_names(self) -> list[str]: ...
     @property
     def id(self) -> int:
         """Unique to this plan in the process (never reused)."""
     def set_clean_step(self, function: int, kernel_name: str, grid: Sequence[int], block: Sequence[int],
                        args: bytes, arg_offsets: Sequence[int]) -> None:
-        """An untimed launch before each timed one, on the plan's stream (the clean-cold clean step)."""
+        """An untimed launch before each sample, on the plan's stream (the clean-cold clean step)."""
     @property
     def has_clean_step(self) -> bool: ...
-    def arg_pointers(self, set: int) -> list[int]:
+    def add_reset(self, destinations: Sequence[int], source: int, bytes: int) -> None:
+        """An untimed step before each sample: `bytes` bytes at destinations[set] set to zero (source 0) or
+        copied from device address `source`."""
+    @property
+    def resets(self) -> int:
+        """Reset steps before each sample."""
+    def arg_pointers(self, set: int, kernel: int = 0) -> list[int]:
         """The kernelParams addresses of one set (for tests of the packing); IndexError past the end."""
-    def params_address(self, set: int) -> int:
+    def params_address(self, set: int, kernel: int = 0) -> int:
         """Where set `set`'s kernelParams array lives: what the driver is handed."""
+
+class CallPlan:
+    """A callable to time: the GPU work of one call is one sample (pyhipbench/call_plan.hpp)."""
+
+    def __init__(self, name: str, call: Callable[[], object], stream: int) -> None:
+        """`call` runs with the GIL taken back, once per sample; `stream`: where the clean step and the
+        events timer's event pair go (0: the default stream)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def stream(self) -> int: ...
+    def set_clean_step(self, function: int, kernel_name: str, grid: Sequence[int], block: Sequence[int],
+                       args: bytes, arg_offsets: Sequence[int]) -> None:
+        """An untimed launch before each call, on the call's stream (the clean step)."""
+    @property
+    def has_clean_step(self) -> bool: ...
+
+def make_graph_call(driver: Driver, context: int, graph: int, stream: int, name: str) -> CallPlan:
+    """A CallPlan replaying captured graph `graph` (a CUgraph / hipGraph_t handle) on `stream`."""
+
+def capture_call(driver: Driver, context: int, stream: int, call: Callable[[], object], name: str) -> CallPlan:
+    """Captures what `call` issues on `stream` into a graph and returns a CallPlan replaying it."""
+
+class Activity:
+    """One kernel, memcpy or memset a call issued, as the cupti timer saw it."""
+
+    @property
+    def sample(self) -> int: ...
+    @property
+    def kind(self) -> str:
+        """'kernel', 'memcpy' or 'memset'."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def start_ns(self) -> int:
+        """On the GPU's clock."""
+    @property
+    def end_ns(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def duration_us(self) -> float: ...
 
 # ---- timers -------------------------------------------------------------------
 
@@ -126,9 +184,13 @@ class Timer:
     def __init__(self, name: str) -> None: ...
     @property
     def name(self) -> str: ...
+    @overload
     def run(self, plan: LaunchPlan, samples: int, first_set: int = 0) -> tuple[npt.NDArray[np.float64], int, float]:
-        """Takes `samples` samples, launch k on argument set (first_set + k) mod plan.sets; returns (µs per
-        kernel per sample as a float64 array, launches per sample, host µs spent issuing them all)."""
+        """Takes `samples` samples, chain k on argument set (first_set + k) mod plan.sets; returns (µs per
+        sample as a float64 array, launches per sample, host µs spent issuing them all)."""
+    @overload
+    def run(self, call: CallPlan, samples: int) -> tuple[npt.NDArray[np.float64], int, float]:
+        """Takes `samples` calls, each a sample; as above."""
 
 def make_timer(name: str, driver: Driver, context: int, *, launches_per_sample: int = 0, spin_function: int = 0,
                spin_timeout_ms: float = 1000.0) -> Timer:
@@ -226,7 +288,16 @@ class Measurement:
 
     @property
     def times_us(self) -> npt.NDArray[np.float64]:
-        """The timed samples, µs per kernel."""
+        """The timed samples, µs per sample."""
+    @property
+    def kernel_times_us(self) -> npt.NDArray[np.float64]:
+        """A chain's kernels' own times (cupti), samples x kernels, µs; no columns otherwise."""
+    @property
+    def span_us(self) -> npt.NDArray[np.float64]:
+        """Each sample's first kernel start to last kernel end (cupti; chains, calls), µs; empty otherwise."""
+    @property
+    def activities(self) -> list[Activity]:
+        """A call's kernels, memcpys and memsets (cupti)."""
     @property
     def stop_reason(self) -> str:
         """'precision', 'slower', 'max-samples' or 'max-time'."""
@@ -242,9 +313,13 @@ class Measurement:
     def precision_reached(self) -> float:
         """The median CI's relative half-width at the stop."""
 
+@overload
 def measure(timer: Timer, plan: LaunchPlan, rule: StopRule, warmup: int | None = None) -> Measurement:
     """Times `plan` with `timer` in chunks until `rule` says stop, warming up first (`warmup` untimed samples,
     or None: until two chunk medians settle); one timer session throughout."""
+@overload
+def measure(timer: Timer, call: CallPlan, rule: StopRule, warmup: int | None = None) -> Measurement:
+    """The same for a callable's calls (the events and cupti timers)."""
 
 # ---- rotation -----------------------------------------------------------------
 

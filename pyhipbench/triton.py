@@ -36,6 +36,7 @@ from ._device.device import Device
 from ._device.memory import DeviceArray
 from ._device.module import Kernel, Module
 from ._launch.args import Argument, Pointer, Scalar, Shared, shared
+from ._launch.launch import Launch
 from ._launch.launch_config import dims
 from ._measure.bench import bench_with as _bench
 from ._measure.options import BenchOptions
@@ -386,8 +387,8 @@ def bench_compiled_with(kernel: TritonKernel, grid: int | Sequence[int] | Callab
     launch_grid = dims("grid", kernel.grid(grid))  # programs per axis
     scratch, buffers = kernel.scratch(launch_grid)
     try:
-        return _bench(kernel.kernel, launch_grid, kernel.block, kernel.arguments() + scratch, options,
-                      shared_bytes=kernel.shared_bytes, **launch)
+        return _bench([Launch(kernel.kernel, launch_grid, kernel.block, kernel.arguments() + scratch,
+                              kernel.shared_bytes)], options, **launch)
     finally:
         for buffer in buffers:
             buffer.free()

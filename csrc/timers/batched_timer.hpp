@@ -1,4 +1,4 @@
-// The `batched` timer: N back-to-back launches (still rotating) between one
+// The `batched` timer: N back-to-back chains (still rotating) between one
 // event pair, queued behind a spin kernel that holds the GPU until the host
 // has queued them all, so no launch gap of the host's enters the time.
 //
@@ -96,7 +96,7 @@ class BatchedTimer final : public TimerBase<Driver> {
       __atomic_store_n(flag_, 0u, __ATOMIC_RELEASE);
     }
     __atomic_store_n(timed_out_, 0u, __ATOMIC_RELEASE);
-    const auto stream = reinterpret_cast<typename Base::Stream>(plan.config().stream);
+    const auto stream = reinterpret_cast<typename Base::Stream>(plan.stream());
     const auto* events = this->events_.data();
     const size_t sets = plan.sets();
     size_t set = first_set % sets;
@@ -106,20 +106,19 @@ class BatchedTimer final : public TimerBase<Driver> {
     for (size_t j = 0; j < samples; ++j) {
       spin_target_ = ++generation_;  // the launch copies the value: one variable serves every sample
       const Status spun = driver.launch_single(spin_, spin_params, stream);
-      if (spun.code != 0) this->fail(plan, spun.call, spun.code);
+      if (spun.code != 0) this->fail("batched timer spin kernel", spun.call, spun.code);
       const Release release_after_queuing(flag_, spin_target_);
       int status = driver.event_record(events[2 * j], stream);
-      if (status != 0) this->fail(plan, Driver::kEventRecord, status);
+      if (status != 0) this->fail(plan.name(), Driver::kEventRecord, status);
       for (size_t k = 0; k < launches_; ++k) {
-        const Status launched = driver.launch(plan, plan.args(set), stream, nullptr, nullptr);
-        if (launched.code != 0) this->fail(plan, launched.call, launched.code);
+        this->launch_chain_or_fail(plan, set, stream);
         set = set + 1 == sets ? 0 : set + 1;
       }
       status = driver.event_record(events[2 * j + 1], stream);
-      if (status != 0) this->fail(plan, Driver::kEventRecord, status);
+      if (status != 0) this->fail(plan.name(), Driver::kEventRecord, status);
     }
     timings.host_us = Base::elapsed_us(start);
-    timings.times_us = this->read_event_pairs(plan, samples, launches_);
+    timings.times_us = this->read_event_pairs(plan.name(), samples, launches_);
     if (const uint32_t gave_up = __atomic_load_n(timed_out_, __ATOMIC_ACQUIRE)) stalled(plan, gave_up);
   }
 
@@ -141,7 +140,7 @@ class BatchedTimer final : public TimerBase<Driver> {
     const std::string explanation =
         "the batched timer's spin kernel held the GPU for spin_timeout_ms=" + milliseconds(timeout_ns_ / 1e6) +
         " waiting for the host to queue a batch of " + std::to_string(launches_) + " launches of kernel '" +
-        plan.kernel_name() + "' (sample generation " + std::to_string(generation) +
+        plan.name() + "' (sample generation " + std::to_string(generation) +
         ") and gave up: the driver's launch queue probably filled while the "
         "spin held the GPU, so the host could not queue the whole batch. Use a smaller "
         "launches_per_sample; this run's times are discarded";

@@ -1,5 +1,9 @@
-// The `cupti` timer (CUDA only): each launch's kernel duration on the GPU, from
-// CUPTI's kernel activity records (end - start), one sample per launch.
+// The `cupti` timer (CUDA only): each kernel's duration on the GPU, from
+// CUPTI's kernel activity records (end - start). A plan's sample is its
+// chain: the sum of its kernels' durations (and, for a chain of several, each
+// kernel's own and the span from the first start to the last end). A call's
+// sample is the sum of the kernels it issued, attributed by CUPTI correlation
+// (CuptiCallTrace), with its memcpys and memsets listed beside.
 //
 // No event surrounds a launch: the records carry the GPU's own start and end,
 // and one event after the last launch is all the host waits on. Tracing is on
@@ -30,11 +34,16 @@ class CuptiTimer final : public TimerBase<CudaDriver> {
  private:
   // One CUPTI trace at a time per process (CuptiKernelTrace).
   void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) override;
+  void time(CallPlan& call, size_t samples, Timings& timings) override;
   void open_session() override;
   void close_session(bool checked) override;
 
   CuptiLibrary cupti_;
-  std::unique_ptr<CuptiKernelTrace> session_trace_;  // while a session is open
+  // While a session is open, the trace of the kind its first run needed;
+  // a run of the other kind closes it and opens its own.
+  std::unique_ptr<CuptiKernelTrace> session_trace_;
+  std::unique_ptr<CuptiCallTrace> session_call_trace_;
+  bool session_open_ = false;
 };
 
 }  // namespace pyhipbench

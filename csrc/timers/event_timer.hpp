@@ -1,8 +1,9 @@
-// The `events` timer: an event pair around each launch.
+// The `events` timer: an event pair around each sample's chain.
 //
-// CUDA: cuEventRecord(start), cuLaunchKernel, cuEventRecord(stop) on the
-// launch's stream. HIP: the two events handed to hipExtModuleLaunchKernel,
-// which records them around exactly that dispatch. Events come from a pool
+// CUDA: cuEventRecord(start), cuLaunchKernel for each kernel of the chain,
+// cuEventRecord(stop) on the plan's stream. HIP: the start event handed to
+// hipExtModuleLaunchKernel for the chain's first kernel, the stop event for its
+// last, which records them around exactly those dispatches. Events come from a pool
 // grown before the loop; the host synchronizes once, after the last launch.
 #pragma once
 
@@ -25,27 +26,40 @@ class EventTimer final : public TimerBase<Driver> {
 
  private:
   void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) override {
-    const Driver& driver = *this->driver_;
     this->grow_event_pool(2 * samples);
-    const auto stream = reinterpret_cast<typename Base::Stream>(plan.config().stream);
+    const auto stream = reinterpret_cast<typename Base::Stream>(plan.stream());
     const auto* events = this->events_.data();
     const size_t sets = plan.sets();
     size_t set = first_set % sets;
-    LaunchPlan* clean = plan.clean_step();
-    if (clean != nullptr) driver.check_plan(*clean);
+    if (LaunchPlan* clean = plan.clean_step()) this->driver_->check_plan(*clean);
 
     const auto start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < samples; ++i) {
-      if (clean != nullptr) {  // before the start event: the clean step is not timed
-        const Status cleaned = driver.launch(*clean, clean->args(0), stream, nullptr, nullptr);
-        if (cleaned.code != 0) this->fail(*clean, cleaned.call, cleaned.code);
-      }
-      const Status status = driver.launch(plan, plan.args(set), stream, events[2 * i], events[2 * i + 1]);
-      if (status.code != 0) this->fail(plan, status.call, status.code);
+      this->prepare_sample(plan, set, stream);  // before the start event: not timed
+      this->launch_chain_or_fail(plan, set, stream, events[2 * i], events[2 * i + 1]);
       set = set + 1 == sets ? 0 : set + 1;
     }
     timings.host_us = Base::elapsed_us(start);
-    timings.times_us = this->read_event_pairs(plan, samples, 1);
+    timings.times_us = this->read_event_pairs(plan.name(), samples, 1);
+  }
+
+  // A call between an event pair on its stream: what it issues there, and the
+  // gaps between (work on other streams is not seen).
+  void time(CallPlan& call, size_t samples, Timings& timings) override {
+    this->grow_event_pool(2 * samples);
+    const auto stream = reinterpret_cast<typename Base::Stream>(call.stream());
+    const auto* events = this->events_.data();
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < samples; ++i) {
+      this->prepare_call(call, stream);
+      int status = this->driver_->event_record(events[2 * i], stream);
+      if (status != 0) this->fail(call.name(), Driver::kEventRecord, status);
+      call.call();
+      status = this->driver_->event_record(events[2 * i + 1], stream);
+      if (status != 0) this->fail(call.name(), Driver::kEventRecord, status);
+    }
+    timings.host_us = Base::elapsed_us(start);
+    timings.times_us = this->read_event_pairs(call.name(), samples, 1);
   }
 };
 

@@ -1,7 +1,7 @@
-// The `graph` timer: N launches captured into one graph (CUDA graph / HIP
+// The `graph` timer: N chains captured into one graph (CUDA graph / HIP
 // graph), the rotation unrolled inside it, replayed between one event pair.
 //
-// Node k of a graph that starts on set g launches on set (g + k) mod R, with
+// Chain k of a graph that starts on set g launches on set (g + k) mod R, with
 // that set's own kernelParams: a graph that replays one set would time a warm
 // cache under a rotating name. A sample is the graph's time / N, so launch
 // gaps between kernels are those of the graph's dispatch, not the host's.
@@ -63,7 +63,7 @@ class GraphTimer final : public TimerBase<Driver> {
       start_set = (start_set + step) % sets;
     }
     this->grow_event_pool(2 * samples);
-    const auto stream = reinterpret_cast<typename Base::Stream>(plan.config().stream);
+    const auto stream = reinterpret_cast<typename Base::Stream>(plan.stream());
     const auto* events = this->events_.data();
     const GraphExec* execs = execs_.data();
     start_set = first_set % sets;
@@ -71,19 +71,19 @@ class GraphTimer final : public TimerBase<Driver> {
     const auto start = std::chrono::steady_clock::now();
     for (size_t j = 0; j < samples; ++j) {
       int status = driver.event_record(events[2 * j], stream);
-      if (status != 0) this->fail(plan, Driver::kEventRecord, status);
+      if (status != 0) this->fail(plan.name(), Driver::kEventRecord, status);
       const Status launched = driver.graph_launch(execs[start_set], stream);
-      if (launched.code != 0) this->fail(plan, launched.call, launched.code);
+      if (launched.code != 0) this->fail(plan.name(), launched.call, launched.code);
       status = driver.event_record(events[2 * j + 1], stream);
-      if (status != 0) this->fail(plan, Driver::kEventRecord, status);
+      if (status != 0) this->fail(plan.name(), Driver::kEventRecord, status);
       start_set += step;
       if (start_set >= sets) start_set -= sets;
     }
     timings.host_us = Base::elapsed_us(start);
-    timings.times_us = this->read_event_pairs(plan, samples, nodes_);
+    timings.times_us = this->read_event_pairs(plan.name(), samples, nodes_);
   }
 
-  // Captures nodes_ launches, set (start_set + k) mod R each, into an
+  // Captures nodes_ chains, set (start_set + k) mod R each, into an
   // executable graph. The capture always ends, even after a failed launch, so
   // the stream is left usable.
   GraphExec instantiate(LaunchPlan& plan, size_t start_set) {
@@ -91,16 +91,17 @@ class GraphTimer final : public TimerBase<Driver> {
     if (capture_stream_ == nullptr) this->check(plan, driver.capture_stream_create(&capture_stream_));
     this->check(plan, driver.begin_capture(capture_stream_));
     Status launched{0, nullptr};
-    size_t set = start_set;
+    size_t set = start_set, failed = 0;
     for (size_t k = 0; k < nodes_ && launched.code == 0; ++k) {
-      launched = driver.launch(plan, plan.args(set), capture_stream_, nullptr, nullptr);
+      launched = this->launch_chain(plan, set, capture_stream_, nullptr, nullptr, failed);
       set = set + 1 == plan.sets() ? 0 : set + 1;
     }
     Graph graph = nullptr;
     const Status ended = driver.end_capture(capture_stream_, &graph);
     if (launched.code != 0 || ended.code != 0) {
       if (graph != nullptr) driver.graph_destroy(graph);
-      this->check(plan, launched.code != 0 ? launched : ended);
+      if (launched.code != 0) this->fail(plan.kernel(failed).kernel_name(), launched.call, launched.code);
+      this->check(plan, ended);
     }
     GraphExec exec = nullptr;
     const Status instantiated = driver.graph_instantiate(&exec, graph);

@@ -19,6 +19,11 @@ namespace pyhipbench {
 
 template <class Driver>
 class TimerBase : public Timer {
+ protected:
+  using Event = typename Driver::Event;
+  using Stream = typename Driver::Stream;
+  using CurrentContext = typename Driver::CurrentContext;
+
  public:
   // `launches_per_sample`: 1 for the per-launch timers; graph nodes or batch length otherwise.
   TimerBase(std::string name, std::shared_ptr<Driver> driver, uintptr_t context, size_t launches_per_sample = 1)
@@ -45,9 +50,36 @@ class TimerBase : public Timer {
     return timings;
   }
 
+  // The same around a callable's calls.
+  Timings run(CallPlan& call, size_t samples) final {
+    std::lock_guard<std::recursive_mutex> one_run_at_a_time(running_);
+    if (call.clean_step() != nullptr) driver_->check_plan(*call.clean_step());
+    Timings timings;
+    if (samples == 0) return timings;
+    CurrentContext current(*driver_, context_);
+    time(call, samples, timings);
+    return timings;
+  }
+
  protected:
   // The timer's own work for run(): `samples` samples into `timings`.
   virtual void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) = 0;
+  // For a callable; only the events and cupti timers time calls.
+  virtual void time(CallPlan& call, size_t samples, Timings& timings) {
+    (void)call, (void)samples, (void)timings;
+    throw std::invalid_argument("the " + name_ +
+                                " timer times launches it issues itself, not a callable's: time calls with "
+                                "the 'cupti' or 'events' timer");
+  }
+
+  // The clean step before a call, on the call's stream.
+  void prepare_call(CallPlan& call, Stream stream) {
+    if (LaunchPlan* clean = call.clean_step()) {
+      KernelLaunch& kernel = clean->kernel(0);
+      const Status status = driver_->launch(kernel, kernel.args(0), stream, nullptr, nullptr);
+      if (status.code != 0) fail(kernel.kernel_name(), status.call, status.code);
+    }
+  }
 
   // A session holds the run lock from begin to end, so another thread's run() waits for the whole
   // measurement (not only for its current chunk) and never finds the session's set-up half made or gone.
@@ -82,10 +114,6 @@ class TimerBase : public Timer {
     }
   }
 
-  using Event = typename Driver::Event;
-  using Stream = typename Driver::Stream;
-  using CurrentContext = typename Driver::CurrentContext;
-
   // Events for `count` uses, created before a timed loop so it allocates nothing.
   void grow_event_pool(size_t count) {
     events_.reserve(count);
@@ -102,8 +130,8 @@ class TimerBase : public Timer {
     events_.clear();
   }
 
-  // Samples spanning several launches (graph, batched) would time a clean step
-  // between them too.
+  // Samples spanning several chains (graph, batched) would time the untimed
+  // steps between them too.
   void refuse_clean_step(const LaunchPlan& plan) const {
     if (plan.clean_step() != nullptr) {
       throw std::invalid_argument("the " + name_ +
@@ -111,36 +139,79 @@ class TimerBase : public Timer {
                                   "the clean step too: the clean-cold cache state needs the 'events' or "
                                   "'cupti' timer");
     }
+    if (!plan.resets().empty()) {
+      throw std::invalid_argument("the " + name_ +
+                                  " timer times several launches together, so it would time the reset steps "
+                                  "(reset_to_zero, restore_value) too: they need the 'events' or 'cupti' timer");
+    }
+  }
+
+  // The untimed steps before a sample on argument set `set`, on `stream`: the
+  // resets, then the clean step (so what the resets wrote is cold again).
+  void prepare_sample(LaunchPlan& plan, size_t set, Stream stream) {
+    for (const ResetStep& step : plan.resets()) {
+      const Status status = driver_->reset(step, set, stream);
+      if (status.code != 0) fail("reset step before " + plan.name(), status.call, status.code);
+    }
+    if (LaunchPlan* clean = plan.clean_step()) {
+      KernelLaunch& kernel = clean->kernel(0);
+      const Status status = driver_->launch(kernel, kernel.args(0), stream, nullptr, nullptr);
+      if (status.code != 0) fail(kernel.kernel_name(), status.call, status.code);
+    }
+  }
+
+  // The plan's chain on argument set `set`: `start` (if any) recorded before its
+  // first kernel, `stop` after its last. On failure, `failed` is the kernel's index.
+  Status launch_chain(LaunchPlan& plan, size_t set, Stream stream, Event start, Event stop, size_t& failed) {
+    const size_t last = plan.kernels() - 1;
+    for (size_t k = 0; k <= last; ++k) {
+      KernelLaunch& kernel = plan.kernel(k);
+      const Status status =
+          driver_->launch(kernel, kernel.args(set), stream, k == 0 ? start : nullptr, k == last ? stop : nullptr);
+      if (status.code != 0) {
+        failed = k;
+        return status;
+      }
+    }
+    return {0, nullptr};
+  }
+  void launch_chain_or_fail(LaunchPlan& plan, size_t set, Stream stream, Event start = nullptr, Event stop = nullptr) {
+    size_t failed = 0;
+    const Status status = launch_chain(plan, set, stream, start, stop, failed);
+    if (status.code != 0) fail(plan.kernel(failed).kernel_name(), status.call, status.code);
   }
 
   // Synchronizes on the last stop event and reads each (start, stop) pair's
   // time in µs, divided by `launches_per_pair`.
-  std::vector<double> read_event_pairs(const LaunchPlan& plan, size_t pairs, size_t launches_per_pair) {
-    check(plan, Driver::kEventSynchronize, driver_->event_synchronize(events_[2 * pairs - 1]));
+  std::vector<double> read_event_pairs(const std::string& timed, size_t pairs, size_t launches_per_pair) {
+    int status = driver_->event_synchronize(events_[2 * pairs - 1]);
+    if (status != 0) fail(timed, Driver::kEventSynchronize, status);
     std::vector<double> times_us(pairs);
     for (size_t i = 0; i < pairs; ++i) {
       float ms = 0;
-      check(plan, Driver::kEventElapsedTime, driver_->elapsed_ms(&ms, events_[2 * i], events_[2 * i + 1]));
+      status = driver_->elapsed_ms(&ms, events_[2 * i], events_[2 * i + 1]);
+      if (status != 0) fail(timed, Driver::kEventElapsedTime, status);
       times_us[i] = static_cast<double>(ms) * 1000.0 / static_cast<double>(launches_per_pair);
     }
     return times_us;
   }
 
   void check(const LaunchPlan& plan, const char* call, int status) {
-    if (status != 0) fail(plan, call, status);
+    if (status != 0) fail(plan.name(), call, status);
   }
   void check(const LaunchPlan& plan, Status status) {
-    if (status.code != 0) fail(plan, status.call, status.code);
+    if (status.code != 0) fail(plan.name(), status.call, status.code);
   }
 
-  // A failed call while `plan` ran: a KernelFault if its code means a kernel
-  // faulted (saying whether the context survived), else a DriverError naming the kernel.
-  [[noreturn]] void fail(const LaunchPlan& plan, const char* call, int status) {
+  // A failed call while `kernel` (a kernel's or a chain's name) ran: a
+  // KernelFault if its code means a kernel faulted (saying whether the
+  // context survived), else a DriverError naming the kernel.
+  [[noreturn]] void fail(const std::string& kernel, const char* call, int status) {
     DriverError error = driver_->error(call, status);
     if (!Driver::is_kernel_fault(status)) {
-      throw DriverError(error, std::string(error.what()) + " (kernel '" + plan.kernel_name() + "')");
+      throw DriverError(error, std::string(error.what()) + " (kernel '" + kernel + "')");
     }
-    throw KernelFault(error, plan.kernel_name(), context_usable());
+    throw KernelFault(error, kernel, context_usable());
   }
 
   // After a fault, ask the driver whether work can still complete.

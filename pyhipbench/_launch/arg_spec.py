@@ -4,9 +4,17 @@
     array:DTYPE:COUNT[:FILL]     a device array, copied for every rotated set
     shared:DTYPE:COUNT[:FILL]    a device array all sets use as is (not rotated)
 
+and, in a launch of a chain (a sweep candidate's or `run --chain`'s launches),
+
+    ref:LAUNCH.ARG               the very argument ARG of the earlier launch LAUNCH
+                                 (both from 0): for an array, the same buffer in
+                                 every rotated set (a workspace one kernel writes
+                                 and the next reads)
+
 `parse_arg` turns the text into a spec: plain frozen data, checked in full
 without a device, and picklable, so a sweep can ship specs to worker
-processes. `materialize` makes the kernel argument on a device.
+processes (`parse_launch_arg` takes `ref:` too). `materialize` makes the
+kernel argument on a device, `materialize_chain` a chain's arguments.
 
 FILL is one of
     zeros, ones
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,13 +36,16 @@ from ..errors import BenchError
 from . import args as scalars
 from .args import Argument, shared
 
-__all__ = ["DTYPES", "FILLS", "ARG_FORMS", "ScalarSpec", "ArraySpec", "ArgSpec", "parse_arg", "materialize",
+__all__ = ["DTYPES", "FILLS", "ARG_FORMS", "REF_FORM", "ScalarSpec", "ArraySpec", "ArgSpec", "RefSpec",
+           "LaunchArgSpec", "parse_arg", "parse_launch_arg", "materialize", "materialize_chain",
            "host_available_bytes"]
 
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64")
 FILLS = ("zeros", "ones", "arange", "random")
 ARG_FORMS = "TYPE:VALUE, array:DTYPE:COUNT[:FILL] or shared:DTYPE:COUNT[:FILL]"
+REF_FORM = "ref:LAUNCH.ARG"
+REF_PREFIX = "ref:"
 RANDOM_SEED = 0
 RANDOM_INT_MAX = 127  # inclusive: int8's largest, so one range serves every integer dtype
 # Arrays are indexed with 64-bit byte offsets; numpy and the drivers take sizes as signed 64-bit.
@@ -108,6 +120,28 @@ class ArraySpec:
 ArgSpec = ScalarSpec | ArraySpec
 
 
+@dataclass(frozen=True)
+class RefSpec:
+    """In a chain's launch: the very argument `arg` of the earlier launch `launch` (indices from 0), for
+    an array the same buffer in every rotated set. Where it may point (an earlier launch, an argument it
+    has) is the chain's to check: it alone knows the launches."""
+    launch: int
+    arg: int
+
+    def __post_init__(self) -> None:
+        for name in ("launch", "arg"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise BenchError(f"{name}={value!r}: expected a whole number >= 0 (an index, from 0)")
+            object.__setattr__(self, name, int(value))
+
+    def __str__(self) -> str:
+        return f"{REF_PREFIX}{self.launch}.{self.arg}"
+
+
+LaunchArgSpec = ScalarSpec | ArraySpec | RefSpec
+
+
 def _number(dtype: str, text: str) -> int | float:
     """`text` as a value of `dtype`'s kind (int: decimal, 0x, 0o, 0b; float); BenchError if it is none."""
     if len(text) > MAX_VALUE_CHARS:  # also keeps int() below Python's digit limit
@@ -142,14 +176,38 @@ def _spec(kind: str, fields: list[str]) -> ArgSpec:
     raise BenchError(f"expected {ARG_FORMS}, with TYPE and DTYPE one of {', '.join(DTYPES)}")
 
 
-def parse_arg(text: str) -> ArgSpec:
-    """The spec of one `--arg` string; BenchError naming the text, the bad field and what was expected."""
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 200 else f"{text[:40]!r}..."
+
+
+def parse_arg(text: str, label: str | None = None) -> ArgSpec:
+    """The spec of one `--arg` string; BenchError naming the text (as `--arg TEXT`, or `LABEL=TEXT`), the
+    bad field and what was expected."""
     kind, *fields = text.split(":")
     try:
         return _spec(kind, fields)
     except BenchError as e:
-        shown = repr(text) if len(text) <= 200 else f"{text[:40]!r}..."
-        raise BenchError(f"--arg {shown}: {e}") from None
+        raise BenchError(f"--arg {_shown(text)}: {e}" if label is None else f"{label}={_shown(text)}: {e}") from None
+
+
+def _index(text: str) -> int | None:
+    """A decimal index (0, 1, 12; no sign, no leading zeros beyond "0"), else None."""
+    if text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0")) and len(text) <= 9:
+        return int(text)
+    return None
+
+
+def parse_launch_arg(text: str, label: str) -> LaunchArgSpec:
+    """One argument of a chain's launch: the `--arg` language or ref:LAUNCH.ARG; BenchError naming it as
+    `LABEL=TEXT` and what was expected."""
+    if not text.startswith(REF_PREFIX):
+        return parse_arg(text, label)
+    launch, dot, arg = text[len(REF_PREFIX):].partition(".")
+    indices = _index(launch), _index(arg)
+    if not dot or None in indices:
+        raise BenchError(f"{label}={_shown(text)}: expected {REF_FORM}, LAUNCH and ARG whole numbers from 0 "
+                         "(ref:0.1: argument 1 of the chain's first launch)")
+    return RefSpec(*indices)
 
 
 def host_available_bytes() -> int | None:
@@ -208,3 +266,22 @@ def materialize(spec: ArgSpec, device) -> Argument:
                          "could not allocate them to fill the array") from None
     array = device.array(host)
     return shared(array) if spec.shared else array
+
+
+def materialize_chain(launch_args: Sequence[Sequence[LaunchArgSpec]], device) -> list[list[Argument]]:
+    """Each launch's arguments on `device`: every spec made anew, each RefSpec the very object its launch and
+    argument were made as (so an array two launches share is one array, rotated as one). BenchError for a
+    reference that points at no earlier launch's argument (the chain's own check finds these first)."""
+    made: list[list[Argument]] = []
+    for at, specs in enumerate(launch_args):
+        arguments = []
+        for i, spec in enumerate(specs):
+            if isinstance(spec, RefSpec):
+                if spec.launch >= at or spec.arg >= len(made[spec.launch]):
+                    raise BenchError(f"launches[{at}].args[{i}]={str(spec)!r}: expected a reference to an "
+                                     "argument of an earlier launch")
+                arguments.append(made[spec.launch][spec.arg])
+            else:
+                arguments.append(materialize(spec, device))
+        made.append(arguments)
+    return made

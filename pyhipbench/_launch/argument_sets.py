@@ -1,16 +1,20 @@
-"""R argument sets for one kernel: the caller's arrays plus R - 1 device copies.
+"""R argument sets for a chain of kernels: the caller's arrays plus R - 1 device copies.
 
 Set 0 is the caller's own arrays; set s > 0 replaces every rotated array with
 its own copy. Shared arrays, scalars and raw pointers are the same in every set.
+An array passed to several kernels of a chain (a split-K workspace written by
+the first and read by the second) is copied once per set: within a set, every
+kernel sees the same copy.
 
 The copies are the C++ core's `RotatedBuffers` (csrc/rotated_buffers.cpp), what
 C++ embedders use too: all R - 1 copy sets in one device allocation, each array
 256-byte aligned in its set, filled in one copy per array and then about
-log2(R) doubling copies. This module chooses what rotates and packs each set's
-argument buffer.
+log2(R) doubling copies. This module chooses what rotates and packs each
+kernel's argument buffer of each set.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import _core
@@ -21,19 +25,21 @@ from .args import Argument, pack_args
 if TYPE_CHECKING:
     from .._device.device import Device
 
+KernelArgs = tuple[tuple[KernelParam, ...], list[Argument]]  # one kernel's parameters and arguments
 
-def rotated_arrays(args: list[Argument]) -> list[DeviceArray]:
+
+def rotated_arrays(args: Sequence[Argument]) -> list[DeviceArray]:
     """The device arrays that rotate, each once however often it is passed."""
     return list({id(a): a for a in args if isinstance(a, DeviceArray)}.values())
 
 
 class ArgumentSets:
-    """The R sets, as a context manager that frees the copies on exit."""
+    """The R sets of a chain's kernels (`kernels`: each one's parameters and arguments, in order), as a
+    context manager that frees the copies on exit."""
 
-    def __init__(self, device: Device, params: tuple[KernelParam, ...], args: list[Argument],
-                 sets: int) -> None:
-        self._params, self._args, self._sets = params, args, sets
-        self.rotated = rotated_arrays(args)
+    def __init__(self, device: Device, kernels: Sequence[KernelArgs], sets: int) -> None:
+        self._kernels, self._sets = list(kernels), sets
+        self.rotated = rotated_arrays([a for _, args in self._kernels for a in args])
         # An empty array has no bytes to copy: it is the same (empty) array in every set.
         copied = [a for a in self.rotated if a.nbytes > 0]
         self._index = {id(a): i for i, a in enumerate(copied)}
@@ -58,10 +64,10 @@ class ArgumentSets:
             return original
         return DeviceArray.view(original._backend, self.address(s, original), original.shape, original.dtype)
 
-    def packed(self) -> list[bytes]:
-        """Each set's kernel argument buffer."""
-        return [pack_args(self._params, self._args, lambda a, s=s: self.address(s, a))
-                for s in range(len(self))]
+    def packed(self, kernel: int = 0) -> list[bytes]:
+        """Kernel `kernel`'s argument buffer of each set."""
+        params, args = self._kernels[kernel]
+        return [pack_args(params, args, lambda a, s=s: self.address(s, a)) for s in range(len(self))]
 
     def free(self) -> None:
         """Frees the copies (set 0, the caller's, stays). Never raises: the core frees quietly, since a

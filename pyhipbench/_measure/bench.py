@@ -1,41 +1,50 @@
-"""bench(): the measurement policy, in one screen.
+"""bench() and bench_chain(): the measurement policy, in one screen.
 
-1. Check everything on the CPU: the kernel, launch limits, the arguments
+1. Check everything on the CPU: each kernel, its launch limits, its arguments
    against the code object's parameters, the timer, the cache state, the
    stopping targets. Bad input raises BenchError; nothing has been launched.
 2. Cache state (cache.py): warm = one argument set; dirty-cold = R sets
    spanning the last-level cache (rotation.py); clean-cold = one set and a
-   clean step before each timed launch, outside its timing.
-3. Make the R - 1 copies (argument_sets.py) and pack the R sets into one
-   LaunchPlan; with `expect`, launch it once on each set and check the
-   outputs (expect.py); the C++ core's `measure` runs the timer (timers.py)
-   on it with the GIL released, chunk by chunk, each chunk continuing the
-   rotation.
+   clean step before each sample, outside its timing.
+3. Make the R - 1 copies of every array the chain's kernels take
+   (argument_sets.py) and pack the R sets into one LaunchPlan; with `expect`,
+   run the chain once on each set and check the outputs (expect.py); with
+   `reset_to_zero` / `restore_value`, add the untimed reset steps; the C++
+   core's `measure` runs the timer (timers.py) on it with the GIL released,
+   chunk by chunk, each chunk continuing the rotation.
 4. There, warm up until two chunk medians agree (or `warmup` samples); then
    take runs, each sized to reach the precision, until the stopping rule
    (stopping.py) is met: the median's 95 % CI within ±`precision`, or
    (racing) wholly above `slower_than_us`, or `max_time_s`, or the sample
    cap; `iterations` fixes the count instead.
 5. Free the copies; return the samples with what made them (result.py).
+
+A sample is the whole chain: one kernel (bench), or several in order
+(bench_chain), each on the same argument set.
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+
+import numpy as np
 
 from .. import _core
 from .._device.backends.base import DeviceProperties
 from .._device.device import Device
+from .._device.memory import DeviceArray
 from .._device.module import Kernel
 from .._device.stream import Stream
 from .._launch.args import Argument, adopt_tensors, check_args
 from .._launch.argument_sets import ArgumentSets, rotated_arrays
+from .._launch.launch import Launch
 from .._launch.launch_config import Dims, LaunchConfig
 from .._values import show
 from ..errors import BenchError
 from .cache import clean_step
 from .expect import Expect, Expectation
 from .options import BenchOptions
-from .result import Result
+from .result import KernelTime, Result
 from .rotation import plan_rotation
 from .timers import default_timer, min_launches_per_sample, timer_for
 
@@ -60,42 +69,112 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     """
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us)
-    return bench_with(kernel, grid, block, args, options, shared_bytes=shared_bytes, stream=stream,
-                      expect=expect, atol=atol, rtol=rtol)
+    return bench_with([Launch(kernel, grid, block, args, shared_bytes)], options, stream=stream, expect=expect,
+                      atol=atol, rtol=rtol)
 
 
-def bench_with(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], options: BenchOptions, *,
-               shared_bytes: int = 0, stream: Stream | None = None, expect: Expect = None,
-               atol: float | None = None, rtol: float | None = None) -> Result:
-    """bench() with its measurement options already checked (a sweep's candidate, autotune, the CLI)."""
-    device, config, args = _checked_launch(kernel, grid, block, args, shared_bytes, stream)
-    expectation = _expectation(expect, args, kernel.name, atol, rtol)
+def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str = "auto", precision: float = 0.01,
+                max_time_s: float = 1.0, iterations: int | None = None, warmup: int | None = None,
+                rotate: int | str = "auto", slower_than_us: float | None = None, stream: Stream | None = None,
+                expect: Expect = None, atol: float | None = None, rtol: float | None = None,
+                reset_to_zero: Sequence[DeviceArray] = (), restore_value: Sequence[DeviceArray] = ()) -> Result:
+    """Times a chain of launches run in order as one sample (µs per chain), as bench() times one.
+
+    The chain's kernels rotate together: set s of every launch holds set s's
+    copy of each array, so an array two launches share is one buffer within a
+    set. The clean step (clean-cold) runs before the chain, not between its
+    kernels. With the cupti timer a sample is the sum of the kernels' own
+    times, and the result gives each kernel's median and the chain's span
+    (first start to last end); the events timer brackets the whole chain.
+    `expect` is aligned with the last launch's arguments. `reset_to_zero`,
+    `restore_value`: arrays (arguments of the chain) zero-filled, or given back
+    their contents at the call, before each sample, outside its timing.
+    """
+    options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
+                           iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us)
+    return bench_with(launches, options, stream=stream, expect=expect, atol=atol, rtol=rtol,
+                      reset_to_zero=reset_to_zero, restore_value=restore_value)
+
+
+def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Stream | None = None,
+               expect: Expect = None, atol: float | None = None, rtol: float | None = None,
+               reset_to_zero: Sequence[DeviceArray] = (), restore_value: Sequence[DeviceArray] = ()) -> Result:
+    """bench_chain() with its measurement options already checked (a sweep's candidate, autotune, the CLI)."""
+    device, checked = _checked_chain(launches, stream)
+    last = checked[-1]
+    expectation = _expectation(expect, last[2], last[0].name, atol, rtol)
+    all_args = [a for _, _, args in checked for a in args]
+    resets = _checked_resets(all_args, reset_to_zero, restore_value)
     rule, cache, rotate = options.stop_rule(), options.cache_state, options.rotate
     timer = default_timer(device) if options.timer == "auto" else options.timer
     free, total = device.memory_info()
     samples = (rule.max_warmup_samples if options.warmup is None else options.warmup) + rule.max_samples
-    launches = samples * min_launches_per_sample(timer)  # a graph or batched sample spans several
-    rotation = plan_rotation(sum(a.nbytes for a in rotated_arrays(args)), device.properties.llc_bytes,
-                             free, total, rotate if cache == "dirty-cold" else 1, max(launches, 2))
+    launches_made = samples * min_launches_per_sample(timer)  # a graph or batched sample spans several
+    rotation = plan_rotation(sum(a.nbytes for a in rotated_arrays(all_args)), device.properties.llc_bytes,
+                             free, total, rotate if cache == "dirty-cold" else 1, max(launches_made, 2))
     core_timer = timer_for(device, timer, rotation.sets)
 
     started = time.perf_counter()
-    with ArgumentSets(device, kernel.params, args, rotation.sets) as sets:
-        plan = make_plan(kernel, config, sets, stream.handle if stream else 0)
-        if expectation is not None:
-            expectation.verify(device, plan, sets)
-        if cache == "clean-cold":
-            clean_step(device).attach(plan)
-        taken = _core.measure(core_timer, plan, rule.core, options.warmup)
+    saved: list[DeviceArray] = []
+    try:
+        with ArgumentSets(device, [(kernel.params, args) for kernel, _, args in checked], rotation.sets) as sets:
+            plan = make_plan([(kernel, config) for kernel, config, _ in checked], sets,
+                             stream.handle if stream else 0)
+            if expectation is not None:
+                expectation.verify(device, plan, sets)
+            for array, zero in resets:
+                source = 0
+                if not zero:  # the contents as they are now, restored before each sample
+                    saved.append(device.array(array.to_numpy()))
+                    source = saved[-1].address
+                plan.add_reset([sets.address(s, array) for s in range(len(sets))], source, array.nbytes)
+            if cache == "clean-cold":
+                clean_step(device).attach(plan)
+            taken = _core.measure(core_timer, plan, rule.core, options.warmup)
+    finally:
+        for array in saved:
+            array.free()
     times_us = taken.times_us
-    return Result(kernel.name, _device_facts(device.properties), config, rotation, times_us,
+    first_kernel, first_config, _ = checked[0]
+    return Result(plan.name, _device_facts(device.properties), first_config, rotation, times_us,
                   timer=timer, cache_state="warm" if rotation.sets == 1 and cache == "dirty-cold" else cache,
                   stop_reason="iterations" if options.iterations is not None else taken.stop_reason,
                   precision=rule.precision, warmup=taken.warmup_samples,
                   launches_per_sample=taken.launches_per_sample,
                   host_us_per_kernel=taken.host_us / (len(times_us) * taken.launches_per_sample),
                   wall_s=time.perf_counter() - started, verified=expectation is not None,
-                  target=kernel.module.target, slower_than_us=options.slower_than_us)
+                  target=first_kernel.module.target, slower_than_us=options.slower_than_us,
+                  ran="chain" if len(checked) > 1 else "kernel",
+                  kernels=_kernel_times(checked, taken.kernel_times_us),
+                  span_us=taken.span_us if len(taken.span_us) else None)
+
+
+def _kernel_times(checked: list[tuple[Kernel, LaunchConfig, list[Argument]]],
+                  kernel_times_us: np.ndarray) -> tuple[KernelTime, ...]:
+    """A chain's kernels, each with its own median where the timer gave one (cupti)."""
+    if len(checked) == 1:
+        return ()
+    has_times = kernel_times_us.shape[1] == len(checked)
+    return tuple(KernelTime(kernel.name, "kernel", float(np.median(kernel_times_us[:, k])) if has_times else None,
+                            grid=config.grid, block=config.block)
+                 for k, (kernel, config, _) in enumerate(checked))
+
+
+def _checked_resets(args: list[Argument], reset_to_zero: Sequence[DeviceArray],
+                    restore_value: Sequence[DeviceArray]) -> list[tuple[DeviceArray, bool]]:
+    """(array, zero it?) for each reset step; BenchError for an array the chain does not take."""
+    taken = {id(a) for a in args if isinstance(a, DeviceArray)}
+    steps = []
+    for what, arrays, zero in (("reset_to_zero", reset_to_zero, True), ("restore_value", restore_value, False)):
+        if not isinstance(arrays, (list, tuple)):
+            raise BenchError(f"{what}={show(arrays)}: expected a list of the chain's device arrays")
+        for array in arrays:
+            if not isinstance(array, DeviceArray) or id(array) not in taken:
+                raise BenchError(f"{what}: {show(array)} is not a device array the kernels take; expected arrays "
+                                 "passed in the launches' args")
+            if array.nbytes > 0:
+                steps.append((array, zero))
+    return steps
 
 
 def _expectation(expect: Expect, args: list[Argument], kernel_name: str, atol: float | None,
@@ -109,31 +188,47 @@ def _expectation(expect: Expect, args: list[Argument], kernel_name: str, atol: f
     return Expectation(expect, args, kernel_name, **tolerances)
 
 
-def _checked_launch(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], shared_bytes: int,
-                    stream: Stream | None) -> tuple[Device, LaunchConfig, list[Argument]]:
-    """(device, launch config, args as a list), each checked; BenchError naming what is wrong."""
-    if not isinstance(kernel, Kernel):
-        raise BenchError(f"bench() times a Kernel (device.load_module(...).kernel(name)), "
-                         f"got {type(kernel).__name__}")
-    if not kernel.module.handle:
-        raise BenchError(f"kernel {kernel.name!r}: its {kernel.module.format} module has been unloaded")
-    if not isinstance(args, (list, tuple)):
-        raise BenchError(f"args={show(args)}: expected a list of kernel arguments")
+def _checked_chain(launches: Sequence[Launch], stream: Stream | None
+                   ) -> tuple[Device, list[tuple[Kernel, LaunchConfig, list[Argument]]]]:
+    """(device, each launch's kernel, config and args, each checked); BenchError naming what is wrong."""
+    if not isinstance(launches, (list, tuple)) or not launches:
+        raise BenchError(f"launches={show(launches)}: expected a non-empty list of pyhipbench.Launch")
     if stream is not None and not isinstance(stream, Stream):
         raise BenchError(f"stream={show(stream)}: expected a Device.stream() or None (the default stream)")
     if stream is not None and not stream.handle:
         raise BenchError("stream: this stream has been closed")
-    config = LaunchConfig.checked(grid, block, shared_bytes, kernel.device.properties)
-    args = check_args(kernel.name, kernel.params,
-                      adopt_tensors(kernel.device.backend, kernel.name, kernel.params, list(args)))
-    kernel.prepare(config)
-    return kernel.device, config, args
+    checked = []
+    device = None
+    for i, launch in enumerate(launches):
+        if not isinstance(launch, Launch):
+            raise BenchError(f"launches[{i}]={show(launch)}: expected a pyhipbench.Launch")
+        kernel, args = launch.kernel, launch.args
+        if not isinstance(kernel, Kernel):
+            raise BenchError(f"bench() times a Kernel (device.load_module(...).kernel(name)), "
+                             f"got {type(kernel).__name__}")
+        if not kernel.module.handle:
+            raise BenchError(f"kernel {kernel.name!r}: its {kernel.module.format} module has been unloaded")
+        if device is not None and kernel.device is not device:
+            raise BenchError(f"kernel {kernel.name!r} is on another device than the chain's first kernel; "
+                             "a chain runs on one device")
+        device = kernel.device
+        if not isinstance(args, (list, tuple)):
+            raise BenchError(f"args={show(args)}: expected a list of kernel arguments")
+        config = LaunchConfig.checked(launch.grid, launch.block, launch.shared_bytes, device.properties)
+        args = check_args(kernel.name, kernel.params, adopt_tensors(device.backend, kernel.name, kernel.params,
+                                                                    list(args)))
+        kernel.prepare(config)
+        checked.append((kernel, config, args))
+    assert device is not None
+    return device, checked
 
 
-def make_plan(kernel: Kernel, config: LaunchConfig, sets: ArgumentSets, stream: int = 0) -> _core.LaunchPlan:
-    """The C++ core's launch plan: `kernel` with `config`, one packed buffer per set."""
-    return _core.LaunchPlan(kernel.handle, kernel.name, config.grid, config.block, config.shared_bytes,
-                            stream, sets.packed(), [p.offset for p in kernel.params])
+def make_plan(kernels: Sequence[tuple[Kernel, LaunchConfig]], sets: ArgumentSets,
+              stream: int = 0) -> _core.LaunchPlan:
+    """The C++ core's launch plan: each kernel with its config, one packed buffer per set."""
+    return _core.LaunchPlan.chain([(kernel.handle, kernel.name, config.grid, config.block, config.shared_bytes,
+                                    stream, sets.packed(k), [p.offset for p in kernel.params])
+                                   for k, (kernel, config) in enumerate(kernels)])
 
 
 def _device_facts(props: DeviceProperties) -> dict[str, str | int]:

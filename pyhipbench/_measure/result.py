@@ -13,18 +13,37 @@ from .stats import Summary, summarize
 
 
 @dataclass(frozen=True)
+class KernelTime:
+    """One kernel of a chain, or one kernel, memcpy or memset of a call, with its own median (µs)."""
+
+    name: str
+    kind: str                     # "kernel", "memcpy" or "memset"
+    median_us: float | None       # None where the timer gives no per-kernel time (events, graph, batched)
+    grid: tuple[int, int, int] | None = None    # a chain's kernels: their launch
+    block: tuple[int, int, int] | None = None
+    bytes: int = 0                # memcpy, memset: bytes per call
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "median_us": self.median_us,
+                "grid": None if self.grid is None else list(self.grid),
+                "block": None if self.block is None else list(self.block), "bytes": self.bytes}
+
+
+@dataclass(frozen=True)
 class Result:
-    """One benchmark: samples (µs per kernel), with the timer, cache state, rotation,
+    """One benchmark: samples (µs per sample), with the timer, cache state, rotation,
     device and launch that made them, and why the run stopped.
 
+    A sample is what `ran` says: one kernel's launch, a chain's launches in
+    order, one call of a callable, or one replay of the graph captured from it.
     Statistics (`stats`, `median_us`, ...) are over `times_us`, the timed
     samples (warm-up excluded). With the graph and batched timers a sample is
     the mean of `launches_per_sample` launches.
     """
 
-    kernel: str
+    kernel: str                   # the kernel's name; a chain's names joined by " -> "; a callable's name
     device: dict[str, Any]        # backend, index, name, arch, l2_bytes, llc_bytes
-    config: LaunchConfig
+    config: LaunchConfig | None   # the (first) kernel's launch; None for a callable
     rotation: Rotation
     times_us: np.ndarray = field(repr=False)  # per sample, µs per kernel
     timer: str                    # "cupti", "events", "graph" or "batched"
@@ -38,6 +57,11 @@ class Result:
     target: str | None            # the processor the kernel's code was built for ("sm_90a"); None: not known
     verified: bool = False        # the outputs of one launch on every set were checked (bench's expect)
     slower_than_us: float | None = None  # racing: the bound it ran against, µs (None: no racing)
+    ran: str = "kernel"           # "kernel", "chain", "call" or "graph" (a callable's captured graph, replayed)
+    kernels: tuple[KernelTime, ...] = ()  # a chain's kernels; a call's kernels, memcpys and memsets
+    span_us: np.ndarray | None = field(default=None, repr=False)  # per sample, first kernel start to last end
+    call_note: str | None = None  # a callable: why it was called rather than replayed as a graph, or None
+    first_call_s: float | None = None  # a callable: wall time of its first, untimed call (which may compile), s
 
     @cached_property
     def stats(self) -> Summary:
@@ -62,12 +86,24 @@ class Result:
         s = self.stats
         built = f", code for {self.target}" if self.target else ""
         raced = f", racing {self.slower_than_us:.3f} µs" if self.slower_than_us is not None else ""
-        return (f"{self.kernel} on {self.device['name']} ({self.device['arch']}{built}): "
+        ran = "" if self.ran == "kernel" else f"{self.ran} "
+        return (f"{ran}{self.kernel} on {self.device['name']} ({self.device['arch']}{built}): "
                 f"median {s.median:.3f} µs (95 % CI {s.ci_low:.3f}–{s.ci_high:.3f}, ±{100 * s.rel_ci:.2f} %), "
                 f"p10–p90 {s.p10:.3f}–{s.p90:.3f}, {s.outliers} outliers, {s.count} samples "
                 f"(stopped: {self.stop_reason}{raced}); timer {self.timer}, cache {self.cache_state}, "
                 f"{self.rotation.sets} set(s): {self.rotation.reason}; host {self.host_us_per_kernel:.2f} "
-                f"µs/launch, {1e3 * self.wall_s:.1f} ms wall" + ("; outputs verified" if self.verified else ""))
+                f"µs/launch, {1e3 * self.wall_s:.1f} ms wall" + ("; outputs verified" if self.verified else "")
+                + self._parts())
+
+    def _parts(self) -> str:
+        """The chain's or call's kernels and span, and how a callable ran, for summary()."""
+        parts = [f"{k.name} {k.median_us:.3f}" for k in self.kernels if k.median_us is not None]
+        text = f"; kernels (median µs): {', '.join(parts)}" if parts else ""
+        if self.span_us is not None and len(self.span_us):
+            text += f"; span median {float(np.median(self.span_us)):.3f} µs"
+        if self.call_note:
+            text += f"; {self.call_note}"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, JSON-serialisable data."""
@@ -75,9 +111,14 @@ class Result:
         return {
             "kernel": self.kernel,
             "device": dict(self.device),
-            "grid": list(self.config.grid),
-            "block": list(self.config.block),
-            "shared_bytes": self.config.shared_bytes,
+            "ran": self.ran,
+            "grid": None if self.config is None else list(self.config.grid),
+            "block": None if self.config is None else list(self.config.block),
+            "shared_bytes": None if self.config is None else self.config.shared_bytes,
+            "kernels": [k.to_dict() for k in self.kernels],
+            "span_us": None if self.span_us is None else [float(t) for t in self.span_us],
+            "call_note": self.call_note,
+            "first_call_s": self.first_call_s,
             "target": self.target,
             "timer": self.timer,
             "cache_state": self.cache_state,

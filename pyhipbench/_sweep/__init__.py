@@ -2,7 +2,8 @@
 results durable in SQLite, resumable after a kill. The public names are pyhipbench's own
 (`pyhipbench.sweep`, `pyhipbench.Candidate`, ...), loaded on first use.
 
-    candidate.py      Candidate, load_space (JSON / YAML search spaces); its options a pyhipbench.BenchOptions
+    candidate.py      Candidate (one launch, or a chain: LaunchSpec, ref:LAUNCH.ARG), load_space (JSON / YAML
+                      search spaces); its options a pyhipbench.BenchOptions
     sources.py        source kinds: code objects, LLVM IR, CUDA/HIP C++, Triton; a registry for more
     worker.py         one GPU's worker: Task in, Outcome out (which says the code objects it holds)
     scheduler.py      the sweep's loop: events from the workers to the parts below, faults retried once

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .candidate import Candidate
+from .candidate import MODULE, Candidate
 from .progress import Progress
 from .store import FAILED, OK, Row, Store, now
 from .worker import Outcome
@@ -55,12 +55,14 @@ class Recorder:
 
     def measured(self, done: Running, outcome: Outcome, device: str) -> None:
         candidate = done.attempt.candidate
+        # A module's chain is named by the kernels it ran (its result's name); any other by its candidate.
+        kernel = outcome.result.get("kernel", candidate.name) if candidate.launches == MODULE else candidate.name
         self.store.record(Row(candidate.id, candidate.to_json(), OK, done.attempt.number, done.started_at, device,
-                              outcome.result, busy_s=outcome.busy_s))
+                              outcome.result, busy_s=outcome.busy_s, kernel=kernel))
         self.remaining -= 1
         self.summary.measured += 1
         tags = f" {candidate.tags}" if candidate.tags else ""
-        self.progress.measured(outcome.result["stats_us"]["median"], f"{candidate.kernel}{tags}")
+        self.progress.measured(outcome.result["stats_us"]["median"], f"{kernel}{tags}")
 
     def failed(self, done: Running, reason: str, error: str, device: str) -> None:
         """A candidate's last attempt failed; the error says the first attempt's failure too, if different."""
@@ -76,7 +78,7 @@ class Recorder:
     def _failed(self, candidate: Candidate, attempts: int, started_at: str, reason: str, error: str,
                 device: str | None) -> None:
         self.store.record(Row(candidate.id, candidate.to_json(), FAILED, attempts, started_at, device,
-                              reason=reason, error=error))
+                              reason=reason, error=error, kernel=candidate.name))
         self.remaining -= 1
         self.summary.failed += 1
         self.progress.failure()

@@ -16,7 +16,8 @@ and here what ties them together:
 
 - Code: a code object travels with a task unless the worker will hold it when
   it reaches the task (WorkerSlot.holds): each outcome says which code objects
-  the worker holds after its task.
+  the worker holds after its task. A task names its kernels (a chain's, each
+  launch's) as the module knows them (a C++ name expression's lowered name).
 - After an outcome the next tasks go out before the result is committed, so
   the worker does not wait on the database.
 - Faults cost one candidate: a fault, a driver error, a timeout or a death is
@@ -34,6 +35,7 @@ and here what ties them together:
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from multiprocessing.connection import wait
@@ -145,8 +147,13 @@ class _Scheduler:
                         c.source)
         else:
             code = self.compiles.code[c.source.digest]
-            task = Task(c.id, code.kernel_name(c.kernel), c.grid, c.block, c.args, c.shared_bytes, options,
-                        c.source.digest, None if slot.holds(c.source.digest) else code.data)
+            launches = c.launches  # a chain's kernels by the names the module knows them by, as one launch's
+            if isinstance(launches, tuple):
+                launches = tuple(dataclasses.replace(launch, kernel=code.kernel_name(launch.kernel))
+                                 for launch in launches)
+            kernel = c.name if c.launches is not None else code.kernel_name(c.kernel)
+            task = Task(c.id, kernel, c.grid, c.block, c.args, c.shared_bytes, options, c.source.digest,
+                        None if slot.holds(c.source.digest) else code.data, launches=launches)
         slot.send(task, attempt)
 
     def _handle(self, index: int, kind: str, value: Any) -> None:

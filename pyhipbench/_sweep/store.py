@@ -104,6 +104,11 @@ class Row:
     reason: str | None = None
     error: str | None = None
     busy_s: float | None = None
+    kernel: str | None = None  # the kernel column (a chain's kernels, "a -> b"); None: the candidate's kernel
+
+    @property
+    def kernel_name(self) -> str:
+        return self.kernel if self.kernel is not None else self.candidate["kernel"]
 
 
 # SQLite's primary result codes for a write that failed, as the errno of the OSError raised.
@@ -202,14 +207,14 @@ class Store:
                 "INSERT INTO results (candidate_id, candidate, kernel, status, reason, error, device, timer, "
                 "cache_state, median_us, ci_low_us, ci_high_us, stop_reason, attempts, started_at, finished_at, "
                 "busy_s, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (row.candidate_id, json.dumps(row.candidate, sort_keys=True), row.candidate["kernel"], row.status,
+                (row.candidate_id, json.dumps(row.candidate, sort_keys=True), row.kernel_name, row.status,
                  row.reason, row.error, row.device, r.get("timer"), r.get("cache_state"), stats.get("median"),
                  stats.get("ci_low"), stats.get("ci_high"), r.get("stop_reason"), row.attempts, row.started_at,
                  now(), row.busy_s, json.dumps(r) if row.result is not None else None))
         except sqlite3.IntegrityError:
             raise BenchError(f"candidate {row.candidate_id} is already recorded in {self.path}") from None
         except sqlite3.Error as e:
-            raise self._failure(f"could not record candidate {row.candidate_id[:12]} ({row.candidate['kernel']})",
+            raise self._failure(f"could not record candidate {row.candidate_id[:12]} ({row.kernel_name})",
                               e) from None
         self.committed += 1
 

@@ -5,11 +5,13 @@ arguments it has made (by their specs, so candidates with the same argument
 specs reuse them), and turns a `Task` into an `Outcome`, which says which
 modules it holds after the task, so the scheduler sends a code object only to
 a worker that may lack it. The same class runs in a spawned process per GPU
-(`serve`, the local pool) and in a Ray actor (ray_cluster.py). A task's
-bench options, the candidate's BenchOptions (with racing, the bound), go to
-bench_with as they are. It never lets a pyhipbench error escape: bad input is
-an outcome; a fault is an outcome that asks for the worker to be replaced,
-since the device context may be lost. Hangs and process deaths are the
+(`serve`, the local pool) and in a Ray actor (ray_cluster.py). A task is
+one launch or a chain (its launches, or every kernel of its module), run
+through bench_with as one sample; its bench options, the candidate's
+BenchOptions (with racing, the bound), go to bench_with as they are. It
+never lets a pyhipbench error escape: bad input is an outcome; a fault is
+an outcome that asks for the worker to be replaced, since the device
+context may be lost. Hangs and process deaths are the
 scheduler's to see (its watchdog, the process sentinel).
 """
 from __future__ import annotations
@@ -25,11 +27,13 @@ from typing import Any
 
 from .._device.device import Device
 from .._device.memory import DeviceArray
-from .._launch.arg_spec import ArgSpec, materialize
+from .._launch.arg_spec import ArgSpec, LaunchArgSpec, materialize, materialize_chain
 from .._launch.args import Shared
+from .._launch.launch import Launch, module_launches
 from .._measure.bench import bench_with
 from .._measure.options import BenchOptions
 from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
+from .candidate import MODULE, Launches
 from .sources import CompileTarget, Source
 
 __all__ = ["Task", "Outcome", "DeviceFacts", "Worker", "serve", "INVALID", "FAULT", "ERROR", "TIMEOUT", "DIED"]
@@ -52,15 +56,18 @@ class Task:
     """A candidate as a worker runs it: the code object travels only to a worker that may lack it;
     a source the worker compiles (Triton) travels with every task instead."""
     candidate_id: str
-    kernel: str  # the name the module knows it by (a C++ kernel's lowered name)
-    grid: tuple[int, ...]
-    block: tuple[int, ...] | None  # None: the compiled source's own (Triton's)
+    kernel: str  # the name the module knows it by (a C++ kernel's lowered name); a chain's: its name
+    grid: tuple[int, ...] | None  # None: a chain's launches hold theirs
+    block: tuple[int, ...] | None  # None: the compiled source's own (Triton's), or a chain's launches'
     args: tuple[ArgSpec, ...]
     shared_bytes: int
     bench: BenchOptions
     code_digest: str
     code: bytes | None  # None: the worker holds it (its outcomes said so), or compiles `source` itself
     source: Source | None = None  # a source with compiled_in_worker, compiled for each task
+    # A chain: its LaunchSpecs (kernels by the names the module knows them by), or MODULE (every kernel of
+    # the module with grid, block, args and shared_bytes above); None: one launch.
+    launches: Launches = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +113,7 @@ class Worker:
         return DeviceFacts(backend.name, self.device.properties.index, self.device.name,
                            CompileTarget(self.device.arch, backend.compile_driver_version()), backend.device_count)
 
-    def _kernel(self, task: Task):
+    def _module(self, task: Task):
         if task.code_digest in self.modules:
             self.modules.move_to_end(task.code_digest)
         else:
@@ -115,19 +122,47 @@ class Worker:
             while len(self.modules) >= MODULES_KEPT:
                 self.modules.popitem(last=False)[1].unload()
             self.modules[task.code_digest] = self.device.load_module(task.code)
-        return self.modules[task.code_digest].kernel(task.kernel)
+        return self.modules[task.code_digest]
 
-    def _arguments(self, specs: tuple[ArgSpec, ...]) -> list:
-        if specs in self.arguments:
-            self.arguments.move_to_end(specs)
-            return self.arguments[specs]
+    def _launches(self, task: Task) -> list[Launch]:
+        """The task's launches: one, a chain's (arguments shared where its references say), or every kernel
+        of the module on one argument list."""
+        module = self._module(task)
+        if task.launches is None:
+            return [Launch(module.kernel(task.kernel), task.grid, task.block, self._arguments(task.args),
+                           task.shared_bytes)]
+        if task.launches == MODULE:
+            return module_launches(module, task.grid, task.block, self._arguments(task.args),
+                                   shared_bytes=task.shared_bytes)
+        arguments = self._chain_arguments(tuple(launch.args for launch in task.launches))
+        return [Launch(module.kernel(launch.kernel), launch.grid, launch.block, args, launch.shared_bytes)
+                for launch, args in zip(task.launches, arguments)]
+
+    def _cached(self, key: tuple, make) -> Any:
+        """The arguments made for `key` (by `make()`: (what the task takes, every argument made)), kept for
+        later tasks with the same specs; the least recently used are freed."""
+        if key in self.arguments:
+            self.arguments.move_to_end(key)
+            return self.arguments[key][0]
         while len(self.arguments) >= ARGUMENT_SETS_KEPT:
-            for argument in self.arguments.popitem(last=False)[1]:
+            for argument in self.arguments.popitem(last=False)[1][1]:
                 array = argument.array if isinstance(argument, Shared) else argument
                 if isinstance(array, DeviceArray):
                     array.free()
-        self.arguments[specs] = [materialize(spec, self.device) for spec in specs]
-        return self.arguments[specs]
+        self.arguments[key] = make()
+        return self.arguments[key][0]
+
+    def _arguments(self, specs: tuple[ArgSpec, ...]) -> list:
+        def make() -> tuple[list, list]:
+            made = [materialize(spec, self.device) for spec in specs]
+            return made, made
+        return self._cached(specs, make)
+
+    def _chain_arguments(self, launch_args: tuple[tuple[LaunchArgSpec, ...], ...]) -> list[list]:
+        def make() -> tuple[list[list], list]:
+            made = materialize_chain(launch_args, self.device)
+            return made, list({id(a): a for args in made for a in args}.values())  # a shared array once
+        return self._cached(("chain", launch_args), make)
 
     def _bench_compiled_here(self, task: Task):
         """Compiles the task's source for this device and its arguments, times it, unloads it (its
@@ -151,8 +186,7 @@ class Worker:
             if task.source is not None:
                 result = self._bench_compiled_here(task)
             else:
-                result = bench_with(self._kernel(task), task.grid, task.block, self._arguments(task.args),
-                                    task.bench, shared_bytes=task.shared_bytes)
+                result = bench_with(self._launches(task), task.bench)
         except _INVALID_ERRORS as e:
             return failed(INVALID, f"{type(e).__name__}: {e}", replace_worker=False)
         except KernelFault as e:

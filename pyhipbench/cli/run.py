@@ -1,4 +1,9 @@
-"""`pyhipbench run`: compile CUDA/HIP C++ or LLVM IR (or load a code object) and time a kernel."""
+"""`pyhipbench run`: compile CUDA/HIP C++ or LLVM IR (or load a code object) and time a kernel, or a chain.
+
+A chain (`--chain FILE`) is a sweep candidate's launches (pyhipbench._sweep.candidate: the same schema,
+checked by the same code): several of the input's kernels run in order as one sample, an argument
+`ref:LAUNCH.ARG` the very argument of an earlier launch, or "module" for every kernel of the input's module.
+"""
 from __future__ import annotations
 
 import argparse
@@ -11,13 +16,16 @@ import numpy as np
 from .._codeobject import image as codeobject
 from .._device.backends import BACKEND_NAMES
 from .._device.device import Device
-from .._launch.arg_spec import DTYPES, FILLS, materialize
+from .._launch.arg_spec import DTYPES, FILLS, REF_FORM, materialize, materialize_chain
+from .._launch.launch import Launch, module_launches
 from .._launch.launch_config import dims
 from .._measure.bench import bench_with
 from .._measure.cache import CACHE_STATES
 from .._measure.options import MAX_LAUNCHES, BenchOptions
 from .._measure.report import render
 from .._measure.timers import TIMERS
+from .._sweep.candidate import LAUNCH_FIELDS, MODULE, Launches, checked_chain
+from .._textfile import parse_json, parse_yaml, read_text
 from ..codegen import compile_for_device, ir
 from ..codegen.source import SOURCE_LANGUAGES, CompiledSource, compile_source
 from ..errors import BenchError
@@ -31,18 +39,30 @@ ARG_HELP = ("a kernel argument, in order: TYPE:VALUE for a scalar (int64:1048576
             "shared:DTYPE:COUNT[:FILL] for one all sets use as is; TYPE and DTYPE one of "
             f"{', '.join(DTYPES)}; FILL one of {', '.join(FILLS)} (default zeros; random: seed 0, floats "
             "uniform in [0, 1), integers uniform in [0, 127])")
+CHAIN_HELP = ("time a chain of the input's kernels, run in order as one sample, from a JSON (or YAML) file "
+              "holding a sweep candidate's launch fields: {\"launches\": [{\"kernel\": K, \"grid\": G, "
+              "\"block\": B, \"shared_bytes\": S, \"args\": [...]}, ...]} (a launch's grid, block, "
+              "shared_bytes and args default to the file's own, or to --grid, --block, --shared-bytes, --arg), "
+              f"an arg {REF_FORM} the very argument ARG of the earlier launch LAUNCH (an array: the same buffer); "
+              "or {\"launches\": \"module\", \"grid\": ..., \"block\": ..., \"args\": [...]}: every kernel "
+              "of the module in name order; instead of --kernel")
+CHAIN_FILE_FIELDS = ("launches", "grid", "block", "shared_bytes", "args")
+FLAGS = {"grid": "--grid", "block": "--block", "shared_bytes": "--shared-bytes", "args": "--arg"}
 
 
 def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str | None], Device]) -> None:
-    parser = commands.add_parser("run", help="compile LLVM IR (or load a code object) and time a kernel")
+    parser = commands.add_parser("run", help="compile LLVM IR (or load a code object) and time a kernel, or a "
+                                                     "chain of kernels (--chain)")
     parser.add_argument("input", type=Path, help="CUDA C++ (.cu, compiled by NVRTC) or HIP C++ (.hip, by hiprtc) "
                                                  "source, or LLVM IR (text or bitcode) or a code object (PTX, "
                                                  "cubin, fatbin, HSACO), told apart by content")
-    parser.add_argument("--kernel", required=True)
-    parser.add_argument("--grid", type=values.dims, required=True, help="blocks, e.g. 1024 or 64,4")
-    parser.add_argument("--block", type=values.dims, required=True, help="threads per block, e.g. 256")
+    parser.add_argument("--kernel", help="the kernel's name (required, unless --chain)")
+    parser.add_argument("--chain", type=Path, metavar="FILE", help=CHAIN_HELP)
+    parser.add_argument("--grid", type=values.dims, help="blocks, e.g. 1024 or 64,4 (required, unless --chain)")
+    parser.add_argument("--block", type=values.dims,
+                        help="threads per block, e.g. 256 (required, unless --chain)")
     parser.add_argument("--arg", type=values.kernel_arg, action="append", default=[], help=ARG_HELP)
-    parser.add_argument("--shared-bytes", type=values.integer, default=0, help="dynamic shared memory, bytes")
+    parser.add_argument("--shared-bytes", type=values.integer, help="dynamic shared memory, bytes (default 0)")
     parser.add_argument("--timer", choices=TIMERS + ("auto",), default="auto",
                         help="cupti (kernel time, NVIDIA), events, graph, batched; auto: cupti where it works, "
                              "else events")
@@ -63,8 +83,9 @@ def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str 
     parser.add_argument("--rotate", type=values.count_or_word, default="auto",
                         help="dirty-cold's argument-set count: 'auto' or a number (1 = warm)")
     parser.add_argument("--expect", type=values.expect, action="append", default=[], metavar="N=FILE.npy",
-                        help="check argument N (its --arg position, 0 for the first) after one untimed launch on "
-                             "every argument set against this .npy file (same shape) before timing; repeatable")
+                        help="check argument N (its --arg position, 0 for the first; with --chain, its position "
+                             "in the last launch's args) after one untimed launch (chain) on every argument set "
+                             "against this .npy file (same shape) before timing; repeatable")
     parser.add_argument("--atol", type=values.number, help="--expect's absolute tolerance (default 1e-8)")
     parser.add_argument("--rtol", type=values.number, help="--expect's relative tolerance (default 1e-5)")
     parser.add_argument("--no-icache-flush", action="store_true",
@@ -77,19 +98,29 @@ def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str 
     parser.add_argument("--out", type=Path, action="append", default=[],
                         help="write the result here, as JSON, CSV or a markdown table by the suffix "
                              "(.json, .csv, .md); repeatable; checked before running")
-    parser.set_defaults(handler=functools.partial(run, open_device=open_device))
+    parser.set_defaults(handler=functools.partial(run, open_device=open_device), usage_error=parser.error)
 
 
 def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -> int:
+    if args.chain is None:  # one kernel: --kernel, --grid and --block, as argparse would require them
+        missing = [flag for flag, value in (("--kernel", args.kernel), ("--grid", args.grid),
+                                            ("--block", args.block)) if value is None]
+        if missing:
+            args.usage_error(f"the following arguments are required: {', '.join(missing)} (or --chain FILE, "
+                             "a chain of launches)")
     # The measurement's options and the launch's dimensions first, checked by the library (bench()'s
     # checks, its messages) before a file is read, a device opened or anything compiled.
     options = BenchOptions(timer=args.timer, cache=args.cache, precision=args.precision, max_time_s=args.max_time,
                            iterations=args.iterations, warmup=args.warmup, rotate=args.rotate,
                            slower_than_us=args.slower_than)
-    grid, block = dims("grid", args.grid), dims("block", args.block)  # the device's own limits come later
+    if args.chain is None:
+        grid, block = dims("grid", args.grid), dims("block", args.block)  # the device's own limits come later
     for path in args.out:
         check_output("--out", path, args.input)
+        if args.chain is not None:
+            check_output("--out", path, args.chain)
         render(path, [])  # an unknown format is refused before any work
+    chain, fields = read_chain(args) if args.chain is not None else (None, {})
     expected = load_expected(args.expect)
     # Flags that cannot apply are refused, not ignored, in the flags' own terms.
     if not expected and (args.atol is not None or args.rtol is not None):
@@ -104,34 +135,79 @@ def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -
                          "is not one")
     module = ir.parse(source, name=str(args.input)) if kind == "ir" else None
     device = open_device(args.backend)
-    kernel_name = args.kernel
+    kernels = [args.kernel] if chain is None else [] if chain == MODULE else [launch.kernel for launch in chain]
+    lowered: dict[str, str] = {}  # a C++ name expression -> the name the module knows it by
     if module is not None:
         source = compile_for_device(module, device, icache_flush=False if args.no_icache_flush else None)
         print(describe(source))
     elif kind == "source":
-        source, kernel_name = _compile_source(args, source, device)
-    kernel = device.load_module(source).kernel(kernel_name)
-    kernel_args = [materialize(spec, device) for spec in args.arg]
-    result = bench_with(kernel, grid, block, kernel_args, options, shared_bytes=args.shared_bytes,
-                        expect=expected or None, atol=args.atol, rtol=args.rtol)
+        source, lowered = _compile_source(args, source, device, list(dict.fromkeys(kernels)))
+    loaded = device.load_module(source)
+    if chain is None:
+        kernel_args = [materialize(spec, device) for spec in args.arg]
+        launches = [Launch(loaded.kernel(lowered.get(args.kernel, args.kernel)), grid, block, kernel_args,
+                           args.shared_bytes or 0)]
+    elif chain == MODULE:
+        launches = module_launches(loaded, fields["grid"], fields["block"],
+                                   [materialize(spec, device) for spec in fields["args"]],
+                                   shared_bytes=fields["shared_bytes"])
+    else:
+        made = materialize_chain([launch.args for launch in chain], device)
+        launches = [Launch(loaded.kernel(lowered.get(launch.kernel, launch.kernel)), launch.grid, launch.block,
+                           launch_args, launch.shared_bytes) for launch, launch_args in zip(chain, made)]
+    result = bench_with(launches, options, expect=expected or None, atol=args.atol, rtol=args.rtol)
     print(result.summary())
     written = [write_or_print("run", path, render(path, [result.to_dict()])) for path in args.out]
     return 0 if all(written) else 1
 
 
-def _compile_source(args: argparse.Namespace, text: str, device: Device) -> tuple[CompiledSource, str]:
-    """(code object, the kernel's lowered name) for a .cu / .hip file, compiled for `device`."""
+def read_chain(args: argparse.Namespace) -> tuple[Launches, dict]:
+    """The chain --chain FILE describes: (its launches, checked, or MODULE; MODULE's grid, block,
+    shared_bytes and args), with --grid, --block, --shared-bytes and --arg as the file's own fields.
+    BenchError naming the file, the launch and the field, before any device is opened."""
+    if args.kernel is not None:
+        raise BenchError(f"--kernel {args.kernel} with --chain: the chain file names each launch's kernel; "
+                         "expected one of --kernel and --chain")
+    path, expected = args.chain, "a chain of launches"
+    text = read_text(path, expected)  # OSError naming the file: main() reports it
+    data = parse_yaml(text, str(path), expected) if path.suffix.lower() in (".yaml", ".yml") \
+        else parse_json(text, str(path), expected)
+    if isinstance(data, list):
+        data = {"launches": data}
+    if not isinstance(data, dict) or "launches" not in data:
+        raise BenchError(f"{path}: expected an object with \"launches\" (a list of launches, or \"module\") and "
+                         "optionally grid, block, shared_bytes, args; or the list of launches")
+    unknown = sorted(set(data) - set(CHAIN_FILE_FIELDS))
+    if unknown:
+        raise BenchError(f"{path}: unknown field(s) {', '.join(map(repr, unknown))}; expected "
+                         f"{', '.join(CHAIN_FILE_FIELDS)} (a launch's fields, {', '.join(LAUNCH_FIELDS)}, go in "
+                         "its entry of launches)")
+    flags = {"grid": args.grid, "block": args.block, "shared_bytes": args.shared_bytes, "args": args.arg or None}
+    for name, value in flags.items():
+        if value is not None and name in data:
+            raise BenchError(f"{FLAGS[name]} and {path}'s {name}: both give the chain's {name}; expected one of them")
+    fields = {name: data.get(name, value) for name, value in flags.items()}
+    try:
+        return checked_chain(data["launches"], fields["grid"], fields["block"],
+                             0 if fields["shared_bytes"] is None else fields["shared_bytes"], fields["args"] or ())
+    except BenchError as e:
+        raise BenchError(f"{path}: {e}") from None
+
+
+def _compile_source(args: argparse.Namespace, text: str, device: Device,
+                    kernels: list[str]) -> tuple[CompiledSource, dict[str, str]]:
+    """(code object, each of `kernels`' lowered name) for a .cu / .hip file, compiled for `device`."""
     # SOURCE_LANGUAGES names the backend whose runtime compiler takes each suffix.
     language, backend = SOURCE_LANGUAGES[args.input.suffix], device.backend.name
     if language != backend:
         wanted = " or ".join(suffix for suffix, name in SOURCE_LANGUAGES.items() if name == backend)
         raise BenchError(f"{args.input} is {language.upper()} C++ (by its suffix), but the device is a "
                          f"{backend} one; expected a {wanted} file")
-    # --kernel is a name expression, so a template instance ("scale<float>") names its kernel too.
-    code = compile_source(device, text, name_expressions=[args.kernel], name=args.input.name,
+    # --kernel (a chain's kernels) are name expressions, so a template instance ("scale<float>") names its kernel.
+    code = compile_source(device, text, name_expressions=kernels, name=args.input.name,
                           options=[f"-I{args.input.parent}", *args.compile_option])
     print(describe(code))
-    return code, code.lowered_names[args.kernel]
+    return code, dict(code.lowered_names)
 
 
 def load_expected(expected: list[tuple[int, Path]]) -> dict[int, np.ndarray]:

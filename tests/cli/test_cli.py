@@ -126,9 +126,9 @@ def test_run_passes_random_integers_not_zeros(fake_gpu, capsys, monkeypatch):
     seen = []
     real_bench = run_command.bench_with
 
-    def spy(kernel, grid, block, args, options, **keywords):
-        seen.extend(args)
-        return real_bench(kernel, grid, block, args, options, **keywords)
+    def spy(launches, options, **keywords):
+        seen.extend(launches[0].args)
+        return real_bench(launches, options, **keywords)
     monkeypatch.setattr(run_command, "bench_with", spy)
     assert cli.main(["run", str(COPY_PTX), "--kernel", "copy", "--grid", "1", "--block", "256",
                      "--arg", "array:int32:256:random", "--arg", "array:int32:256", "--arg", "int64:256",

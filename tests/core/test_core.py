@@ -33,7 +33,7 @@ def make_plan(sets: int, grid=(4, 2, 1), block=(64, 2, 1), shared=128, stream=0x
 
 def test_launch_plan_points_each_set_at_its_own_buffer():
     plan = make_plan(3)
-    assert plan.sets == 3 and plan.arg_count == 2
+    assert plan.sets == 3 and plan.kernels == 1 and len(plan.arg_pointers(0)) == 2
     pointers = [plan.arg_pointers(s) for s in range(3)]
     assert len({p[0] for p in pointers}) == 3               # a buffer per set
     assert all(p[1] - p[0] == 8 for p in pointers)          # offsets as given
@@ -42,9 +42,9 @@ def test_launch_plan_points_each_set_at_its_own_buffer():
 
 
 def test_launch_plan_rejects_inconsistent_sets():
-    with pytest.raises(BenchError, match="argument set 1 has 4 bytes, set 0 has 8"):
+    with pytest.raises(BenchError, match="argument set 1 of kernel 'k' has 4 bytes, set 0 has 8"):
         _core.LaunchPlan(1, "k", (1, 1, 1), (1, 1, 1), 0, 0, [b"\0" * 8, b"\0" * 4], [0])
-    with pytest.raises(BenchError, match="offset 8 is outside the 8-byte argument set"):
+    with pytest.raises(BenchError, match="offset 8 of kernel 'k' is outside the 8-byte argument set"):
         _core.LaunchPlan(1, "k", (1, 1, 1), (1, 1, 1), 0, 0, [b"\0" * 8], [8])
     with pytest.raises(BenchError, match="at least one argument set"):
         _core.LaunchPlan(1, "k", (1, 1, 1), (1, 1, 1), 0, 0, [], [])

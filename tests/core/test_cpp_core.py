@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[2]
-CORE_SOURCES = ["launch_plan.cpp", "dynamic_library.cpp", "errors.cpp", "driver.cpp", "cuda_driver.cpp",
-                "hip_driver.cpp", "timer.cpp", "statistics.cpp", "stopping.cpp", "rotation.cpp", "rotated_buffers.cpp",
-                "cupti.cpp", "timers/cupti_timer.cpp"]
+# The core library's sources, as CMakeLists.txt's add_library(pyhipbench_core ...) lists them.
+_LIBRARY = (ROOT / "CMakeLists.txt").read_text().split("add_library(pyhipbench_core STATIC", 1)[1].split(")", 1)[0]
+CORE_SOURCES = [line.strip().removeprefix("csrc/") for line in _LIBRARY.split() if line.strip().endswith(".cpp")]
 
 
 @pytest.fixture(scope="module")

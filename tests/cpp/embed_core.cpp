@@ -273,7 +273,7 @@ int main(int argc, char** argv) {
       std::vector<size_t> offsets{0, set_bytes - 1};
       LaunchPlan plan(0x1234, "k", LaunchConfig{}, arg_sets, offsets);
       for (size_t s = 0; s < sets; ++s) {
-        void** args = plan.args(s);
+        void** args = plan.kernel(0).args(s);
         if (*static_cast<char*>(args[0]) != static_cast<char>(s) ||
             *static_cast<char*>(args[1]) != static_cast<char>(s)) {
           std::printf("set %zu of %zu (%zu bytes) reads the wrong bytes\n", s, sets, set_bytes);
@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
   }
   // A kernel without arguments: no storage, no pointer arrays.
   LaunchPlan empty(0x1234, "empty", LaunchConfig{}, {std::string()}, {});
-  if (empty.args(0) != nullptr || events->run(empty, 3, 0).times_us.size() != 3 ||
+  if (empty.kernel(0).args(0) != nullptr || events->run(empty, 3, 0).times_us.size() != 3 ||
       graph->run(empty, 3, 0).times_us.size() != 3 || batched->run(empty, 3, 0).times_us.size() != 3) {
     return fails("empty plan");
   }

@@ -2,32 +2,58 @@
  *
  * Built as libcupti.so beside the fake libcuda.so.1 and linked to it, as the
  * real libcupti is to the real driver; it registers itself with the fake
- * driver (fake_set_launch_observer) when loaded. Then every fake
- * cuLaunchKernel goes through CUPTI's driver API callback, with a correlation
- * id, and - while kernel activity is enabled - writes a kernel activity record
- * holding the launch's grid, block and start/end on the fake clock into the
- * buffers the core supplied. A full buffer is handed back at once, a partial
- * one on flush (a default flush can be told to hold it back, as real CUPTI
- * holds a buffer whose records are not yet complete). Tests steer it and read its call log through ctypes
- * (fake_cupti_* below, tests/fakes/cupti.py).
+ * driver (fake_set_tracer) when loaded. Then every API call the fake driver
+ * traces (fake_driver.c lists them with their callback ids) gets a fresh
+ * correlation id and goes through the subscriber's callback, at entry and at
+ * exit, if its domain (cuptiEnableDomain) or that one call (cuptiEnableCallback)
+ * is enabled. The work the calls issue is written as activity records into the
+ * buffers the core supplied, each carrying its API call's correlation id: a
+ * kernel record (while KERNEL or CONCURRENT_KERNEL activity is enabled) with
+ * the launch's grid, block, name and start/end on the fake clock, a memcpy
+ * record (MEMCPY) or a memset record (MEMSET). A full buffer is handed back at
+ * once, a partial one on flush (a default flush can be told to hold it back, as
+ * real CUPTI holds a buffer whose records are not yet complete). Tests steer it
+ * and read its call log and the callbacks it made through ctypes (fake_cupti_*
+ * below, tests/fakes/cupti.py).
  *
- * Record layout: the kernel record prefix CUPTI has kept since
- * CUpti_ActivityKernel4 (kind 0, start 16, end 24, streamId 48, grid 52,
- * block 64, correlationId 92), padded to the size of the version faked
- * (216 bytes: CUpti_ActivityKernel10 of CUPTI 13; 208: Kernel9 of CUPTI 12).
+ * Record layouts:
+ *   kernel: the kernel record prefix CUPTI has kept since CUpti_ActivityKernel4
+ *     (kind 0, start 16, end 24, streamId 48, grid 52, block 64, correlationId
+ *     92, name 104: a const char* CUPTI owns), padded to the size of the version
+ *     faked (216 bytes: CUpti_ActivityKernel10 of CUPTI 13; 208: Kernel9 of CUPTI 12).
+ *   memcpy: CUpti_ActivityMemcpy6 of CUPTI 13, 96 bytes: kind u32 0, copyKind u8 4,
+ *     srcKind u8 5, dstKind u8 6, flags u8 7 (1: async), bytes u64 8, start u64 16,
+ *     end u64 24, deviceId u32 32, contextId u32 36, streamId u32 40, correlationId u32 44.
+ *   memset: CUpti_ActivityMemset4, 88 bytes: kind u32 0, value u32 4, bytes u64 8,
+ *     start 16, end 24, deviceId 32, contextId 36, streamId 40, correlationId 44,
+ *     flags u16 48 (1: async), memoryKind u16 50 (3: device).
+ * The sizes can be changed (fake_cupti_set_copy_record_bytes); cuptiActivityGetNextRecord
+ * steps over each record by the size of its kind.
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fake_launch_observer.h"
 
+#define KIND_MEMCPY 1
+#define KIND_MEMSET 2
 #define KIND_KERNEL 3
 #define KIND_CONCURRENT_KERNEL 10
 #define KIND_OVERHEAD 17 /* a non-kernel record the core must step over */
 #define OVERHEAD_RECORD_BYTES 40
 #define DOMAIN_DRIVER_API 1
+#define DOMAIN_RUNTIME_API 2
+#define MAX_DOMAIN 6 /* CUPTI's domains run from 1 (driver API) to 6 (state); only 1 and 2 have calls here */
+#define MAX_CBID 1024
 #define CBID_CU_LAUNCH_KERNEL 307
+#define CBID_CU_LAUNCH_KERNEL_EX 652
+#define CBID_CUDA_LAUNCH_KERNEL 211 /* CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 */
+#define CONTEXT_ID 1                /* the context id records and callbacks carry */
+#define MEMORY_KIND_PAGEABLE 1      /* CUpti_ActivityMemoryKind */
+#define MEMORY_KIND_DEVICE 3
+#define MEMCPY_KIND_HTOD 1         /* CUpti_ActivityMemcpyKind */
 #define GPU_EPOCH_NS 1000000000ull /* the fake GPU clock's reading at fake time 0 */
 
 enum {
@@ -59,27 +85,49 @@ typedef struct {
 
 static uint32_t version;
 static size_t record_bytes;
-static int subscribed, other_subscriber, launch_callback_enabled;
+static int subscribed, other_subscriber;
+/* Which callbacks the subscriber gets, by domain and callback id (cuptiEnableDomain sets a whole domain). */
+static unsigned char callback_enabled[MAX_DOMAIN + 1][MAX_CBID];
 static callback_function subscriber_function;
 static void* subscriber_userdata;
 static buffer_requested_function buffer_requested;
 static buffer_completed_function buffer_completed;
-static int concurrent_kernel_enabled, kernel_enabled;
+static int concurrent_kernel_enabled, kernel_enabled, memcpy_enabled, memset_enabled;
+static size_t memcpy_record_bytes, memset_record_bytes;
 static uint8_t* buffer;
 static size_t buffer_size, buffer_used;
 static size_t dropped;
 static uint32_t next_correlation_id;
-static uint32_t launch_correlation_id; /* of the cuLaunchKernel in progress */
 static int foreign_records_per_launch, records_to_drop, records_without_time, records_with_wrong_grid;
+static int copy_records_without_time;
 static int default_flushes_held; /* default (unforced) flushes still to hand back nothing */
 static int buffers_requested, buffers_completed, buffers_refused;
 static char call_log[16384];
 static char fail_call[48];
 static int fail_code;
 
+/* The callbacks the subscriber got since the reset: the first MAX_CALLBACKS in full, all counted. */
+typedef struct {
+  int domain;
+  uint32_t cbid;
+  int site; /* 0 API_ENTER, 1 API_EXIT */
+  uint32_t correlation_id;
+  int result;           /* *function_return_value as passed (0 at entry) */
+  uint64_t first_param; /* the first 8 bytes of *function_params: the CUfunction of cuLaunchKernel */
+  char name[40];        /* function_name */
+} fake_cupti_callback;
+#define MAX_CALLBACKS 4096
+static fake_cupti_callback callbacks[MAX_CALLBACKS];
+static int callbacks_fired;
+
 /* ---- control and inspection, for the tests ---- */
 void fake_cupti_reset(void) {
-  subscribed = launch_callback_enabled = concurrent_kernel_enabled = kernel_enabled = 0;
+  subscribed = concurrent_kernel_enabled = kernel_enabled = memcpy_enabled = memset_enabled = 0;
+  memset(callback_enabled, 0, sizeof callback_enabled);
+  memcpy_record_bytes = 96;
+  memset_record_bytes = 88;
+  copy_records_without_time = 0;
+  callbacks_fired = 0;
   buffer = NULL; /* the core's; it keeps its buffers for the process's lifetime */
   buffer_used = buffer_size = 0;
   version = 130001;
@@ -103,6 +151,13 @@ void fake_cupti_set_foreign_records(int n) { foreign_records_per_launch = n; }
 void fake_cupti_drop_records(int n) { records_to_drop = n; }
 void fake_cupti_records_without_time(int n) { records_without_time = n; }
 void fake_cupti_records_with_wrong_grid(int n) { records_with_wrong_grid = n; }
+/* The next `n` memcpy or memset records have start = end = 0, as CUPTI writes them without timestamps. */
+void fake_cupti_copy_records_without_time(int n) { copy_records_without_time = n; }
+/* The sizes of the memcpy and memset records written (CUPTI 13: 96 and 88). */
+void fake_cupti_set_copy_record_bytes(size_t memcpy_bytes, size_t memset_bytes) {
+  memcpy_record_bytes = memcpy_bytes;
+  memset_record_bytes = memset_bytes;
+}
 /* The next `n` default flushes keep the partial buffer, as if a record in it were incomplete. */
 void fake_cupti_hold_default_flushes(int n) { default_flushes_held = n; }
 /* Makes the next call named `call` return `code`. */
@@ -114,7 +169,18 @@ const char* fake_cupti_log(void) { return call_log; }
 int fake_cupti_buffers_requested(void) { return buffers_requested; }
 int fake_cupti_buffers_completed(void) { return buffers_completed; }
 int fake_cupti_subscribed(void) { return subscribed; }
-int fake_cupti_activity_enabled(void) { return concurrent_kernel_enabled || kernel_enabled; }
+int fake_cupti_activity_enabled(void) {
+  return concurrent_kernel_enabled || kernel_enabled || memcpy_enabled || memset_enabled;
+}
+/* How many callbacks the subscriber got since the reset, and the i-th of them (i < MAX_CALLBACKS). */
+int fake_cupti_callbacks_fired(void) { return callbacks_fired; }
+const fake_cupti_callback* fake_cupti_get_callback(int i) {
+  return i >= 0 && i < MAX_CALLBACKS && i < callbacks_fired ? &callbacks[i] : NULL;
+}
+/* Whether the subscriber gets `domain`'s callback `cbid`. */
+int fake_cupti_callback_enabled(int domain, uint32_t cbid) {
+  return domain >= 1 && domain <= MAX_DOMAIN && cbid < MAX_CBID && callback_enabled[domain][cbid];
+}
 
 /* Logs the call; the error it should return, if one was injected. */
 static int enter(const char* call) {
@@ -166,6 +232,31 @@ static uint8_t* space_for(size_t bytes) {
 static void put32(uint8_t* record, size_t offset, uint32_t value) { memcpy(record + offset, &value, 4); }
 static void put64(uint8_t* record, size_t offset, uint64_t value) { memcpy(record + offset, &value, 8); }
 
+static void put_pointer(uint8_t* record, size_t offset, const void* value) { memcpy(record + offset, &value, 8); }
+
+/* `name`, kept for the life of the process: CUPTI owns the names its records
+ * point to, and the core reads them after the module may be unloaded. */
+static const char* interned(const char* name) {
+  static struct interned_name {
+    struct interned_name* next;
+    char text[];
+  }* names;
+  for (struct interned_name* n = names; n; n = n->next)
+    if (strcmp(n->text, name) == 0) return n->text;
+  struct interned_name* n = malloc(sizeof *n + strlen(name) + 1);
+  if (!n) return "fake_kernel";
+  strcpy(n->text, name);
+  n->next = names;
+  names = n;
+  return n->text;
+}
+
+/* The kernel's name as CUPTI reports it: the fake driver's, or a fixed one for a made-up handle. */
+static const char* kernel_name(const void* f) {
+  const char* name = fake_kernel_name((uintptr_t)f);
+  return name ? interned(name) : "fake_kernel";
+}
+
 static void write_kernel_record(uint32_t correlation_id, const fake_launch_params* call, uint64_t start_ns,
                                 uint64_t end_ns) {
   uint8_t* record = space_for(record_bytes);
@@ -181,10 +272,11 @@ static void write_kernel_record(uint32_t correlation_id, const fake_launch_param
   put32(record, 68, call->block_y);
   put32(record, 72, call->block_z);
   put32(record, 92, correlation_id);
+  put_pointer(record, 104, kernel_name(call->f));
 }
 
 static void write_foreign_records(void) {
-  const fake_launch_params other = {(void*)0xBEEF, 1, 1, 1, 32, 1, 1, 0, (void*)0x5, NULL, NULL};
+  const fake_launch_params other = {(void*)0xBEEF, 1, 1, 1, 32, 1, 1, 0, (void*)0x5, NULL, NULL}; /* "fake_kernel" */
   for (int i = 0; i < foreign_records_per_launch; ++i) {
     if (i % 2) {
       uint8_t* overhead = space_for(OVERHEAD_RECORD_BYTES);
@@ -195,38 +287,99 @@ static void write_foreign_records(void) {
   }
 }
 
-/* Called by the fake driver around each cuLaunchKernel. */
-static void observe_launch(int site, const fake_launch_params* call, int result, double start_ms, double end_ms) {
-  if (site == FAKE_LAUNCH_ENTER) launch_correlation_id = next_correlation_id++;
-  if (subscribed && launch_callback_enabled) {
-    int returned = result;
-    callback_data data = {site, "cuLaunchKernel", call, &returned, "kern", NULL, 1, NULL, launch_correlation_id};
-    subscriber_function(subscriber_userdata, DOMAIN_DRIVER_API, CBID_CU_LAUNCH_KERNEL, &data);
+static uint64_t gpu_ns(double ms) { return GPU_EPOCH_NS + (uint64_t)(ms * 1e6 + 0.5); }
+
+static int is_launch(int domain, uint32_t cbid) {
+  if (domain == DOMAIN_RUNTIME_API) return cbid == CBID_CUDA_LAUNCH_KERNEL;
+  return domain == DOMAIN_DRIVER_API && (cbid == CBID_CU_LAUNCH_KERNEL || cbid == CBID_CU_LAUNCH_KERNEL_EX);
+}
+
+/* Called by the fake driver before and after each traced API call: a fresh
+ * correlation id at entry (whether or not anyone subscribed, as CUPTI numbers
+ * every call it traces), and the subscriber's callback if it is enabled. */
+static void trace_api(int site, fake_api_call* call, int result) {
+  if (site == FAKE_LAUNCH_ENTER) call->correlation_id = next_correlation_id++;
+  if (!subscribed || !fake_cupti_callback_enabled(call->domain, call->cbid)) return;
+  int returned = result;
+  const char* symbol = call->symbol;
+  if (symbol) symbol = interned(symbol);
+  if (!symbol && is_launch(call->domain, call->cbid)) symbol = "fake_kernel";
+  callback_data data = {site,          call->name, call->params, &returned,           symbol,
+                        call->context, CONTEXT_ID, NULL,         call->correlation_id};
+  if (callbacks_fired < MAX_CALLBACKS) {
+    fake_cupti_callback* logged = &callbacks[callbacks_fired];
+    memset(logged, 0, sizeof *logged);
+    logged->domain = call->domain;
+    logged->cbid = call->cbid;
+    logged->site = site;
+    logged->correlation_id = call->correlation_id;
+    logged->result = returned;
+    if (call->params) memcpy(&logged->first_param, call->params, sizeof logged->first_param);
+    strncpy(logged->name, call->name, sizeof logged->name - 1);
   }
-  if (site != FAKE_LAUNCH_EXIT || result != 0 || !(concurrent_kernel_enabled || kernel_enabled)) return;
+  ++callbacks_fired;
+  subscriber_function(subscriber_userdata, call->domain, call->cbid, &data);
+}
+
+/* Called by the fake driver for each kernel that ran (launched, or a graph's node). */
+static void trace_kernel(uint32_t correlation_id, const fake_launch_params* launch, double start_ms, double end_ms) {
+  if (!(concurrent_kernel_enabled || kernel_enabled)) return;
   write_foreign_records();
   if (records_to_drop > 0) {
     --records_to_drop;
     ++dropped;
     return;
   }
-  uint64_t start_ns = GPU_EPOCH_NS + (uint64_t)(start_ms * 1e6 + 0.5);
-  uint64_t end_ns = GPU_EPOCH_NS + (uint64_t)(end_ms * 1e6 + 0.5);
+  uint64_t start_ns = gpu_ns(start_ms), end_ns = gpu_ns(end_ms);
   if (records_without_time > 0) {
     --records_without_time;
     start_ns = end_ns = 0;
   }
-  fake_launch_params reported = *call;
+  fake_launch_params reported = *launch;
   if (records_with_wrong_grid > 0) {
     --records_with_wrong_grid;
     reported.grid_x += 1;
   }
-  write_kernel_record(launch_correlation_id, &reported, start_ns, end_ns);
+  write_kernel_record(correlation_id, &reported, start_ns, end_ns);
 }
+
+/* Called by the fake driver for each memcpy and memset that ran (issued, or a graph's node). */
+static void trace_copy(uint32_t correlation_id, const fake_copy_work* work, double start_ms, double end_ms) {
+  const int is_memset = work->kind == FAKE_WORK_MEMSET;
+  if (!(is_memset ? memset_enabled : memcpy_enabled)) return;
+  uint8_t* record = space_for(is_memset ? memset_record_bytes : memcpy_record_bytes);
+  if (!record) return;
+  uint64_t start_ns = gpu_ns(start_ms), end_ns = gpu_ns(end_ms);
+  if (copy_records_without_time > 0) {
+    --copy_records_without_time;
+    start_ns = end_ns = 0;
+  }
+  put32(record, 0, is_memset ? KIND_MEMSET : KIND_MEMCPY);
+  if (is_memset) {
+    put32(record, 4, work->value);
+    const uint16_t flags = 1, memory_kind = MEMORY_KIND_DEVICE; /* CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC */
+    memcpy(record + 48, &flags, 2);
+    memcpy(record + 50, &memory_kind, 2);
+  } else {
+    record[4] = work->copy_kind;
+    record[5] = work->copy_kind == MEMCPY_KIND_HTOD ? MEMORY_KIND_PAGEABLE : MEMORY_KIND_DEVICE; /* srcKind */
+    record[6] = MEMORY_KIND_DEVICE;                                                              /* dstKind */
+    record[7] = 1; /* CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC */
+  }
+  put64(record, 8, work->bytes);
+  put64(record, 16, start_ns);
+  put64(record, 24, end_ns);
+  put32(record, 32, 0); /* deviceId */
+  put32(record, 36, CONTEXT_ID);
+  put32(record, 40, (uint32_t)((uintptr_t)work->stream & 0xFFFF) + 7); /* streamId, as a kernel record's */
+  put32(record, 44, correlation_id);
+}
+
+static const fake_tracer tracer = {trace_api, trace_kernel, trace_copy};
 
 __attribute__((constructor)) static void attach_to_driver(void) {
   fake_cupti_reset();
-  fake_set_launch_observer(observe_launch);
+  fake_set_tracer(&tracer);
 }
 
 /* ---- the CUPTI API ---- */
@@ -289,7 +442,17 @@ int cuptiEnableCallback(uint32_t enable, void* subscriber, int domain, uint32_t 
   int err = enter("cuptiEnableCallback");
   if (err) return err;
   if (!subscribed || subscriber != &subscribed) return ERROR_INVALID_PARAMETER;
-  if (domain == DOMAIN_DRIVER_API && cbid == CBID_CU_LAUNCH_KERNEL) launch_callback_enabled = enable != 0;
+  if (domain >= 1 && domain <= MAX_DOMAIN && cbid < MAX_CBID) callback_enabled[domain][cbid] = enable != 0;
+  return SUCCESS;
+}
+
+/* Every callback of `domain` on (or off), as CUPTI's; a domain out of CUPTI's range is an invalid parameter. */
+int cuptiEnableDomain(uint32_t enable, void* subscriber, int domain) {
+  int err = enter("cuptiEnableDomain");
+  if (err) return err;
+  if (!subscribed || subscriber != &subscribed) return ERROR_INVALID_PARAMETER;
+  if (domain < 1 || domain > MAX_DOMAIN) return ERROR_INVALID_PARAMETER;
+  memset(callback_enabled[domain], enable != 0, sizeof callback_enabled[domain]);
   return SUCCESS;
 }
 
@@ -297,7 +460,8 @@ int cuptiUnsubscribe(void* subscriber) {
   int err = enter("cuptiUnsubscribe");
   if (err) return err;
   if (!subscribed || subscriber != &subscribed) return ERROR_INVALID_PARAMETER;
-  subscribed = launch_callback_enabled = 0;
+  subscribed = 0;
+  memset(callback_enabled, 0, sizeof callback_enabled);
   return SUCCESS;
 }
 
@@ -317,6 +481,10 @@ static int set_kind(const char* call, int kind, int on) {
     concurrent_kernel_enabled = on;
   else if (kind == KIND_KERNEL)
     kernel_enabled = on;
+  else if (kind == KIND_MEMCPY)
+    memcpy_enabled = on;
+  else if (kind == KIND_MEMSET)
+    memset_enabled = on;
   else
     return ERROR_INVALID_KIND;
   return SUCCESS;
@@ -342,7 +510,11 @@ int cuptiActivityGetNextRecord(uint8_t* records, size_t valid_bytes, uint8_t** r
   if (*record) {
     uint32_t kind;
     memcpy(&kind, *record, 4);
-    at = (size_t)(*record - records) + (kind == KIND_OVERHEAD ? OVERHEAD_RECORD_BYTES : record_bytes);
+    const size_t size = kind == KIND_OVERHEAD ? OVERHEAD_RECORD_BYTES
+                        : kind == KIND_MEMCPY ? memcpy_record_bytes
+                        : kind == KIND_MEMSET ? memset_record_bytes
+                                              : record_bytes;
+    at = (size_t)(*record - records) + size;
   }
   if (at >= valid_bytes) return ERROR_MAX_LIMIT_REACHED;
   *record = records + at;

@@ -5,9 +5,26 @@
  * every launch and event call and every context push, pop or device set,
  * gives each launch a fixed duration, and fails a chosen call on demand.
  * Tests read the record through ctypes (fake_* below).
+ *
+ * Under the fake libcupti (fake_cupti.c, which attaches itself through
+ * fake_set_tracer), the calls CUPTI would trace go through its API callbacks
+ * with a correlation id, and the work they issue - kernels, memcpys, memsets -
+ * is reported with that id and its times on the fake clock. The calls traced,
+ * with CUPTI's callback ids and the params struct each passes:
+ *   driver domain:  cuLaunchKernel 307 (cuLaunchKernel_params), cuLaunchKernelEx 652
+ *                   (cuLaunchKernelEx_params: config, f, kernelParams, extra), cuGraphLaunch 514
+ *                   {hGraphExec, hStream}, cuMemsetD8Async 216 {dstDevice, uc, N, hStream},
+ *                   cuMemcpyHtoDAsync_v2 277 {dstDevice, srcHost, ByteCount, hStream},
+ *                   cuMemcpyDtoDAsync_v2 281 {dstDevice, srcDevice, ByteCount, hStream},
+ *                   cuEventRecord 119 {hEvent, hStream}, cuCtxSynchronize 17 (a zeroed word:
+ *                   it has no arguments), cuStreamSynchronize 126 {hStream}
+ *   runtime domain: fake_runtime_launch_kernel, playing cudaLaunchKernel 211
+ *                   (cudaLaunchKernel_v7000_params: func, gridDim, blockDim, args, sharedMem, stream)
  */
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,6 +60,7 @@ static int arg_count_to_read = 0;
 static double clock_ms;
 static double launch_ms = 0.004; /* each launch takes 4 µs on the fake clock */
 static double launch_ms_step;    /* ... plus this much more than the launch before it */
+static double copy_ms = 0.001;   /* each memcpy or memset takes 1 µs, whatever its size */
 static char fail_call[40];
 static int fail_code;
 static int fail_after;  /* fail on the (fail_after+1)-th call of fail_call */
@@ -53,12 +71,21 @@ static int current_device;          /* HIP: the current device */
 static int spin_queue_limit;        /* launches a blocking spin kernel lets queue; 0 = no limit */
 static uintptr_t context_stack[64]; /* CUDA: the calling thread's context stack */
 static int context_depth;
-static fake_launch_observer launch_observer; /* the fake libcupti, when loaded */
+static fake_launch_observer launch_observer; /* cuLaunchKernel's observer, if one was set */
+static const fake_tracer* tracer;            /* the fake libcupti, when loaded */
 /* What a launched kernel does to memory, played by the test (host memory stands for device memory). */
 typedef void (*fake_kernel_body)(uintptr_t function, void** params);
 static fake_kernel_body kernel_body;
 
 static void forget_spin(void);
+
+/* Kernel names tests gave made-up function handles (fake_set_function_name). */
+#define MAX_FUNCTION_NAMES 64
+static struct {
+  uintptr_t function;
+  char name[64];
+} function_names[MAX_FUNCTION_NAMES];
+static int function_name_count;
 
 /* ---- control and inspection, for the tests ---- */
 void fake_reset(void) {
@@ -66,6 +93,8 @@ void fake_reset(void) {
   clock_ms = 0;
   launch_ms = 0.004;
   launch_ms_step = 0;
+  copy_ms = 0.001;
+  function_name_count = 0;
   fail_call[0] = 0;
   fail_code = fail_after = sticky_code = fail_sticky = 0;
   arg_count_to_read = 0;
@@ -83,6 +112,19 @@ void fake_set_args_to_read(int n) { arg_count_to_read = n < MAX_ARGS ? n : MAX_A
 int fake_live_events(void) { return live_events; }
 int fake_context_depth(void) { return context_depth; }
 void fake_set_launch_observer(fake_launch_observer observer) { launch_observer = observer; }
+void fake_set_tracer(const fake_tracer* t) { tracer = t; }
+/* How long each memcpy and memset takes on the fake clock, ms. */
+void fake_set_copy_ms(double ms) { copy_ms = ms; }
+/* Names the kernel a (made-up) function handle stands for, as CUPTI's records and callbacks report it. */
+void fake_set_function_name(uintptr_t function, const char* name) {
+  int i = 0;
+  while (i < function_name_count && function_names[i].function != function) ++i;
+  if (i == MAX_FUNCTION_NAMES) return;
+  if (i == function_name_count) ++function_name_count;
+  function_names[i].function = function;
+  strncpy(function_names[i].name, name, sizeof function_names[i].name - 1);
+  function_names[i].name[sizeof function_names[i].name - 1] = 0;
+}
 void fake_set_kernel_body(fake_kernel_body body) { kernel_body = body; }
 /* Makes the (after+1)-th call named `call` return `code`; with `sticky`, every
  * later call returns it too, as a real driver does after a kernel fault. */
@@ -115,21 +157,62 @@ static int injected(const char* call) {
   }
   return 0;
 }
+/* injected(), for the fake HIP runtime's calls. */
+int fake_injected(const char* call) { return injected(call); }
+
+/* ---- API calls, as CUPTI sees them ----
+ * A traced call is bracketed by api_enter and api_exit; the tracer gives it a
+ * correlation id at entry, which the work it issues carries. Without a tracer
+ * (no fake libcupti loaded) the id is 0 and nothing is reported. */
+static fake_api_call api_enter(int domain, uint32_t cbid, const char* name, const void* params, const char* symbol) {
+  void* context = context_depth ? (void*)context_stack[context_depth - 1] : NULL;
+  fake_api_call call = {domain, cbid, name, params, symbol, context, 0};
+  if (tracer) tracer->api(FAKE_LAUNCH_ENTER, &call, 0);
+  return call;
+}
+static int api_exit(fake_api_call* call, int result) {
+  if (tracer) tracer->api(FAKE_LAUNCH_EXIT, call, result);
+  return result;
+}
+static void report_kernel(uint32_t correlation_id, const fake_launch_params* launch, double start_ms, double end_ms) {
+  if (tracer) tracer->kernel(correlation_id, launch, start_ms, end_ms);
+}
 
 /* ---- streams, capture and graphs ----
  * Streams made here are registered, so a handle the tests made up (a plan's
  * stream 0x77) is never dereferenced. A launch on a stream being captured is
  * not run: it becomes a node of the capture's graph, keeping the first bytes
  * of each argument as they were at capture (the real driver copies the
- * values then). Launching an instantiated graph runs its nodes in order, each
- * recorded as a "graph node" with its own kernelParams, each taking
- * launch_ms on the fake clock. */
+ * values then). So do memsets and memcpys (fake_issue_copy), keeping their
+ * addresses and value. Launching an instantiated graph runs its nodes in
+ * order: each kernel recorded as a "graph node" with its own kernelParams,
+ * taking launch_ms on the fake clock; each memset or memcpy setting or copying
+ * memory again, recorded as a "graph memset node" / "graph memcpy node",
+ * taking copy_ms.
+ *
+ * As the real driver: the legacy default stream (handle 0, or CU_STREAM_LEGACY
+ * 0x1) cannot be captured (900, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED). While
+ * a blocking stream (made without CU_STREAM_NON_BLOCKING / hipStreamNonBlocking,
+ * flag 1) is capturing, work sent to the legacy stream would make it wait on
+ * the capture: it fails with 906 (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) and
+ * invalidates the capture, whose later work fails with 901
+ * (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED), as its end does, giving no graph. A
+ * non-blocking stream's capture is not disturbed by the legacy stream. */
+enum { NODE_KERNEL = 0, NODE_MEMCPY = FAKE_WORK_MEMCPY, NODE_MEMSET = FAKE_WORK_MEMSET };
+
 typedef struct {
+  int type; /* NODE_KERNEL, NODE_MEMCPY or NODE_MEMSET */
+  /* kernels */
   uintptr_t function;
   uint32_t grid[3], block[3];
   uint64_t shared_bytes;
   uintptr_t params;
   uint64_t arg_values[MAX_ARGS];
+  /* memcpys and memsets */
+  uintptr_t destination, source; /* source: memcpy only */
+  uint32_t value;                /* memset only */
+  uint64_t bytes;
+  uint8_t copy_kind; /* memcpy: CUpti_ActivityMemcpyKind */
 } fake_node;
 
 typedef struct {
@@ -138,7 +221,9 @@ typedef struct {
 } fake_graph; /* an instantiated graph (exec) has the same shape: a copy */
 
 typedef struct {
-  fake_graph* capture; /* the graph being captured, or NULL */
+  fake_graph* capture;     /* the graph being captured, or NULL */
+  int capture_invalidated; /* the capture met work on the legacy stream */
+  int non_blocking;        /* made with flag 1: does not synchronize with the legacy stream */
 } fake_stream;
 
 #define MAX_STREAMS 64
@@ -154,12 +239,30 @@ static fake_stream* find_stream(const void* handle) {
   return NULL;
 }
 
-static int stream_create(const char* call, fake_stream** out) {
+/* The legacy default stream: NULL, or CUDA's CU_STREAM_LEGACY (0x1). */
+static int is_legacy_stream(uintptr_t handle) { return handle == 0 || handle == 1; }
+
+/* 906 if work sent to `stream` would make the legacy stream wait on a capture
+ * (every capture of a blocking stream is then invalidated), else 0. */
+static int implicit_capture_dependency(uintptr_t stream) {
+  if (!is_legacy_stream(stream)) return 0;
+  int blocked = 0;
+  for (int i = 0; i < MAX_STREAMS; ++i) {
+    if (streams[i] && streams[i]->capture && !streams[i]->non_blocking) {
+      streams[i]->capture_invalidated = 1;
+      blocked = 1;
+    }
+  }
+  return blocked ? 906 : 0; /* CUDA_ERROR_STREAM_CAPTURE_IMPLICIT */
+}
+
+static int stream_create(const char* call, fake_stream** out, unsigned flags) {
   int err = injected(call);
   if (err) return err;
   for (int i = 0; i < MAX_STREAMS; ++i) {
     if (!streams[i]) {
       streams[i] = calloc(1, sizeof **out);
+      streams[i]->non_blocking = (flags & 1) != 0;
       *out = streams[i];
       ++live_streams;
       record(call)->value = (uintptr_t)*out;
@@ -186,9 +289,11 @@ static int stream_destroy(const char* call, fake_stream* stream) {
 static int begin_capture(const char* call, fake_stream* stream) {
   int err = injected(call);
   if (err) return err;
+  if (is_legacy_stream((uintptr_t)stream)) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
   stream = find_stream(stream);
   if (!stream || stream->capture) return 1;
   stream->capture = calloc(1, sizeof *stream->capture);
+  stream->capture_invalidated = 0;
   record(call)->value = (uintptr_t)stream;
   return 0;
 }
@@ -196,6 +301,15 @@ static int begin_capture(const char* call, fake_stream* stream) {
 static int end_capture(const char* call, fake_stream* stream, fake_graph** graph) {
   stream = find_stream(stream);
   if (!stream || !stream->capture) return 1;
+  if (stream->capture_invalidated) { /* the capture ends, its partial graph is dropped */
+    free(stream->capture->nodes);
+    free(stream->capture);
+    stream->capture = NULL;
+    stream->capture_invalidated = 0;
+    *graph = NULL;
+    record(call)->value = 0;
+    return 901; /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
+  }
   *graph = stream->capture;
   stream->capture = NULL;
   ++live_graphs;
@@ -224,14 +338,45 @@ static int graph_instantiate(const char* call, fake_graph** exec, fake_graph* gr
   return 0;
 }
 
-static int graph_launch(const char* call, fake_graph* exec, uintptr_t stream) {
+/* Sets or copies the memory of a memset or memcpy node (device memory is host memory). */
+static void run_copy(const fake_node* n) {
+  if (n->type == NODE_MEMSET)
+    memset((void*)n->destination, (int)(n->value & 0xFF), n->bytes);
+  else
+    memmove((void*)n->destination, (const void*)n->source, n->bytes);
+}
+
+/* Runs a memset or memcpy node now: memory, fake clock, and the tracer's record (with `correlation_id`). */
+static void run_copy_node(const fake_node* n, uintptr_t stream, uint32_t correlation_id) {
+  run_copy(n);
+  const double start_ms = clock_ms;
+  clock_ms += copy_ms;
+  if (tracer) {
+    const fake_copy_work work = {n->type, n->copy_kind, n->value, n->bytes, (void*)stream};
+    tracer->copy(correlation_id, &work, start_ms, clock_ms);
+  }
+}
+
+static int graph_launch(const char* call, fake_graph* exec, uintptr_t stream, uint32_t correlation_id) {
   int err = injected(call);
+  if (err) return err;
+  err = implicit_capture_dependency(stream);
   if (err) return err;
   fake_record* r = record(call);
   r->stream = stream;
   r->value = (uintptr_t)exec;
   for (int i = 0; i < exec->count; ++i) {
     const fake_node* n = &exec->nodes[i];
+    if (n->type != NODE_KERNEL) {
+      fake_record* copy = record(n->type == NODE_MEMSET ? "graph memset node" : "graph memcpy node");
+      copy->stream = stream;
+      copy->arg_values[0] = n->destination;
+      copy->arg_values[1] = n->type == NODE_MEMSET ? n->value : n->source;
+      copy->arg_values[2] = n->bytes;
+      copy->value = (uintptr_t)exec;
+      run_copy_node(n, stream, correlation_id);
+      continue;
+    }
     fake_record* node = record("graph node");
     node->function = n->function;
     memcpy(node->grid, n->grid, sizeof node->grid);
@@ -241,30 +386,56 @@ static int graph_launch(const char* call, fake_graph* exec, uintptr_t stream) {
     node->params = n->params;
     memcpy(node->arg_values, n->arg_values, sizeof node->arg_values);
     node->value = (uintptr_t)exec;
+    const double start_ms = clock_ms;
     clock_ms += launch_ms;
+    const fake_launch_params launch = {(void*)n->function, n->grid[0],        n->grid[1],  n->grid[2],
+                                       n->block[0],        n->block[1],       n->block[2], (unsigned)n->shared_bytes,
+                                       (void*)stream,      (void**)n->params, NULL};
+    report_kernel(correlation_id, &launch, start_ms, clock_ms);
   }
   return 0;
 }
 
-/* Adds a launch to the graph `stream` is capturing; 0 if it is not capturing. */
-static int captured(const char* call, uintptr_t f, const uint32_t grid[3], const uint32_t block[3], uint64_t shared,
-                    void* stream_handle, void** params) {
+/* The graph `stream` is capturing, or NULL; *err 901 (and NULL) if that capture was invalidated. */
+static fake_graph* capturing(void* stream_handle, int* err) {
+  *err = 0;
   fake_stream* stream = find_stream(stream_handle);
-  if (!stream || !stream->capture) return 0;
-  fake_graph* g = stream->capture;
+  if (!stream || !stream->capture) return NULL;
+  if (stream->capture_invalidated) {
+    *err = 901; /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
+    return NULL;
+  }
+  return stream->capture;
+}
+
+/* A new, zeroed node at the end of graph `g`. */
+static fake_node* add_node(fake_graph* g) {
   if (g->count == g->capacity) {
     g->capacity = g->capacity ? 2 * g->capacity : 16;
     g->nodes = realloc(g->nodes, sizeof(fake_node) * (size_t)g->capacity);
   }
   fake_node* n = &g->nodes[g->count++];
   memset(n, 0, sizeof *n);
+  return n;
+}
+
+/* Adds a launch to the graph `stream` is capturing: 1 if it did, 0 if the
+ * stream is not capturing, -901 if its capture was invalidated. */
+static int captured(const char* call, uintptr_t f, const uint32_t grid[3], const uint32_t block[3], uint64_t shared,
+                    void* stream_handle, void** params) {
+  int err;
+  fake_graph* g = capturing(stream_handle, &err);
+  if (err) return -err;
+  if (!g) return 0;
+  fake_node* n = add_node(g);
+  n->type = NODE_KERNEL;
   n->function = f;
   memcpy(n->grid, grid, sizeof n->grid);
   memcpy(n->block, block, sizeof n->block);
   n->shared_bytes = shared;
   n->params = (uintptr_t)params;
   for (int a = 0; a < arg_count_to_read && params; ++a) memcpy(&n->arg_values[a], params[a], 8);
-  record(call)->value = (uintptr_t)stream; /* a captured launch: recorded, not run */
+  record(call)->value = (uintptr_t)stream_handle; /* a captured launch: recorded, not run */
   return 1;
 }
 
@@ -449,6 +620,37 @@ typedef struct {
 static int live_modules;
 int fake_live_modules(void) { return live_modules; }
 
+/* The live modules, so a function handle's kernel name can be found (fake_kernel_name). */
+#define MAX_NAMED_MODULES 256
+static fake_module* named_modules[MAX_NAMED_MODULES];
+static void remember_module(fake_module* m, fake_module* replaced) {
+  for (int i = 0; i < MAX_NAMED_MODULES; ++i) {
+    if (named_modules[i] == replaced) {
+      named_modules[i] = m;
+      return;
+    }
+  }
+}
+
+const char* fake_function_name(uintptr_t function) __attribute__((weak)); /* the fake HIP runtime's */
+
+const char* fake_kernel_name(uintptr_t function) {
+  for (int i = 0; i < function_name_count; ++i)
+    if (function_names[i].function == function) return function_names[i].name;
+  const char* name = fake_function_name ? fake_function_name(function) : NULL;
+  if (name) return name;
+  for (int i = 0; i < MAX_NAMED_MODULES; ++i) { /* a CUDA handle is the address of its module's name slot */
+    const fake_module* m = named_modules[i];
+    if (!m) continue;
+    const uintptr_t first = (uintptr_t)m->functions, slot_bytes = sizeof m->functions[0];
+    if (function >= first && function < first + sizeof m->functions && (function - first) % slot_bytes == 0 &&
+        *(const char*)function) {
+      return (const char*)function;
+    }
+  }
+  return NULL;
+}
+
 /* How long a launch of `block_x` threads per block takes, ms: launch_ms, or
  * the time FAKE_LAUNCH_US_BY_BLOCK gives that block size ("64:9,256:3": µs
  * per block size), so a tuner's candidates differ. "128:7~0.5": 7 µs ± 0.5,
@@ -476,8 +678,6 @@ static double launch_duration_ms(uint32_t block_x) {
  *   FAKE_KERNEL_FAULT  the launch returns 700 (an illegal address) and every later call too, as a real fault
  *   FAKE_KERNEL_HANG   the launch never returns (a kernel that never ends, to a host that waits on it)
  *   FAKE_KERNEL_ABORT  the launch aborts the process (ROCm's default on a GPU memory fault) */
-const char* fake_function_name(uintptr_t function) __attribute__((weak));
-
 static int named_in(const char* variable, const char* name) {
   const char* list = getenv(variable);
   const size_t length = strlen(name);
@@ -497,18 +697,31 @@ static int misbehave(uintptr_t f) {
   return 0;
 }
 
+/* Runs (or captures) one launch; a kernel that ran is reported to the tracer
+ * with `correlation_id`, the id of the API call that made it. */
 static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3], const uint32_t block[3],
-                         uint64_t shared, uintptr_t stream, void** params, fake_event* start, fake_event* stop) {
+                         uint64_t shared, uintptr_t stream, void** params, fake_event* start, fake_event* stop,
+                         uint32_t correlation_id) {
   int err = injected(call);
+  if (err) return err;
+  err = implicit_capture_dependency(stream);
   if (err) return err;
   err = misbehave(f);
   if (err) return err;
-  if (spin_function && f == spin_function) return launch_spin(params, stream);
-  queue_behind_spin();
-  if (captured(strcmp(call, "cuLaunchKernel") == 0 ? "captured cuLaunchKernel" : "captured hipExtModuleLaunchKernel", f,
-               grid, block, shared, (void*)stream, params)) {
-    return start || stop ? 1 : 0; /* as HIP: no events inside a capture */
+  const fake_launch_params launch = {(void*)f, grid[0],          grid[1],       grid[2], block[0], block[1],
+                                     block[2], (unsigned)shared, (void*)stream, params,  NULL};
+  const double start_ms = clock_ms;
+  if (spin_function && f == spin_function) {
+    err = launch_spin(params, stream);
+    if (!err) report_kernel(correlation_id, &launch, start_ms, clock_ms); /* it runs, on the GPU's own time */
+    return err;
   }
+  queue_behind_spin();
+  char captured_call[sizeof records[0].call];
+  snprintf(captured_call, sizeof captured_call, "captured %s", call);
+  const int in_capture = captured(captured_call, f, grid, block, shared, (void*)stream, params);
+  if (in_capture < 0) return -in_capture;       /* the capture was invalidated */
+  if (in_capture) return start || stop ? 1 : 0; /* as HIP: no events inside a capture */
   fake_record* r = record(call);
   r->function = f;
   memcpy(r->grid, grid, sizeof r->grid);
@@ -530,6 +743,43 @@ static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3], 
     stop->time_ms = clock_ms;
     stop->recorded = 1;
   }
+  report_kernel(correlation_id, &launch, start_ms, clock_ms);
+  return 0;
+}
+
+/* ---- memsets and memcpys (cuMemsetD8Async, cuMemcpy*Async, hipMemsetAsync, hipMemcpyDtoDAsync) ----
+ * The caller has checked the call's context and ranges. On a capturing
+ * stream the copy becomes a graph node; otherwise it sets or copies memory at
+ * once (device memory is host memory), takes copy_ms on the fake clock and is
+ * reported to the tracer with `correlation_id`. Recorded as `call` with the
+ * stream, value = bytes, arg_values = {destination, memset value or memcpy source, bytes}. */
+int fake_issue_copy(const char* call, int kind, uint8_t copy_kind, void* destination, const void* source,
+                    uint32_t value, size_t bytes, void* stream, uint32_t correlation_id) {
+  int err = implicit_capture_dependency((uintptr_t)stream);
+  if (err) return err;
+  queue_behind_spin(); /* queued on the stream as a launch is */
+  fake_node node = {.type = kind == FAKE_WORK_MEMSET ? NODE_MEMSET : NODE_MEMCPY,
+                    .destination = (uintptr_t)destination,
+                    .source = (uintptr_t)source,
+                    .value = value,
+                    .bytes = bytes,
+                    .copy_kind = copy_kind};
+  fake_graph* graph = capturing(stream, &err);
+  if (err) return err;
+  char name[sizeof records[0].call];
+  snprintf(name, sizeof name, "%s%s", graph ? "captured " : "", call);
+  fake_record* r = record(name);
+  r->stream = (uintptr_t)stream;
+  r->arg_values[0] = node.destination;
+  r->arg_values[1] = node.type == NODE_MEMSET ? node.value : node.source;
+  r->arg_values[2] = bytes;
+  if (graph) {
+    *add_node(graph) = node;
+    r->value = (uintptr_t)stream; /* as a captured launch: recorded, not run */
+    return 0;
+  }
+  r->value = bytes;
+  run_copy_node(&node, (uintptr_t)stream, correlation_id);
   return 0;
 }
 
@@ -598,6 +848,10 @@ static const char* error_name(int code) {
       return "ILLEGAL_ADDRESS";
     case 900:
       return "STREAM_CAPTURE_UNSUPPORTED";
+    case 901:
+      return "STREAM_CAPTURE_INVALIDATED";
+    case 906:
+      return "STREAM_CAPTURE_IMPLICIT";
     default:
       return "UNKNOWN";
   }
@@ -629,6 +883,10 @@ static const char* error_string(int code) {
       return "an illegal memory access was encountered";
     case 900:
       return "operation not permitted when stream is capturing";
+    case 901:
+      return "operation failed due to a previous error during capture";
+    case 906:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
     default:
       return "unknown error";
   }
@@ -652,8 +910,12 @@ int cuEventCreate(fake_event** event, unsigned flags) {
 }
 int cuEventDestroy_v2(fake_event* event) { return event_destroy(event); }
 int cuEventRecord(fake_event* event, void* stream) {
-  (void)stream;
-  return event_record("cuEventRecord", event);
+  const struct {
+    fake_event* event;
+    void* stream;
+  } params = {event, stream}; /* cuEventRecord_params */
+  fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 119, "cuEventRecord", &params, NULL);
+  return api_exit(&api, event_record("cuEventRecord", event));
 }
 int cuEventSynchronize(fake_event* event) { return event_synchronize("cuEventSynchronize", event); }
 int cuEventElapsedTime(float* ms, fake_event* start, fake_event* stop) {
@@ -677,10 +939,8 @@ int cuCtxPopCurrent_v2(void** context) {
   if (context) *context = (void*)popped;
   return 0;
 }
-int cuStreamCreate(fake_stream** stream, unsigned flags) {
-  (void)flags;
-  return stream_create("cuStreamCreate", stream);
-}
+/* flags: CU_STREAM_NON_BLOCKING (1) makes a stream that does not synchronize with the legacy stream. */
+int cuStreamCreate(fake_stream** stream, unsigned flags) { return stream_create("cuStreamCreate", stream, flags); }
 int cuStreamDestroy_v2(fake_stream* stream) { return stream_destroy("cuStreamDestroy_v2", stream); }
 int cuStreamBeginCapture_v2(fake_stream* stream, int mode) {
   (void)mode;
@@ -693,7 +953,14 @@ int cuGraphInstantiateWithFlags(fake_graph** exec, fake_graph* graph, unsigned l
   (void)flags;
   return graph_instantiate("cuGraphInstantiateWithFlags", exec, graph);
 }
-int cuGraphLaunch(fake_graph* exec, void* stream) { return graph_launch("cuGraphLaunch", exec, (uintptr_t)stream); }
+int cuGraphLaunch(fake_graph* exec, void* stream) {
+  const struct {
+    fake_graph* exec;
+    void* stream;
+  } params = {exec, stream}; /* cuGraphLaunch_params */
+  fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 514, "cuGraphLaunch", &params, NULL);
+  return api_exit(&api, graph_launch("cuGraphLaunch", exec, (uintptr_t)stream, api.correlation_id));
+}
 int cuGraphExecDestroy(fake_graph* exec) { return graph_destroy(exec, &live_graph_execs); }
 int cuGraphDestroy(fake_graph* graph) { return graph_destroy(graph, &live_graphs); }
 int cuMemHostAlloc(void** host, size_t bytes, unsigned flags) {
@@ -710,6 +977,7 @@ int cuModuleLoadData(fake_module** module, const char* image) {
   if (!image || !strstr(image, ".entry ")) return 200; /* CUDA_ERROR_INVALID_IMAGE */
   *module = calloc(1, sizeof **module);
   (*module)->ptx = strdup(image);
+  remember_module(*module, NULL);
   ++live_modules;
   record("cuModuleLoadData")->value = (uintptr_t)*module;
   return 0;
@@ -745,6 +1013,7 @@ int cuModuleUnload(fake_module* module) {
   const uintptr_t first = (uintptr_t)module->functions, end = first + sizeof module->functions;
   if (spin_function >= first && spin_function < end) spin_function = 0;
   record("cuModuleUnload")->value = (uintptr_t)module;
+  remember_module(NULL, module);
   free(module->ptx);
   free(module);
   --live_modules;
@@ -827,7 +1096,24 @@ static int needs_context(const char* call) {
   if (err) return err;
   return context_depth == 0 ? 201 : 0; /* CUDA_ERROR_INVALID_CONTEXT */
 }
-int cuCtxSynchronize(void) { return needs_context("cuCtxSynchronize"); }
+int cuCtxSynchronize(void) {
+  static const uint64_t no_params = 0; /* it has no arguments: CUPTI is handed a zeroed word */
+  fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 17, "cuCtxSynchronize", &no_params, NULL);
+  return api_exit(&api, needs_context("cuCtxSynchronize"));
+}
+/* The host waits for the stream: a spin still holding it runs into its timeout, as at cuEventSynchronize. */
+int cuStreamSynchronize(void* stream) {
+  const struct {
+    void* stream;
+  } params = {stream}; /* cuStreamSynchronize_params */
+  fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 126, "cuStreamSynchronize", &params, NULL);
+  int err = injected("cuStreamSynchronize");
+  if (!err) {
+    finish_spin();
+    record("cuStreamSynchronize")->stream = (uintptr_t)stream;
+  }
+  return api_exit(&api, err);
+}
 int cuMemAlloc_v2(uint64_t* address, size_t bytes) {
   int err = needs_context("cuMemAlloc_v2");
   if (err) return err;
@@ -1019,12 +1305,123 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
                    unsigned shared, void* stream, void** params, void** extra) {
   const uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   const fake_launch_params call = {f, gx, gy, gz, bx, by, bz, shared, stream, params, extra};
+  fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 307, "cuLaunchKernel", &call, fake_kernel_name((uintptr_t)f));
   if (launch_observer) launch_observer(FAKE_LAUNCH_ENTER, &call, 0, 0, 0);
   const double start_ms = clock_ms;
-  const int result =
-      record_launch("cuLaunchKernel", (uintptr_t)f, grid, block, shared, (uintptr_t)stream, params, NULL, NULL);
+  const int result = record_launch("cuLaunchKernel", (uintptr_t)f, grid, block, shared, (uintptr_t)stream, params, NULL,
+                                   NULL, api.correlation_id);
   if (launch_observer) launch_observer(FAKE_LAUNCH_EXIT, &call, result, start_ms, clock_ms);
-  return result;
+  return api_exit(&api, result);
+}
+
+/* CUlaunchConfig, as cuda.h lays it out (56 bytes). */
+typedef struct {
+  unsigned grid_x, grid_y, grid_z;
+  unsigned block_x, block_y, block_z;
+  unsigned shared_bytes;
+  void* stream;
+  void* attributes; /* CUlaunchAttribute*: ignored here (no clusters, no priorities) */
+  unsigned attribute_count;
+} fake_launch_config;
+_Static_assert(sizeof(fake_launch_config) == 56, "CUlaunchConfig is 56 bytes");
+_Static_assert(offsetof(fake_launch_config, stream) == 32, "CUlaunchConfig.hStream");
+
+/* cuLaunchKernelEx's arguments, laid out as CUPTI's cuLaunchKernelEx_params:
+ * the config first, then the CUfunction (not first, unlike cuLaunchKernel_params). */
+typedef struct {
+  const fake_launch_config* config;
+  void* f;
+  void** kernel_params;
+  void** extra;
+} fake_launch_ex_params;
+
+/* As cuLaunchKernel, with the launch's shape and stream in `config`; recorded as "cuLaunchKernelEx". */
+int cuLaunchKernelEx(const fake_launch_config* config, void* f, void** params, void** extra) {
+  const fake_launch_ex_params call = {config, f, params, extra};
+  fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 652, "cuLaunchKernelEx", &call, fake_kernel_name((uintptr_t)f));
+  if (!config) return api_exit(&api, 1); /* CUDA_ERROR_INVALID_VALUE */
+  const uint32_t grid[3] = {config->grid_x, config->grid_y, config->grid_z};
+  const uint32_t block[3] = {config->block_x, config->block_y, config->block_z};
+  return api_exit(&api, record_launch("cuLaunchKernelEx", (uintptr_t)f, grid, block, config->shared_bytes,
+                                      (uintptr_t)config->stream, params, NULL, NULL, api.correlation_id));
+}
+
+/* cudaLaunchKernel's arguments, laid out as CUPTI's cudaLaunchKernel_v7000_params. */
+typedef struct {
+  const void* func;
+  unsigned grid[3];  /* dim3 gridDim */
+  unsigned block[3]; /* dim3 blockDim */
+  void** args;
+  size_t shared_bytes;
+  void* stream;
+} fake_runtime_launch_params;
+
+/* What a launch through the CUDA runtime (cudaLaunchKernel, as PyTorch and
+ * Triton's launchers make) looks like to CUPTI: a runtime API call (domain 2,
+ * cbid 211) with its own correlation id, whose kernel runs with no driver API
+ * callback of its own (the runtime's calls into the driver are not traced)
+ * and whose kernel record carries the runtime call's correlation id. Grid
+ * (grid_x, 1, 1), block (block_x, 1, 1), no shared memory, no kernelParams;
+ * recorded as "cudaLaunchKernel". */
+int fake_runtime_launch_kernel(void* f, unsigned grid_x, unsigned block_x, void* stream) {
+  const fake_runtime_launch_params call = {f, {grid_x, 1, 1}, {block_x, 1, 1}, NULL, 0, stream};
+  fake_api_call api =
+      api_enter(FAKE_DOMAIN_RUNTIME, 211, "cudaLaunchKernel_v7000", &call, fake_kernel_name((uintptr_t)f));
+  const uint32_t grid[3] = {grid_x, 1, 1}, block[3] = {block_x, 1, 1};
+  return api_exit(&api, record_launch("cudaLaunchKernel", (uintptr_t)f, grid, block, 0, (uintptr_t)stream, NULL, NULL,
+                                      NULL, api.correlation_id));
+}
+
+/* ---- asynchronous memsets and memcpys (CUDA) ----
+ * Checked as their synchronous forms are (a current context; ranges inside
+ * one live allocation, or, device to device, clear of them all), then run or
+ * captured by fake_issue_copy: memory set or copied, copy_ms on the fake
+ * clock, a memset / memcpy activity record when CUPTI traces them. */
+#define MEMCPY_HTOD 1 /* CUPTI_ACTIVITY_MEMCPY_KIND_HTOD */
+#define MEMCPY_DTOD 8 /* CUPTI_ACTIVITY_MEMCPY_KIND_DTOD */
+int cuMemsetD8Async(uint64_t destination, unsigned char value, size_t bytes, void* stream) {
+  const struct {
+    uint64_t destination;
+    unsigned char value;
+    size_t bytes;
+    void* stream;
+  } params = {destination, value, bytes, stream}; /* cuMemsetD8Async_params */
+  fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 216, "cuMemsetD8Async", &params, NULL);
+  int err = needs_context("cuMemsetD8Async");
+  if (!err && !copyable_range(destination, bytes)) err = 1;
+  if (!err)
+    err = fake_issue_copy("cuMemsetD8Async", FAKE_WORK_MEMSET, 0, (void*)(uintptr_t)destination, NULL, value, bytes,
+                          stream, api.correlation_id);
+  return api_exit(&api, err);
+}
+int cuMemcpyDtoDAsync_v2(uint64_t destination, uint64_t source, size_t bytes, void* stream) {
+  const struct {
+    uint64_t destination, source;
+    size_t bytes;
+    void* stream;
+  } params = {destination, source, bytes, stream}; /* cuMemcpyDtoDAsync_v2_params */
+  fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 281, "cuMemcpyDtoDAsync_v2", &params, NULL);
+  int err = needs_context("cuMemcpyDtoDAsync_v2");
+  if (!err && (!copyable_range(destination, bytes) || !copyable_range(source, bytes))) err = 1;
+  if (!err)
+    err = fake_issue_copy("cuMemcpyDtoDAsync_v2", FAKE_WORK_MEMCPY, MEMCPY_DTOD, (void*)(uintptr_t)destination,
+                          (const void*)(uintptr_t)source, 0, bytes, stream, api.correlation_id);
+  return api_exit(&api, err);
+}
+int cuMemcpyHtoDAsync_v2(uint64_t destination, const void* source, size_t bytes, void* stream) {
+  const struct {
+    uint64_t destination;
+    const void* source;
+    size_t bytes;
+    void* stream;
+  } params = {destination, source, bytes, stream}; /* cuMemcpyHtoDAsync_v2_params */
+  fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 277, "cuMemcpyHtoDAsync_v2", &params, NULL);
+  int err = needs_context("cuMemcpyHtoDAsync_v2");
+  if (!err && (!device_range(destination, bytes) || (!source && bytes))) err = 1;
+  if (!err)
+    err = fake_issue_copy("cuMemcpyHtoDAsync_v2", FAKE_WORK_MEMCPY, MEMCPY_HTOD, (void*)(uintptr_t)destination, source,
+                          0, bytes, stream, api.correlation_id);
+  return api_exit(&api, err);
 }
 
 /* ---- HIP runtime API ---- */
@@ -1066,10 +1463,10 @@ int hipGetDevice(int* device) {
   return 0;
 }
 int fake_current_device(void) { return current_device; }
-int hipStreamCreate(fake_stream** stream) { return stream_create("hipStreamCreate", stream); }
+int hipStreamCreate(fake_stream** stream) { return stream_create("hipStreamCreate", stream, 0); }
+/* flags: hipStreamNonBlocking (1), as CUDA's CU_STREAM_NON_BLOCKING. */
 int hipStreamCreateWithFlags(fake_stream** stream, unsigned flags) {
-  (void)flags;
-  return stream_create("hipStreamCreateWithFlags", stream);
+  return stream_create("hipStreamCreateWithFlags", stream, flags);
 }
 int hipStreamDestroy(fake_stream* stream) { return stream_destroy("hipStreamDestroy", stream); }
 int hipStreamBeginCapture(fake_stream* stream, int mode) {
@@ -1083,7 +1480,9 @@ int hipGraphInstantiate(fake_graph** exec, fake_graph* graph, void* error_node, 
   (void)error_node, (void)log, (void)log_bytes;
   return graph_instantiate("hipGraphInstantiate", exec, graph);
 }
-int hipGraphLaunch(fake_graph* exec, void* stream) { return graph_launch("hipGraphLaunch", exec, (uintptr_t)stream); }
+int hipGraphLaunch(fake_graph* exec, void* stream) {
+  return graph_launch("hipGraphLaunch", exec, (uintptr_t)stream, 0);
+}
 int hipGraphExecDestroy(fake_graph* exec) { return graph_destroy(exec, &live_graph_execs); }
 int hipGraphDestroy(fake_graph* graph) { return graph_destroy(graph, &live_graphs); }
 int hipHostMalloc(void** host, size_t bytes, unsigned flags) {
@@ -1101,5 +1500,5 @@ int hipExtModuleLaunchKernel(void* f, uint32_t gx, uint32_t gy, uint32_t gz, uin
   (void)flags;
   const uint32_t global[3] = {gx, gy, gz}, local[3] = {lx, ly, lz};
   return record_launch("hipExtModuleLaunchKernel", (uintptr_t)f, global, local, shared, (uintptr_t)stream, params,
-                       start, stop);
+                       start, stop, 0);
 }

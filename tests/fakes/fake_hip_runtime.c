@@ -7,8 +7,10 @@
  *
  * One fake device: an MI300X (gfx942) that reports a 4 MiB L2 and 304 CUs.
  * Device memory is host memory, so copies really copy and tests can check
- * contents. Modules must be AMDGPU ELF code objects; kernels are looked up in
- * the ELF symbol table, as the real runtime finds them by symbol.
+ * contents (hipMemsetAsync and hipMemcpyDtoDAsync too, at once, each taking
+ * the fake driver's copy time on its clock). Modules must be AMDGPU ELF code
+ * objects; kernels are looked up in the ELF symbol table, as the real runtime
+ * finds them by symbol.
  *
  * Environment, read at each call so one process can change it:
  *   FAKE_HIP_DEVICE_COUNT     devices reported (default 1; 0 = no device)
@@ -29,6 +31,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fake_launch_observer.h" /* FAKE_WORK_MEMCPY, FAKE_WORK_MEMSET */
 
 #ifndef FAKE_HIP_DEFAULT_VERSION
 #define FAKE_HIP_DEFAULT_VERSION 70253211 /* HIP 7.2.53211, what hip-python 7.2.2 was built for */
@@ -370,6 +374,30 @@ int hipMemcpyDtoD(void* destination, void* source, size_t bytes) {
   if (!copyable_range(destination, bytes) || !copyable_range(source, bytes)) return hipErrorInvalidValue;
   memmove(destination, source, bytes);
   return hipSuccess;
+}
+
+/* The asynchronous forms, for per-sample reset steps: checked as hipMemcpyDtoD,
+ * then run (or, on a capturing stream, captured) by fake_driver.c, which
+ * records them as "hipMemsetAsync" / "hipMemcpyDtoDAsync", sets or copies the
+ * memory at once and gives each its copy time on the fake clock. */
+int fake_injected(const char* call); /* fake_driver.c */
+int fake_issue_copy(const char* call, int kind, uint8_t copy_kind, void* destination, const void* source,
+                    uint32_t value, size_t bytes, void* stream, uint32_t correlation_id); /* fake_driver.c */
+
+int hipMemsetAsync(void* destination, int value, size_t bytes, void* stream) {
+  int err = fake_injected("hipMemsetAsync");
+  if (err) return err;
+  if (!copyable_range(destination, bytes)) return hipErrorInvalidValue;
+  return fake_issue_copy("hipMemsetAsync", FAKE_WORK_MEMSET, 0, destination, NULL, (uint32_t)(value & 0xFF), bytes,
+                         stream, 0);
+}
+
+int hipMemcpyDtoDAsync(void* destination, void* source, size_t bytes, void* stream) {
+  int err = fake_injected("hipMemcpyDtoDAsync");
+  if (err) return err;
+  if (!copyable_range(destination, bytes) || !copyable_range(source, bytes)) return hipErrorInvalidValue;
+  return fake_issue_copy("hipMemcpyDtoDAsync", FAKE_WORK_MEMCPY, 8 /* DTOD */, destination, source, 0, bytes, stream,
+                         0);
 }
 
 /* ---- pointer attributes ----

@@ -33,8 +33,8 @@ def test_copy_is_right_in_every_rotated_set(cuda_device, copy):
     src = cuda_device.array(np.random.default_rng(0).random(n, dtype=np.float32))
     dst = cuda_device.array(np.zeros(n, np.float32))
     config = LaunchConfig.checked(n // 256, 256, 0, cuda_device.properties)
-    with ArgumentSets(cuda_device, copy.params, [src, dst, hb.int64(n)], 5) as sets:
-        times, _, _ = core_timer(cuda_device, "events").run(make_plan(copy, config, sets), 5, 0)
+    with ArgumentSets(cuda_device, [(copy.params, [src, dst, hb.int64(n)])], 5) as sets:
+        times, _, _ = core_timer(cuda_device, "events").run(make_plan([(copy, config)], sets), 5, 0)
         for s in range(5):
             assert sets.array(s, dst).address != dst.address or s == 0
             np.testing.assert_array_equal(sets.array(s, dst).to_numpy(), src.to_numpy())

@@ -54,8 +54,8 @@ def test_cupti_reads_below_the_event_pair_with_a_tight_spread(cuda_device, copy,
     src = cuda_device.array(np.ones(n, np.float32))
     dst = cuda_device.empty_like(src)
     config = LaunchConfig.checked(cuda_device.properties.compute_units * 8, 256, 0, cuda_device.properties)
-    with ArgumentSets(cuda_device, copy.params, [src, dst, hb.int64(n)], 1) as sets:
-        plan = make_plan(copy, config, sets)
+    with ArgumentSets(cuda_device, [(copy.params, [src, dst, hb.int64(n)])], 1) as sets:
+        plan = make_plan([(copy, config)], sets)
         results = {}
         for name, timer in (("events", core_timer(cuda_device, "events")), ("cupti", cupti)):
             timer.run(plan, 20, 0)
@@ -85,8 +85,8 @@ def test_cupti_runs_from_a_thread_with_no_current_context(cuda_device, copy, cup
             results.append(e)
         contexts.append(int(cu.cuCtxGetCurrent()[1]))
 
-    with ArgumentSets(cuda_device, copy.params, [src, dst, hb.int64(n)], 1) as sets:
-        worker = threading.Thread(target=run, args=(make_plan(copy, config, sets),))
+    with ArgumentSets(cuda_device, [(copy.params, [src, dst, hb.int64(n)])], 1) as sets:
+        worker = threading.Thread(target=run, args=(make_plan([(copy, config)], sets),))
         worker.start()
         worker.join()
     assert contexts == [0, 0]

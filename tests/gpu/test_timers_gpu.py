@@ -32,10 +32,10 @@ def test_each_launch_of_a_sample_writes_its_own_set(cuda_device, copy, name):
     src = cuda_device.array(np.random.default_rng(1).random(n, dtype=np.float32))
     dst = cuda_device.array(np.zeros(n, np.float32))
     config = LaunchConfig.checked(n // 256, 256, 0, cuda_device.properties)
-    with ArgumentSets(cuda_device, copy.params, [src, dst, hb.int64(n)], 5) as sets:
+    with ArgumentSets(cuda_device, [(copy.params, [src, dst, hb.int64(n)])], 5) as sets:
         for s in range(5):
             sets.array(s, dst).copy_from(np.zeros(n, np.float32))
-        times, launches, _ = timer(cuda_device, name, launches_per_sample=5).run(make_plan(copy, config, sets), 1, 0)
+        times, launches, _ = timer(cuda_device, name, launches_per_sample=5).run(make_plan([(copy, config)], sets), 1, 0)
         for s in range(5):  # one sample of 5 launches on 5 sets: every set's output written
             np.testing.assert_array_equal(sets.array(s, dst).to_numpy(), src.to_numpy())
     assert launches == 5 and times.shape == (1,) and times[0] > 0
@@ -46,8 +46,8 @@ def test_graph_and_batched_read_below_the_event_pair(cuda_device, copy):
     src = cuda_device.array(np.ones(n, np.float32))
     dst = cuda_device.empty_like(src)
     config = LaunchConfig.checked(cuda_device.properties.compute_units * 8, 256, 0, cuda_device.properties)
-    with ArgumentSets(cuda_device, copy.params, [src, dst, hb.int64(n)], 1) as sets:
-        plan = make_plan(copy, config, sets)
+    with ArgumentSets(cuda_device, [(copy.params, [src, dst, hb.int64(n)])], 1) as sets:
+        plan = make_plan([(copy, config)], sets)
         medians, host = {}, {}
         for name, samples in (("events", 400), ("graph", 4), ("batched", 4)):
             t = timer(cuda_device, name) if name == "events" else timer(cuda_device, name, launches_per_sample=100)
@@ -63,8 +63,8 @@ def test_graph_and_batched_read_below_the_event_pair(cuda_device, copy):
 def test_the_spin_kernel_gives_up_and_names_the_batch(cuda_device):
     empty = cuda_device.load_module(KERNELS / "empty.ptx").kernel("empty")
     config = LaunchConfig.checked(1, 1, 0, cuda_device.properties)
-    with ArgumentSets(cuda_device, empty.params, [], 1) as sets:
-        plan = make_plan(empty, config, sets)
+    with ArgumentSets(cuda_device, [(empty.params, [])], 1) as sets:
+        plan = make_plan([(empty, config)], sets)
         # 1 µs cannot be enough to queue 200 launches: the guard must fire, not hang.
         impatient = timer(cuda_device, "batched", launches_per_sample=200, spin_timeout_ms=0.001)
         with pytest.raises(hb.DriverError, match="queue a batch of 200 launches of kernel 'empty'") as info:
@@ -92,8 +92,8 @@ def test_timers_run_from_a_thread_with_no_current_context(cuda_device, copy):
             results.append(e)
         contexts.append(int(cu.cuCtxGetCurrent()[1]))
 
-    with ArgumentSets(cuda_device, copy.params, [src, dst, hb.int64(n)], 1) as sets:
-        plan = make_plan(copy, config, sets)
+    with ArgumentSets(cuda_device, [(copy.params, [src, dst, hb.int64(n)])], 1) as sets:
+        plan = make_plan([(copy, config)], sets)
         worker = threading.Thread(target=run_all, args=(plan,))
         worker.start()
         worker.join()

@@ -54,7 +54,7 @@ def test_each_launch_gets_its_sets_copies_in_turn(device, copy, fake_driver, bac
 def test_copies_start_with_the_originals_contents(device, copy, fake_driver):
     live = fake_driver.live_allocations()
     src, dst = arrays(device)
-    sets = hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
+    sets = hb._launch.argument_sets.ArgumentSets(device, [(copy.params, [src, dst, hb.int64(1024)])], 3)
     with sets:
         for s in range(3):
             assert np.array_equal(sets.array(s, src).to_numpy(), src.to_numpy())
@@ -68,7 +68,7 @@ def test_sets_cost_one_allocation_and_doubling_copies(fake_libraries, fake_drive
     # The core's RotatedBuffers: two arrays into copy set 1, then ceil(log2(R - 1)) copies of whole sets.
     device, copy = cuda_device_and_copy(fake_libraries)
     src, dst = arrays(device, 100)  # 400 bytes each: 512 per array in a set, each 256-byte aligned
-    with hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(100)], sets) as rotated:
+    with hb._launch.argument_sets.ArgumentSets(device, [(copy.params, [src, dst, hb.int64(100)])], sets) as rotated:
         assert [r.value for r in fake_driver_cuda.records("cuMemAlloc_v2")] == [(sets - 1) * 1024]
         assert len(fake_driver_cuda.records("cuMemcpyDtoD_v2")) == copies
         addresses = [(rotated.address(s, src), rotated.address(s, dst)) for s in range(sets)]
@@ -81,7 +81,7 @@ def test_sets_cost_one_allocation_and_doubling_copies(fake_libraries, fake_drive
 def test_an_empty_array_is_the_same_in_every_set(device, copy):
     src, _ = arrays(device)
     empty = device.empty(0, np.float32)
-    with hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, empty, hb.int64(0)], 3) as sets:
+    with hb._launch.argument_sets.ArgumentSets(device, [(copy.params, [src, empty, hb.int64(0)])], 3) as sets:
         assert len(sets) == 3 and {sets.address(s, empty) for s in range(3)} == {empty.address}
         assert len({sets.address(s, src) for s in range(3)}) == 3
 
@@ -235,7 +235,7 @@ def test_a_fault_with_rotated_sets_is_reported_not_the_failed_frees(device, copy
 def test_free_releases_the_copies_once_and_keeps_the_originals(device, copy, fake_driver):
     live = fake_driver.live_allocations()
     src, dst = arrays(device)
-    sets = hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
+    sets = hb._launch.argument_sets.ArgumentSets(device, [(copy.params, [src, dst, hb.int64(1024)])], 3)
     sets.free()
     sets.free()  # twice is harmless
     assert fake_driver.live_allocations() == live and len(device.backend.live) == 2
@@ -246,7 +246,7 @@ def test_a_failed_free_of_the_copies_is_quiet(fake_libraries, fake_driver_cuda):
     # Only a driver that has lost the context fails a free of memory it made: nothing to report.
     device, copy = cuda_device_and_copy(fake_libraries)
     src, dst = arrays(device)
-    sets = hb._launch.argument_sets.ArgumentSets(device, copy.params, [src, dst, hb.int64(1024)], 3)
+    sets = hb._launch.argument_sets.ArgumentSets(device, [(copy.params, [src, dst, hb.int64(1024)])], 3)
     fake_driver_cuda.fail("cuMemFree_v2", 700)
     sets.free()
     assert len(sets) == 1

@@ -65,9 +65,9 @@ def test_triton_matmul_tune_on_the_fake_driver(matmul_example, device, fake_driv
     reaches the launches."""
     real_bench = ht._bench
 
-    def bench_with_fake_time(kernel, grid, block, args, options, **launch):
-        fake_driver.lib.fake_set_launch_ms({128: 9.0, 256: 4.0}[block[0]] / 1000)
-        return real_bench(kernel, grid, block, args, options, **launch)
+    def bench_with_fake_time(launches, options, **launch):
+        fake_driver.lib.fake_set_launch_ms({128: 9.0, 256: 4.0}[launches[0].block[0]] / 1000)
+        return real_bench(launches, options, **launch)
     monkeypatch.setattr(ht, "_bench", bench_with_fake_time)
 
     a, b, c = (device.empty((256, 512), np.float16), device.empty((512, 384), np.float16),

@@ -39,6 +39,9 @@ SOURCES = [{"kind": "code-object", "path": COPY_PTX}, {"kind": "code-object", "p
 CANDIDATE = {"source": SOURCES[0], "kernel": "copy", "grid": [1], "block": [64],
              "args": ["array:float32:64", "array:float32:64", "int64:64"], "bench": {"cache": "warm"},
              "tags": {"tile": 1}}
+CHAIN = {"source": SOURCES[0], "bench": {"cache": "warm"}, "launches": [
+    {"kernel": "copy", "grid": [1], "block": [64], "args": ["array:float32:64", "array:float32:64", "int64:64"]},
+    {"kernel": "copy", "grid": [2], "block": [32], "args": ["ref:0.1", "array:float32:64", "ref:0.2"]}]}
 
 text = st.text(alphabet=st.one_of(st.characters(), st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)),
                max_size=8)
@@ -95,6 +98,9 @@ def check(path: Path) -> None:
 @example(space={"defaults": CANDIDATE, "candidates": [{"grid": [2]}, {"grid": [3], "tags": {}}]})
 @example(space=[dict(CANDIDATE, kernel="\ud800")])
 @example(space=[dict(CANDIDATE, bench={"max_time_s": 10 ** 400})])
+@example(space=[CHAIN, {**CHAIN, "launches": "module", "grid": [1], "block": [64]}])
+@example(space=[{**CHAIN, "launches": [CHAIN["launches"][0], {"kernel": "copy", "args": ["ref:9.9", None]}]}])
+@example(space={"defaults": CANDIDATE, "candidates": [CHAIN, {"launches": [{"kernel": 7}]}, {"launches": {}}]})
 def test_space_values_as_json(tmp_path, space):
     path = tmp_path / "space.json"
     path.write_text(json.dumps(space))
@@ -104,6 +110,7 @@ def test_space_values_as_json(tmp_path, space):
 @FUZZ
 @given(space=spaces)
 @example(space=[CANDIDATE])
+@example(space=[CHAIN])
 def test_space_values_as_yaml(tmp_path, space):
     yaml = pytest.importorskip("yaml", reason="YAML spaces need pyyaml")
     try:

@@ -682,8 +682,8 @@ def test_a_worker_unloads_old_modules_and_the_scheduler_sends_their_code_again(t
 
     from pyhipbench._sweep import scheduler, worker
     monkeypatch.setattr(worker, "MODULES_KEPT", 2)
-    monkeypatch.setattr(worker, "bench_with", lambda kernel, *args, **options: SimpleNamespace(
-        to_dict=lambda: {"kernel": kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
+    monkeypatch.setattr(worker, "bench_with", lambda launches, *args, **options: SimpleNamespace(
+        to_dict=lambda: {"kernel": launches[0].kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
     device = _StubDevice()
     executor = _InProcessExecutor(worker.Worker(device))
     sources = {name: _StubSource(name.encode()) for name in ("bad", "a", "b", "c")}
@@ -727,8 +727,8 @@ def test_with_tasks_sent_ahead_the_scheduler_still_knows_which_code_the_worker_h
 
     from pyhipbench._sweep import scheduler, worker
     monkeypatch.setattr(worker, "MODULES_KEPT", 2)
-    monkeypatch.setattr(worker, "bench_with", lambda kernel, *args, **options: SimpleNamespace(
-        to_dict=lambda: {"kernel": kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
+    monkeypatch.setattr(worker, "bench_with", lambda launches, *args, **options: SimpleNamespace(
+        to_dict=lambda: {"kernel": launches[0].kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
     executor = _PipelinedInProcessExecutor(worker.Worker(_StubDevice()))
     sources = {name: _StubSource(name.encode()) for name in "abcd"}
     # The worker holds two modules and each outcome says which: a task sent ahead of one that loads a module

@@ -101,7 +101,8 @@ def test_shared_memory_above_48k_reaches_bench(device, backend_name, monkeypatch
     """128 x 128 x 64, 8 warps, 3 stages: Triton asks for 96 KiB (64 KiB on gfx942), which bench() receives as
     shared_bytes (launching it needs the opt-in attribute the core sets for large requests)."""
     seen = {}
-    monkeypatch.setattr(ht, "_bench", lambda kernel, grid, block, args, options, **launch: seen.update(launch, iterations=options.iterations))
+    monkeypatch.setattr(ht, "_bench", lambda launches, options, **launch: seen.update(
+        shared_bytes=launches[0].shared_bytes, iterations=options.iterations))
     a, b, c = (device.empty((256, 256), np.float16) for _ in range(3))
     ht.bench(tk.matmul, (2, 2), [a, b, c, 256, 256, 256, 256, 1, 256, 1, 256, 1], device=device,
              BM=128, BN=128, BK=64, num_warps=8, num_stages=3, iterations=1)
@@ -191,10 +192,10 @@ def timed_by_block(monkeypatch, fake_driver, us_by_block: dict[int, float]):
     """The fake driver's launches take us_by_block[threads per block] µs (else 1 µs); counts the runs."""
     runs = []
 
-    def bench_with_fake_time(kernel, grid, block, args, options, **launch):
-        runs.append(kernel.name)
-        fake_driver.lib.fake_set_launch_ms(us_by_block.get(block[0], 1.0) / 1000)
-        return real(kernel, grid, block, args, options, **launch)
+    def bench_with_fake_time(launches, options, **launch):
+        runs.append(launches[0].kernel.name)
+        fake_driver.lib.fake_set_launch_ms(us_by_block.get(launches[0].block[0], 1.0) / 1000)
+        return real(launches, options, **launch)
 
     real = ht._bench
     monkeypatch.setattr(ht, "_bench", bench_with_fake_time)
@@ -228,12 +229,12 @@ def test_autotune_races_each_config_against_the_best_so_far(device, fake_driver,
     timing = {4 * warp: (5.0, 0.0), 8 * warp: (9.0, 0.05), 2 * warp: (4.0, 0.0)}  # µs, + µs per launch
     options = []
 
-    def bench_with_fake_time(kernel, grid, block, args, bench_options, **launch):
+    def bench_with_fake_time(launches, bench_options, **launch):
         options.append(bench_options)
-        us, step_us = timing[block[0]]
+        us, step_us = timing[launches[0].block[0]]
         fake_driver.lib.fake_set_launch_ms(us / 1000)
         fake_driver.lib.fake_set_launch_ms_step(step_us / 1000)  # a ramp: never within ±1 %
-        return real(kernel, grid, block, args, bench_options, **launch)
+        return real(launches, bench_options, **launch)
 
     real = ht._bench
     monkeypatch.setattr(ht, "_bench", bench_with_fake_time)
@@ -264,7 +265,7 @@ def test_autotune_without_racing_or_with_a_fixed_count_gives_no_bound(device, fa
     runs = timed_by_block(monkeypatch, fake_driver, {4 * WARP[backend_name]: 5.0})
     passed = []
     real = ht._bench
-    monkeypatch.setattr(ht, "_bench", lambda *a, **o: passed.append(a[4]) or real(*a, **o))
+    monkeypatch.setattr(ht, "_bench", lambda *a, **o: passed.append(a[1]) or real(*a, **o))
     configs = [triton.Config({"BLOCK": 256}, num_warps=4)] * 3
     tuned = ht.autotune(configs, key=["n"], device=device, warmup=0, timer="events", **options)(tk.add)
     x, y, out = vectors(device)

@@ -1,7 +1,8 @@
 // When a measurement has enough samples, and the loop that takes them.
 //
-// measure() runs a timer on a plan in runs of samples, continuing the rotation
-// from one run to the next, under one Timer::Session:
+// measure() runs a timer on a plan (or a callable's calls) in runs of
+// samples, continuing the rotation from one run to the next, under one
+// Timer::Session:
 //
 //   1. warm-up: `warmup` untimed samples, or (none given) chunks of
 //      `warmup_chunk` until a chunk's median agrees within `settle` with the
@@ -73,9 +74,15 @@ struct PYHIPBENCH_API StopRule {
 };
 
 struct PYHIPBENCH_API Measurement {
-  std::vector<double> times_us;  // the timed samples, µs per kernel
-  std::string stop_reason;       // "precision", "slower", "max-samples" or "max-time"
-  size_t warmup_samples = 0;     // untimed samples run first
+  std::vector<double> times_us;  // the timed samples, µs per sample (Timings::times_us)
+  // What the timer gave beside, for the timed samples only (Timings): each
+  // kernel's time (samples x kernels) and each sample's span, µs; a call's
+  // activities, their `sample` counting the timed samples from 0.
+  std::vector<double> kernel_times_us;
+  std::vector<double> span_us;
+  std::vector<Activity> activities;
+  std::string stop_reason;    // "precision", "slower", "max-samples" or "max-time"
+  size_t warmup_samples = 0;  // untimed samples run first
   size_t launches_per_sample = 1;
   double host_us = 0;            // host µs spent issuing the timed samples' launches
   double precision_reached = 0;  // the median CI's relative half-width at the stop
@@ -87,6 +94,9 @@ struct PYHIPBENCH_API Measurement {
 // the timer throws (DriverError, KernelFault, MeasurementError); the timer's
 // session is closed on every path.
 PYHIPBENCH_API Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule,
+                                   std::optional<size_t> warmup = std::nullopt);
+// The same for a callable: each call a sample (the events and cupti timers).
+PYHIPBENCH_API Measurement measure(Timer& timer, CallPlan& call, const StopRule& rule,
                                    std::optional<size_t> warmup = std::nullopt);
 
 }  // namespace pyhipbench

@@ -1,13 +1,17 @@
 // Timers: ways of timing the launches of a LaunchPlan on one driver context.
 //
-//   events   an event pair around each launch (HIP: the events
-//            hipExtModuleLaunchKernel records around exactly that dispatch)
+// A sample is one run of the plan's chain (one kernel, or several in order).
+//
+//   events   an event pair around each chain (HIP: the events
+//            hipExtModuleLaunchKernel records around exactly the first and
+//            last dispatch)
 //   cupti    (CUDA) each kernel's start and end on the GPU, from CUPTI's kernel
-//            activity records; libcupti is loaded at run time
+//            activity records; a chain's sample is the sum of its kernels'
+//            times; libcupti is loaded at run time
 //            ($PYHIPBENCH_CUPTI_LIBRARY overrides where from)
-//   graph    a graph of N launches, the rotation unrolled inside it, replayed
+//   graph    a graph of N chains, the rotation unrolled inside it, replayed
 //            between one event pair; a sample is the graph's time / N
-//   batched  N back-to-back launches between one event pair, queued behind a
+//   batched  N back-to-back chains between one event pair, queued behind a
 //            spin kernel that holds the GPU until the host has queued them all;
 //            a sample is the batch's time / N
 //
@@ -48,6 +52,7 @@
 #include <utility>
 #include <vector>
 
+#include "pyhipbench/call_plan.hpp"
 #include "pyhipbench/driver.hpp"
 #include "pyhipbench/errors.hpp"
 #include "pyhipbench/export.hpp"
@@ -55,9 +60,33 @@
 
 namespace pyhipbench {
 
+// One piece of GPU work a call issued, as the cupti timer saw it.
+struct Activity {
+  enum class Kind { kernel, memcpy, memset };
+  size_t sample = 0;  // the sample (call) that issued it, from 0
+  Kind kind = Kind::kernel;
+  std::string name;                   // the kernel's name; "memcpy" or "memset"
+  uint64_t start_ns = 0, end_ns = 0;  // on the GPU's clock
+  uint64_t bytes = 0;                 // memcpy, memset: bytes copied or set
+};
+
 struct Timings {
-  std::vector<double> times_us;    // one sample per entry, µs PER KERNEL (batched/graph: the batch's mean)
-  size_t launches_per_sample = 1;  // 1 for events and cupti; the batch/graph length for batched and graph
+  // One per sample, µs: the sample's chain (one kernel, or several in order).
+  // events: its event pair, the chain's first kernel to its last; cupti: the
+  // sum of its kernels' own times; graph, batched: the mean over the chains
+  // of a sample.
+  std::vector<double> times_us;
+  // calls (CallPlan): events, the event pair around the call on its stream;
+  // cupti, the sum of the kernels the call issued.
+  // cupti, for chains of more than one kernel (empty otherwise): each kernel's
+  // own time, samples x kernels in row-major order, µs; and each sample's span,
+  // its first kernel's start to its last kernel's end, µs.
+  std::vector<double> kernel_times_us;
+  std::vector<double> span_us;
+  // cupti, calls: each sample's kernels, memcpys and memsets, sample by sample,
+  // each sample's in the order they started.
+  std::vector<Activity> activities;
+  size_t launches_per_sample = 1;  // chains per sample: 1 for events and cupti; the batch/graph length otherwise
   double host_us = 0;              // host wall time spent issuing the launches, µs, all samples
 };
 
@@ -65,10 +94,13 @@ class PYHIPBENCH_API Timer {  // one way of timing launches of a LaunchPlan
  public:
   virtual ~Timer() = default;
   virtual const std::string& name() const = 0;  // "events", "cupti", "batched", "graph"
-  // `samples` samples; launch k of the run uses argument set (first_set + k) mod plan.sets(),
-  // so chunks continue the rotation. Makes the driver context current itself (and restores the
-  // caller's on return). Nothing allocated inside the timed loop.
+  // `samples` samples; chain k of the run (its every kernel) uses argument set
+  // (first_set + k) mod plan.sets(), so chunks continue the rotation. Makes the driver context current itself (and
+  // restores the caller's on return). Nothing allocated inside the timed loop.
   virtual Timings run(LaunchPlan& plan, size_t samples, size_t first_set) = 0;
+  // `samples` calls, each a sample (the events and cupti timers; the others
+  // throw std::invalid_argument: they time launches they issue themselves).
+  virtual Timings run(CallPlan& call, size_t samples);
 
   // Keeps the timer's set-up across the runs of one measurement (measure() in
   // stopping.hpp opens one): the cupti timer subscribes to CUPTI and enables
