@@ -9,6 +9,8 @@
               on the math path), warm: bench_callable (graph replay where it captures, and
               called) against torch.profiler's per-call sum of their kernels over plain calls;
               the host cost per sample of the replay
+  replay-host the host µs per sample of a one-kernel op's graph replayed from the core's loop
+              (cupti and events timers), called, and torch's CUDAGraph.replay() in a Python loop
   autotune    a 24-config Triton matmul (bench/triton_matmul.py's kernel and space), compile
               cache warm: triton.autotune with Triton's default do_bench, with
               do_bench=pyhipbench.do_bench, and a long reference (do_bench, rep=400 ms, per
@@ -19,7 +21,7 @@
 Each reading runs in a process of its own (CUPTI takes one subscriber). Writes
 chains_callables.json and prints markdown tables.
 
-    python bench/chains_callables.py [--out DIR] [--parts chains,callables,autotune]
+    python bench/chains_callables.py [--out DIR] [--parts chains,callables,replay-host,autotune]
 
 Needs an NVIDIA GPU, torch, triton 3.x, cuda-bindings and NVRTC.
 """
@@ -174,7 +176,8 @@ def work_callables_pyhipbench() -> list[dict]:
         for graph in ("auto", False):
             res = hb.bench_callable(fn, cache="warm", graph=graph)
             rows.append({"part": "callables", "case": name, "reading": f"bench_callable ({res.ran})",
-                         "median_us": res.median_us, "ci_us": list(res.ci_us), "samples": res.samples,
+                         "median_us": res.median_us, "mean_us": res.stats.mean, "ci_us": list(res.ci_us),
+                         "samples": res.samples,
                          "host_us_per_sample": res.host_us_per_kernel, "call_note": res.call_note,
                          "kernels": [[k.kind, k.name[:60], k.median_us] for k in res.kernels],
                          "wall_s": res.wall_s})
@@ -190,29 +193,50 @@ def work_callables_profiler() -> list[dict]:
         for _ in range(20):
             fn()
         torch.cuda.synchronize()
-        sums = []
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for i in range(ITERATIONS):
-                with torch.profiler.record_function(f"call{i}"):
-                    fn()
+            for _ in range(ITERATIONS):
+                fn()
             torch.cuda.synchronize()
-        events = prof.events()
-        calls = sorted((e for e in events if e.name.startswith("call") and e.name[4:].isdigit()),
-                       key=lambda e: e.time_range.start)
-        for call in calls:  # a kernel's CPU-side launch is a child of the call's range
-            launched = [kid for op in _descendants(call) for kid in op.kernels]
-            sums.append(sum(k.duration for k in launched))
-        all_kernels = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        per_call = len(kernels) / ITERATIONS
         rows.append({"part": "callables", "case": name, "reading": "torch.profiler (CUPTI)",
-                     "median_us": float(np.median(sums)) if sums else float("nan"), "samples": len(sums),
-                     "mean_of_all_kernels_us": sum(e.time_range.elapsed_us() for e in all_kernels) / ITERATIONS})
+                     "mean_us": sum(e.time_range.elapsed_us() for e in kernels) / ITERATIONS,
+                     "median_us": float("nan"), "kernels_per_call": per_call, "samples": ITERATIONS})
     return rows
 
 
-def _descendants(event):
-    yield event
-    for child in event.cpu_children:
-        yield from _descendants(child)
+def work_replay_host() -> list[dict]:
+    """Host µs per sample of a one-kernel torch op (a 4 KiB add): its graph replayed by the core's loop
+    (cupti and events timers), called by it, and torch's own CUDAGraph.replay() in a Python loop."""
+    import torch
+
+    import pyhipbench as hb
+    torch.cuda.init()
+    x = torch.zeros(1024, device="cuda")
+
+    def op():
+        x.add_(1)
+    rows = []
+    for timer in ("cupti", "events"):
+        for graph in ("auto", False):
+            res = hb.bench_callable(op, cache="warm", graph=graph, timer=timer, iterations=2000, warmup=100)
+            rows.append({"part": "replay-host", "case": "x.add_(1)", "reading": f"{timer}, {res.ran}",
+                         "median_us": res.median_us, "host_us_per_sample": res.host_us_per_kernel,
+                         "samples": res.samples})
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        op()
+    for _ in range(100):
+        g.replay()
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(2000):
+        g.replay()
+    host_us = (time.perf_counter() - started) * 1e6 / 2000
+    torch.cuda.synchronize()
+    rows.append({"part": "replay-host", "case": "x.add_(1)", "reading": "torch CUDAGraph.replay() loop",
+                 "median_us": float("nan"), "host_us_per_sample": host_us, "samples": 2000})
+    return rows
 
 
 def work_autotune() -> list[dict]:
@@ -266,9 +290,10 @@ def work_autotune() -> list[dict]:
 
 WORKERS = {"chains-pyhipbench": work_chains_pyhipbench, "chains-profiler": work_chains_profiler,
            "callables-pyhipbench": work_callables_pyhipbench, "callables-profiler": work_callables_profiler,
-           "autotune": work_autotune}
+           "replay-host": work_replay_host, "autotune": work_autotune}
 PARTS = {"chains": ["chains-pyhipbench", "chains-profiler"],
-         "callables": ["callables-pyhipbench", "callables-profiler"], "autotune": ["autotune"]}
+         "callables": ["callables-pyhipbench", "callables-profiler"], "replay-host": ["replay-host"],
+         "autotune": ["autotune"]}
 
 
 def in_child(kind: str) -> list[dict]:
@@ -293,7 +318,8 @@ def table(rows: list[dict]) -> str:
                          f"winner, within noise: {r['pyhipbench_pick_within_noise']}); Triton's pick "
                          f"{r['pick_triton']}; reference winner {r['reference_winner']} |")
             continue
-        detail = {k: r[k] for k in ("kernels_us", "span_us", "host_us_per_sample", "call_note", "samples") if k in r}
+        detail = {k: r[k] for k in ("mean_us", "kernels_us", "span_us", "host_us_per_sample", "kernels_per_call",
+                                    "call_note", "samples") if k in r}
         lines.append(f"| {r['part']} | {r['case']} | {r.get('cache', 'warm')} | {r['reading']} | "
                      f"{r['median_us']:.3f} | {json.dumps(detail)} |")
     return "\n".join(lines)
@@ -303,7 +329,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=Path("."))
-    parser.add_argument("--parts", default="chains,callables,autotune")
+    parser.add_argument("--parts", default="chains,callables,replay-host,autotune")
     options = parser.parse_args()
     if options.worker:
         print(json.dumps(WORKERS[options.worker]()))

@@ -8,8 +8,8 @@
 
 namespace pyhipbench {
 
-CallPlan::CallPlan(std::string name, std::function<void()> call, uintptr_t stream)
-    : name_(std::move(name)), call_(std::move(call)), stream_(stream) {
+CallPlan::CallPlan(std::string name, std::function<void()> call, uintptr_t stream, bool graph_launch_only)
+    : name_(std::move(name)), call_(std::move(call)), stream_(stream), graph_launch_only_(graph_launch_only) {
   if (!call_) throw std::invalid_argument("a call plan needs a call, got none");
 }
 
@@ -56,7 +56,8 @@ std::unique_ptr<CallPlan> graph_call(std::shared_ptr<VendorDriver> driver, uintp
                                      typename VendorDriver::Graph graph, uintptr_t stream, std::string name) {
   auto exec = std::make_shared<GraphExecutable<VendorDriver>>(std::move(driver), context, graph);
   const auto on = reinterpret_cast<typename VendorDriver::Stream>(stream);
-  return std::make_unique<CallPlan>(std::move(name), [exec, on] { exec->launch(on); }, stream);
+  return std::make_unique<CallPlan>(
+      std::move(name), [exec, on] { exec->launch(on); }, stream, /*graph_launch_only=*/true);
 }
 
 template <class VendorDriver>

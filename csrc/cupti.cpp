@@ -406,10 +406,16 @@ void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, co
 
 // ---- calls ----
 
-CuptiCallTrace::CuptiCallTrace(const CuptiLibrary& cupti, uintptr_t context)
-    : CuptiTrace(cupti, context, on_api_call, {cupti::kKindConcurrentKernel, cupti::kKindMemcpy, cupti::kKindMemset}) {
-  cupti_.check("cuptiEnableDomain", cupti_.enable_domain(1, subscriber(), cupti::kDomainDriverApi));
-  cupti_.check("cuptiEnableDomain", cupti_.enable_domain(1, subscriber(), cupti::kDomainRuntimeApi));
+CuptiCallTrace::CuptiCallTrace(const CuptiLibrary& cupti, uintptr_t context, bool graph_launch_only)
+    : CuptiTrace(cupti, context, on_api_call, {cupti::kKindConcurrentKernel, cupti::kKindMemcpy, cupti::kKindMemset}),
+      graph_launch_only_(graph_launch_only) {
+  if (graph_launch_only_) {
+    cupti_.check("cuptiEnableCallback",
+                 cupti_.enable_callback(1, subscriber(), cupti::kDomainDriverApi, cupti::kCallbackCuGraphLaunch));
+  } else {
+    cupti_.check("cuptiEnableDomain", cupti_.enable_domain(1, subscriber(), cupti::kDomainDriverApi));
+    cupti_.check("cuptiEnableDomain", cupti_.enable_domain(1, subscriber(), cupti::kDomainRuntimeApi));
+  }
   start_activity();
 }
 

@@ -42,6 +42,7 @@ constexpr int kKindMemset = 2;                     // CUPTI_ACTIVITY_KIND_MEMSET
 constexpr int kDomainDriverApi = 1;                // CUPTI_CB_DOMAIN_DRIVER_API
 constexpr int kDomainRuntimeApi = 2;               // CUPTI_CB_DOMAIN_RUNTIME_API
 constexpr uint32_t kCallbackCuLaunchKernel = 307;  // CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
+constexpr uint32_t kCallbackCuGraphLaunch = 514;   // CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch
 constexpr int kApiEnter = 0;                       // CUPTI_API_ENTER
 constexpr int kApiExit = 1;                        // CUPTI_API_EXIT
 constexpr uint32_t kFlushForced = 1;               // CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
@@ -206,11 +207,13 @@ class CuptiKernelTrace : public CuptiTrace {
 // runtime API call the constructing thread makes while a call is open()
 // belongs to that call, by CUPTI's correlation ids (the API call's id is the
 // id of the records of the work it issued), whichever library made the API
-// call. Subscribes to the driver and runtime API domains and enables
-// CONCURRENT_KERNEL, MEMCPY and MEMSET activity.
+// call. Subscribes to the driver and runtime API domains (or, for calls that
+// only launch a graph, to cuGraphLaunch alone: fewer callbacks per sample)
+// and enables CONCURRENT_KERNEL, MEMCPY and MEMSET activity.
 class CuptiCallTrace : public CuptiTrace {
  public:
-  CuptiCallTrace(const CuptiLibrary& cupti, uintptr_t context);
+  CuptiCallTrace(const CuptiLibrary& cupti, uintptr_t context, bool graph_launch_only);
+  bool graph_launch_only() const { return graph_launch_only_; }
 
   void expect(size_t calls);  // before a chunk of `calls` calls
   void open(size_t call) { open_call_ = call; }
@@ -223,6 +226,7 @@ class CuptiCallTrace : public CuptiTrace {
   static void on_api_call(void* userdata, int domain, uint32_t callback_id, const void* data);
   static constexpr size_t kNoCall = SIZE_MAX;
 
+  const bool graph_launch_only_;
   size_t open_call_ = kNoCall;
   std::vector<std::pair<uint32_t, size_t>> correlation_calls_;  // (API call's correlation id, call)
 };

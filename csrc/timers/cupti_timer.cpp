@@ -93,12 +93,15 @@ void CuptiTimer::time(LaunchPlan& plan, size_t samples, size_t first_set, Timing
 void CuptiTimer::time(CallPlan& call, size_t samples, Timings& timings) {
   const CudaDriver& driver = *driver_;
   const auto stream = reinterpret_cast<Stream>(call.stream());
+  const auto traced_context = reinterpret_cast<uintptr_t>(context_);
   std::unique_ptr<CuptiCallTrace> own_trace;
-  if (session_open_ && session_call_trace_ == nullptr) {
+  if (session_open_ &&
+      (session_call_trace_ == nullptr || session_call_trace_->graph_launch_only() != call.graph_launch_only())) {
     session_trace_.reset();
-    session_call_trace_ = std::make_unique<CuptiCallTrace>(cupti_, reinterpret_cast<uintptr_t>(context_));
+    session_call_trace_.reset();
+    session_call_trace_ = std::make_unique<CuptiCallTrace>(cupti_, traced_context, call.graph_launch_only());
   }
-  if (!session_open_) own_trace = std::make_unique<CuptiCallTrace>(cupti_, reinterpret_cast<uintptr_t>(context_));
+  if (!session_open_) own_trace = std::make_unique<CuptiCallTrace>(cupti_, traced_context, call.graph_launch_only());
   CuptiCallTrace& trace = session_open_ ? *session_call_trace_ : *own_trace;
   trace.expect(samples);
   const auto start = std::chrono::steady_clock::now();

@@ -33,10 +33,17 @@ COLUMNS = ("kernel", "grid", "block", "timer", "cache_state", "median_us", "ci_l
            "wall_s", "device", "verified", "target")
 
 
+CALLABLE = ("call", "graph")  # a result's `ran` for a callable: no launch of its own, grid and block None
+
+
+def _dims_text(value: list[int] | None) -> str:
+    return "-" if value is None else "x".join(map(str, value))
+
+
 def _row(result: dict[str, Any]) -> dict[str, Any]:
     s = result["stats_us"]
-    return {"kernel": result["kernel"], "grid": "x".join(map(str, result["grid"])),
-            "block": "x".join(map(str, result["block"])), "timer": result["timer"],
+    return {"kernel": result["kernel"], "grid": _dims_text(result["grid"]),
+            "block": _dims_text(result["block"]), "timer": result["timer"],
             "cache_state": result["cache_state"], "median_us": s["median"], "ci_low_us": s["ci_low"],
             "ci_high_us": s["ci_high"], "rel_ci": s["rel_ci"], "p10_us": s["p10"], "p90_us": s["p90"],
             "outliers": s["outliers"], "samples": result["samples"], "stop_reason": result["stop_reason"],
@@ -115,6 +122,8 @@ def _check_fields(r: dict[str, Any]) -> None:
     """BenchError naming the field of the result `r` (it has every field) that is not what a result holds."""
     _string("kernel", r["kernel"], "the kernel's name")
     for name in ("grid", "block"):
+        if r[name] is None and r.get("ran") in CALLABLE:
+            continue
         if not isinstance(r[name], list):  # as run writes it; a bare integer is refused
             raise BenchError(f"{name}={show(r[name])}: expected a list of 1 to 3 positive integers (as "
                              "`run --out` writes it, e.g. [1024, 1, 1])")
@@ -187,6 +196,8 @@ class Comparison:
 def _key(result: dict[str, Any]) -> str:
     """The kernel and launch compare matches by: grid and block as three dimensions ([1024] is [1024, 1, 1])."""
     kernel, cache_state, timer = (_printable(result[name]) for name in ("kernel", "cache_state", "timer"))
+    if result.get("ran") in CALLABLE:
+        return f"{kernel} (a callable) ({cache_state}, {timer})"
     grid, block = ("x".join(map(str, dims(name, result[name]))) for name in ("grid", "block"))
     return f"{kernel} grid {grid} block {block} ({cache_state}, {timer})"
 

@@ -30,6 +30,7 @@ namespace ours = pyhipbench::cupti;
   static_assert(offsetof(T, blockX) == record::kBlock, #T ".blockX");                \
   static_assert(offsetof(T, blockZ) == record::kBlock + 8, #T ".blockZ");            \
   static_assert(offsetof(T, correlationId) == record::kCorrelationId, #T ".corrId"); \
+  static_assert(offsetof(T, name) == record::kName, #T ".name");                     \
   static_assert(sizeof(T) >= record::kEndOfFields, #T " size");
 
 CHECK_KERNEL_RECORD(CUpti_ActivityKernel4)
@@ -47,6 +48,25 @@ static_assert(CUPTI_ACTIVITY_KIND_KERNEL == ours::kKindKernel, "KERNEL");
 static_assert(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL == ours::kKindConcurrentKernel, "CONCURRENT_KERNEL");
 static_assert(CUPTI_CB_DOMAIN_DRIVER_API == ours::kDomainDriverApi, "driver API domain");
 static_assert(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel == ours::kCallbackCuLaunchKernel, "cuLaunchKernel cbid");
+static_assert(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch == ours::kCallbackCuGraphLaunch, "cuGraphLaunch cbid");
+static_assert(CUPTI_CB_DOMAIN_RUNTIME_API == ours::kDomainRuntimeApi, "runtime API domain");
+static_assert(CUPTI_API_ENTER == ours::kApiEnter, "API enter");
+static_assert(CUPTI_ACTIVITY_KIND_MEMCPY == ours::kKindMemcpy, "MEMCPY");
+static_assert(CUPTI_ACTIVITY_KIND_MEMSET == ours::kKindMemset, "MEMSET");
+
+namespace copy = pyhipbench::cupti::copy_record;
+#define CHECK_COPY_RECORD(T)                                                       \
+  static_assert(offsetof(T, bytes) == copy::kBytes, #T ".bytes");                  \
+  static_assert(offsetof(T, start) == copy::kStart, #T ".start");                  \
+  static_assert(offsetof(T, end) == copy::kEnd, #T ".end");                        \
+  static_assert(offsetof(T, correlationId) == copy::kCorrelationId, #T ".corrId"); \
+  static_assert(sizeof(T) >= copy::kEndOfFields, #T " size");
+CHECK_COPY_RECORD(CUpti_ActivityMemcpy5)
+CHECK_COPY_RECORD(CUpti_ActivityMemset4)
+#if CUPTI_API_VERSION >= 130000
+CHECK_COPY_RECORD(CUpti_ActivityMemcpy6)
+#endif
+static_assert(offsetof(CUpti_ActivityMemcpy5, copyKind) == copy::kCopyKind, "memcpy copyKind");
 static_assert(CUPTI_API_EXIT == ours::kApiExit, "API exit");
 static_assert(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED == ours::kFlushForced, "forced flush");
 static_assert(CUPTI_SUCCESS == ours::kSuccess, "success");

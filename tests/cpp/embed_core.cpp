@@ -306,6 +306,27 @@ int main(int argc, char** argv) {
       if (t.times_us.size() != samples || t.times_us[0] <= 0) return fails("cupti: wrong samples");
     }
   }
+  // A chain of two kernels, rotated together, and a callable's calls, as a C++ tuner embeds them.
+  {
+    std::vector<KernelLaunch> kernels;
+    kernels.emplace_back(0x1234, "first", LaunchConfig{}, std::vector<std::string>(3, std::string(8, 'f')),
+                         std::vector<size_t>{0});
+    kernels.emplace_back(0x5678, "second", LaunchConfig{}, std::vector<std::string>(3, std::string(8, 's')),
+                         std::vector<size_t>{0});
+    LaunchPlan chain(std::move(kernels));
+    if (chain.kernels() != 2 || chain.name() != "first -> second") return fails("chain: wrong shape");
+    Timings t = events->run(chain, 4, 0);
+    if (t.times_us.size() != 4 || graph->run(chain, 2, 0).times_us.size() != 2) return fails("chain: samples");
+    size_t calls = 0;
+    CallPlan call("tuner call", [&] { ++calls; }, 0);
+    if (events->run(call, 5).times_us.size() != 5 || calls != 5) return fails("call: samples");
+    if (!throws<std::invalid_argument>([&] { graph->run(call, 1); }, "times launches it issues itself")) {
+      return fails("graph call");
+    }
+    if (!throws<std::invalid_argument>([&] { LaunchPlan(std::vector<KernelLaunch>{}); }, "at least one kernel")) {
+      return fails("empty chain");
+    }
+  }
   // A whole measurement as a C++ tuner makes one: R from the rotation rule,
   // warm-up until settled, then chunks until the 1 % target (the fake's times
   // are constant), with every timer that can take the plan.

@@ -38,7 +38,7 @@ def launch(lib, function, stream=0, block=64):
     assert lib.cuLaunchKernel(function, 1, 1, 1, block, 1, 1, 0, stream, None, None) == 0
 
 
-def test_a_sample_is_the_sum_of_the_kernels_the_call_launched(cuda):
+def test_a_sample_is_the_sum_of_the_kernels_the_call_launched(cuda, fake_cupti):
     device, fake, lib = cuda
     scratch = device.empty(256, np.uint8)
 
@@ -57,6 +57,7 @@ def test_a_sample_is_the_sum_of_the_kernels_the_call_launched(cuda):
     assert res.first_call_s is not None and res.first_call_s >= 0 and res.call_note == "called: graph=False"
     ours = [r for r in fake.records("cuLaunchKernel") if r.function in (GEMM, BIAS)]
     assert len(ours) == 2 * (1 + 2 + 6)  # the first call, the warm-up, the samples
+    assert fake_cupti.calls().count("cuptiEnableDomain") == 2  # a call traces the driver and runtime APIs
 
 
 def test_kernels_launched_through_the_runtime_api_are_attributed(cuda):
@@ -124,7 +125,7 @@ def test_what_the_callable_raises_propagates_and_tracing_ends(cuda, fake_cupti):
     assert res.samples == 2
 
 
-def test_a_callable_on_a_stream_of_its_own_is_captured_and_replayed(cuda):
+def test_a_callable_on_a_stream_of_its_own_is_captured_and_replayed(cuda, fake_cupti):
     device, fake, lib = cuda
     stream = ctypes.c_void_p()
     assert lib.cuStreamCreate(ctypes.byref(stream), 1) == 0
@@ -139,6 +140,7 @@ def test_a_callable_on_a_stream_of_its_own_is_captured_and_replayed(cuda):
     assert len(fake.records("cuGraphLaunch")) == 5
     assert [r.function for r in fake.records("cuLaunchKernel") if r.function in (GEMM, BIAS)] == [GEMM, BIAS]
     assert [k.name for k in res.kernels] == ["gemm", "bias"]
+    assert "cuptiEnableDomain" not in fake_cupti.calls()  # a replay traces cuGraphLaunch alone
 
 
 def test_a_capture_that_fails_falls_back_to_calling_and_says_why(cuda):
@@ -255,3 +257,19 @@ def test_a_compile_error_of_the_first_call_propagates_for_tritons_autotuner(cuda
         raise OutOfResources("shared memory")
     with pytest.raises(OutOfResources):
         hb.do_bench(op)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv", ".md"])
+def test_a_callables_result_writes_reads_back_and_compares(cuda, tmp_path, suffix):
+    from pyhipbench._measure import report
+    device, _, lib = cuda
+    res = hb.bench_callable(lambda: launch(lib, GEMM), device=device, cache="warm", graph=False, iterations=3,
+                            warmup=0, name="gemm op")
+    record = res.to_dict()
+    assert record["grid"] is None and record["ran"] == "call"
+    path = tmp_path / f"r{suffix}"
+    path.write_text(report.render(path, [record]))
+    assert "gemm op" in path.read_text()
+    if suffix == ".json":
+        loaded = report.load(path)
+        assert [c.key for c in report.compare(loaded, loaded)] == ["gemm op (a callable) (warm, cupti)"]

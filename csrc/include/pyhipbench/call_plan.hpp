@@ -24,7 +24,9 @@ namespace pyhipbench {
 class PYHIPBENCH_API CallPlan {
  public:
   // `call`: issues one sample's GPU work; what it throws leaves run() as is.
-  CallPlan(std::string name, std::function<void()> call, uintptr_t stream);
+  // `graph_launch_only`: the call issues nothing but one graph launch (a
+  // graph call), so a tracer need follow that one API call alone.
+  CallPlan(std::string name, std::function<void()> call, uintptr_t stream, bool graph_launch_only = false);
   virtual ~CallPlan() = default;
   CallPlan(const CallPlan&) = delete;
   CallPlan& operator=(const CallPlan&) = delete;
@@ -32,6 +34,7 @@ class PYHIPBENCH_API CallPlan {
   const std::string& name() const { return name_; }
   uintptr_t stream() const { return stream_; }
   void call() { call_(); }
+  bool graph_launch_only() const { return graph_launch_only_; }
 
   // An untimed launch before each call, on the call's stream: the clean-cold
   // clean step, as LaunchPlan::set_clean_step takes it.
@@ -42,6 +45,7 @@ class PYHIPBENCH_API CallPlan {
   std::string name_;
   std::function<void()> call_;
   uintptr_t stream_;
+  bool graph_launch_only_;
   std::unique_ptr<LaunchPlan> clean_step_;
 };
 
