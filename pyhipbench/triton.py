@@ -381,14 +381,18 @@ def bench_compiled(kernel: TritonKernel, grid: int | Sequence[int] | Callable[[d
 
 
 def bench_compiled_with(kernel: TritonKernel, grid: int | Sequence[int] | Callable[[dict[str, Any]], Any],
-                        options: BenchOptions, **launch: Any) -> Result:
+                        options: BenchOptions, *, reset_to_zero: Sequence[str] = (),
+                        restore_value: Sequence[str] = (), **launch: Any) -> Result:
     """bench_compiled with the measurement's options already checked (autotune, a sweep's Triton candidate);
-    `launch`: stream, expect, atol, rtol."""
+    `reset_to_zero`, `restore_value`: names of the kernel's array arguments zeroed, or given back their
+    contents, before each sample, outside its timing (triton.autotune's); `launch`: stream, expect, atol, rtol."""
     launch_grid = dims("grid", kernel.grid(grid))  # programs per axis
     scratch, buffers = kernel.scratch(launch_grid)
+    resets = {what: [kernel.meta[name] for name in names]
+              for what, names in (("reset_to_zero", reset_to_zero), ("restore_value", restore_value))}
     try:
         return _bench([Launch(kernel.kernel, launch_grid, kernel.block, kernel.arguments() + scratch,
-                              kernel.shared_bytes)], options, **launch)
+                              kernel.shared_bytes)], options, **resets, **launch)
     finally:
         for buffer in buffers:
             buffer.free()
@@ -444,8 +448,11 @@ class Autotuner:
 
     def __init__(self, fn: "JITFunction", configs: Sequence[Any], key: Sequence[str], device: Device | None,
                  options: BenchOptions, launch_options: dict[str, Any], icache_flush: bool | None = None,
-                 race: bool = True) -> None:
+                 race: bool = True, prune_configs_by: dict[str, Any] | None = None,
+                 reset_to_zero: Sequence[str] = (), restore_value: Sequence[str] = ()) -> None:
         self.fn, self.configs, self.keys = fn, list(configs), list(key)
+        self.prune_configs_by = dict(prune_configs_by or {})
+        self.resets = {"reset_to_zero": list(reset_to_zero), "restore_value": list(restore_value)}
         self.icache_flush, self.race = icache_flush, race
         self._device = device
         self.options, self.launch_options = options, launch_options
@@ -473,7 +480,7 @@ class Autotuner:
         if key in self.tunings:
             return self.tunings[key]
         results: list[ConfigResult] = []
-        for config in self.configs:
+        for config in self.pruned(args, kwargs):
             results.append(self._try(config, grid, args, kwargs, self._race_bound(results)))
         ran = [r for r in results if r.result is not None]
         if not ran:
@@ -482,6 +489,32 @@ class Autotuner:
         tuning = Tuning(key, tuple(results), min(ran, key=lambda r: r.result.median_us).config)
         self.tunings[key] = tuning
         return tuning
+
+    def pruned(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """The configs to time, as Triton's autotuner prunes them, before anything is compiled:
+        `early_config_prune(configs, named_args, **kwargs)`, then the `top_k` (a count, or a fraction
+        of the configs) that `perf_model(**named_args, **kwargs, **config.all_kwargs())` ranks first."""
+        named = dict(zip(self.fn.arg_names, args))
+        configs = self.configs
+        prune = self.prune_configs_by
+        if prune.get("early_config_prune") is not None:
+            configs = list(prune["early_config_prune"](configs, named, **kwargs))
+            if not configs or not all(isinstance(c, _triton.Config) for c in configs):
+                raise BenchError(f"early_config_prune returned {show(configs)}: expected a non-empty list of "
+                                 "the triton.Config it was given")
+        if prune.get("perf_model") is not None:
+            top_k = prune.get("top_k", 10)
+            if isinstance(top_k, float) and 0 < top_k <= 1:
+                top_k = max(1, int(len(self.configs) * top_k))
+            if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+                raise BenchError(f"prune_configs_by top_k={show(top_k)}: expected a count >= 1 or a fraction "
+                                 "in (0, 1] of the configs")
+            if len(configs) > top_k:
+                model = prune["perf_model"]
+                estimates = [model(**named, **kwargs, **c.all_kwargs()) for c in configs]
+                order = sorted(range(len(configs)), key=lambda i: estimates[i])  # ties keep the configs' order
+                configs = [configs[i] for i in order[:top_k]]
+        return configs
 
     def _race_bound(self, results: list[ConfigResult]) -> float | None:
         """Racing's bound: the lowest CI upper bound so far, µs (None before a config ran,
@@ -505,7 +538,8 @@ class Autotuner:
             kernel = compile(self.fn, list(args), self.device, icache_flush=self.icache_flush, **kwargs,
                              **config.all_kwargs())
             options = self.options if bound_us is None else self.options.replace(slower_than_us=bound_us)
-            return ConfigResult(config, bench_compiled_with(kernel, grid, options, **self.launch_options))
+            return ConfigResult(config, bench_compiled_with(kernel, grid, options, **self.resets,
+                                                            **self.launch_options))
         except Error as e:
             return ConfigResult(config, None, f"{type(e).__name__}: {e}")
         finally:
@@ -525,7 +559,8 @@ class Autotuner:
 
 
 def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | None = None,
-             icache_flush: bool | None = None, race: bool = True,
+             icache_flush: bool | None = None, race: bool = True, prune_configs_by: dict[str, Any] | None = None,
+             reset_to_zero: Sequence[str] | None = None, restore_value: Sequence[str] | None = None,
              **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
     """A decorator like `triton.autotune(configs, key)`, timing each config with pyhipbench.
 
@@ -535,10 +570,13 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
     once it is surely slower than the best so far (Autotuner; False measures
     every config to the precision; a fixed `iterations` never races).
     Apply it above `@triton.jit`.
-    Of `triton.autotune`'s other arguments none is taken: `prune_configs_by`,
-    `reset_to_zero`, `restore_value` and `pre_hook` run Python around each
-    launch, which the C++ loop does not; `warmup`/`rep` are pyhipbench's
-    stopping rule here (`precision`, `max_time_s`, `iterations`).
+    `prune_configs_by`: as triton.autotune's ({"early_config_prune": f,
+    "perf_model": g, "top_k": n}), run in Python before anything is compiled.
+    `reset_to_zero`, `restore_value`: names of array arguments zeroed, or given
+    back their contents, before each sample, outside its timing (untimed reset
+    steps on the GPU, not Python hooks). `pre_hook`/`post_hook` (Python around
+    each launch, which the C++ loop does not run) are not taken; `warmup`/`rep`
+    are pyhipbench's stopping rule here (`precision`, `max_time_s`, `iterations`).
     """
     _require_triton()
     icache_flush = checked_icache_flush(icache_flush)
@@ -557,14 +595,40 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
     options, launch_options = _split_options(bench_options)
     if not isinstance(race, bool):
         raise BenchError(f"race={show(race)}: expected True (the default) or False")
+    prune = _checked_prune(prune_configs_by)
+    resets = {what: _names(what, names) for what, names in (("reset_to_zero", reset_to_zero),
+                                                               ("restore_value", restore_value))}
 
     def decorate(fn: "JITFunction") -> Autotuner:
         if not isinstance(fn, JITFunction):
             raise BenchError(f"autotune decorates a @triton.jit function, got {show(fn)}")
-        missing = [k for k in key if k not in fn.arg_names]
-        if missing:
-            raise BenchError(f"key names {', '.join(missing)}, not parameters of {fn.__name__!r} "
-                             f"({', '.join(fn.arg_names)})")
-        return Autotuner(fn, configs, key, device, options, launch_options, icache_flush, race)
+        for what, names in (("key", key), *resets.items()):
+            missing = [k for k in names if k not in fn.arg_names]
+            if missing:
+                raise BenchError(f"{what} names {', '.join(missing)}, not parameters of {fn.__name__!r} "
+                                 f"({', '.join(fn.arg_names)})")
+        return Autotuner(fn, configs, key, device, options, launch_options, icache_flush, race, prune, **resets)
 
     return decorate
+
+
+PRUNE_KEYS = ("early_config_prune", "perf_model", "top_k")
+
+
+def _checked_prune(prune: object) -> dict[str, Any]:
+    if prune is None:
+        return {}
+    if not isinstance(prune, dict) or set(prune) - set(PRUNE_KEYS):
+        raise BenchError(f"prune_configs_by={show(prune)}: expected a dict of {', '.join(PRUNE_KEYS)}")
+    for name in ("early_config_prune", "perf_model"):
+        if prune.get(name) is not None and not callable(prune[name]):
+            raise BenchError(f"prune_configs_by {name}={show(prune[name])}: expected a callable")
+    return dict(prune)
+
+
+def _names(what: str, names: object) -> list[str]:
+    if names is None:
+        return []
+    if isinstance(names, str) or not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise BenchError(f"{what}={show(names)}: expected a list of argument names")
+    return list(names)

@@ -154,13 +154,15 @@ Argument = DeviceArray | Shared | Scalar | Pointer
 
 
 def adopt_tensors(backend: Backend, kernel_name: str, params: tuple[KernelParam, ...],
-                  args: list[object]) -> list[object]:
+                  args: list[object], views: dict[int, DeviceArray] | None = None) -> list[object]:
     """`args` with each tensor (bare or in shared()) replaced by a DeviceArray view of its memory.
 
-    A tensor passed twice becomes one view, so it rotates as one array. The
-    views hold the tensors (and their DLPack capsules) for as long as they live.
+    A tensor passed twice becomes one view, so it rotates as one array; `views`
+    ({id(tensor): view}, filled here) carries that across the launches of a
+    chain. The views hold the tensors (and their DLPack capsules) for as long as
+    they live.
     """
-    views: dict[int, DeviceArray] = {}
+    views = {} if views is None else views
 
     def view(tensor: object, i: int) -> DeviceArray:
         if id(tensor) not in views:

@@ -100,11 +100,11 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
                expect: Expect = None, atol: float | None = None, rtol: float | None = None,
                reset_to_zero: Sequence[DeviceArray] = (), restore_value: Sequence[DeviceArray] = ()) -> Result:
     """bench_chain() with its measurement options already checked (a sweep's candidate, autotune, the CLI)."""
-    device, checked = _checked_chain(launches, stream)
+    device, checked, views = _checked_chain(launches, stream)
     last = checked[-1]
     expectation = _expectation(expect, last[2], last[0].name, atol, rtol)
     all_args = [a for _, _, args in checked for a in args]
-    resets = _checked_resets(all_args, reset_to_zero, restore_value)
+    resets = _checked_resets(all_args, reset_to_zero, restore_value, views)
     rule, cache, rotate = options.stop_rule(), options.cache_state, options.rotate
     timer = default_timer(device) if options.timer == "auto" else options.timer
     free, total = device.memory_info()
@@ -161,14 +161,17 @@ def _kernel_times(checked: list[tuple[Kernel, LaunchConfig, list[Argument]]],
 
 
 def _checked_resets(args: list[Argument], reset_to_zero: Sequence[DeviceArray],
-                    restore_value: Sequence[DeviceArray]) -> list[tuple[DeviceArray, bool]]:
-    """(array, zero it?) for each reset step; BenchError for an array the chain does not take."""
+                    restore_value: Sequence[DeviceArray], views: dict[int, DeviceArray]
+                    ) -> list[tuple[DeviceArray, bool]]:
+    """(array, zero it?) for each reset step (a tensor as the view the launches took it through, `views`);
+    BenchError for an array the chain does not take."""
     taken = {id(a) for a in args if isinstance(a, DeviceArray)}
     steps = []
     for what, arrays, zero in (("reset_to_zero", reset_to_zero, True), ("restore_value", restore_value, False)):
         if not isinstance(arrays, (list, tuple)):
             raise BenchError(f"{what}={show(arrays)}: expected a list of the chain's device arrays")
         for array in arrays:
+            array = views.get(id(array), array)
             if not isinstance(array, DeviceArray) or id(array) not in taken:
                 raise BenchError(f"{what}: {show(array)} is not a device array the kernels take; expected arrays "
                                  "passed in the launches' args")
@@ -189,8 +192,9 @@ def _expectation(expect: Expect, args: list[Argument], kernel_name: str, atol: f
 
 
 def _checked_chain(launches: Sequence[Launch], stream: Stream | None
-                   ) -> tuple[Device, list[tuple[Kernel, LaunchConfig, list[Argument]]]]:
-    """(device, each launch's kernel, config and args, each checked); BenchError naming what is wrong."""
+                   ) -> tuple[Device, list[tuple[Kernel, LaunchConfig, list[Argument]]], dict[int, DeviceArray]]:
+    """(device, each launch's kernel, config and args, each checked, the DeviceArray views of the tensors
+    among them by id(tensor): one view per tensor across the chain); BenchError naming what is wrong."""
     if not isinstance(launches, (list, tuple)) or not launches:
         raise BenchError(f"launches={show(launches)}: expected a non-empty list of pyhipbench.Launch")
     if stream is not None and not isinstance(stream, Stream):
@@ -198,6 +202,7 @@ def _checked_chain(launches: Sequence[Launch], stream: Stream | None
     if stream is not None and not stream.handle:
         raise BenchError("stream: this stream has been closed")
     checked = []
+    views: dict[int, DeviceArray] = {}
     device = None
     for i, launch in enumerate(launches):
         if not isinstance(launch, Launch):
@@ -216,11 +221,11 @@ def _checked_chain(launches: Sequence[Launch], stream: Stream | None
             raise BenchError(f"args={show(args)}: expected a list of kernel arguments")
         config = LaunchConfig.checked(launch.grid, launch.block, launch.shared_bytes, device.properties)
         args = check_args(kernel.name, kernel.params, adopt_tensors(device.backend, kernel.name, kernel.params,
-                                                                    list(args)))
+                                                                    list(args), views))
         kernel.prepare(config)
         checked.append((kernel, config, args))
     assert device is not None
-    return device, checked
+    return device, checked, views
 
 
 def make_plan(kernels: Sequence[tuple[Kernel, LaunchConfig]], sets: ArgumentSets,

@@ -141,3 +141,21 @@ def test_graph_and_batched_refuse_reset_steps(device, copy):
     chain, (_, _, dst) = split_chain(device, copy)
     with pytest.raises(BenchError, match="would time the reset steps"):
         hb.bench_chain(chain, timer="graph", cache="warm", iterations=2, reset_to_zero=[dst])
+
+
+def test_a_tensor_passed_to_two_launches_is_one_array_and_can_be_reset(device, copy, fake_driver, backend_name):
+    """Tensors (DLPack producers) are viewed once per chain: the same buffer in both launches of a set."""
+    from pyhipbench._device import dlpack
+
+    from fakes.tensors import FakeTensor
+    own = (dlpack.ROCM if backend_name == "hip" else dlpack.CUDA, 0)
+    n = 1 << 16
+    src = FakeTensor(np.arange(n, dtype=np.float32), own, memory=device.backend)
+    work = FakeTensor(np.zeros(n, np.float32), own, memory=device.backend)
+    dst = FakeTensor(np.zeros(n, np.float32), own, memory=device.backend)
+    fake_driver.read_args(2)
+    chain = [hb.Launch(copy, 4, 256, [src, work, hb.int64(n)]), hb.Launch(copy, 8, 128, [work, dst, hb.int64(n)])]
+    hb.bench_chain(chain, timer="events", cache="dirty-cold", rotate=3, iterations=3, warmup=0, reset_to_zero=[work])
+    made = launches(fake_driver, backend_name)
+    assert all(a.arg_values[1] == b.arg_values[0] for a, b in zip(made[0::2], made[1::2]))
+    assert len(fake_driver.records(RESET[backend_name][0])) == 3

@@ -418,3 +418,55 @@ def test_amd_without_torch_says_what_triton_needs(device, monkeypatch):
                                                 r"arguments of 'add'.*pip install torch, or on AMD set "
                                                 r"AMDGCN_USE_BUFFER_OPS=0"):
         ht.compile(tk.add, [x, y, out, 4096], device, BLOCK=256)
+
+
+def test_autotune_prunes_configs_as_triton_does_before_compiling(device, fake_driver, backend_name, monkeypatch):
+    warp = WARP[backend_name]
+    runs = timed_by_block(monkeypatch, fake_driver, {2 * warp: 9.0, 4 * warp: 5.0, 8 * warp: 7.0})
+    configs = [triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((128, 2), (256, 4), (512, 8), (1024, 8))]
+    seen = {}
+
+    def early(configs, named, **kwargs):
+        seen.update(named=sorted(named), kwargs=kwargs)
+        return [c for c in configs if c.kwargs["BLOCK"] < 1024]
+
+    def model(**values):
+        return {128: 1.0, 256: 3.0, 512: 2.0}[values["BLOCK"]]  # ranks 128 and 512 first
+    tuned = ht.autotune(configs, key=["n"], device=device, iterations=2, warmup=0, timer="events",
+                        prune_configs_by={"early_config_prune": early, "perf_model": model, "top_k": 2})(tk.add)
+    x, y, out = vectors(device)
+    tuning = tuned.tune(lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),), x, y, out, 4096)
+    assert [r.config.kwargs["BLOCK"] for r in tuning.results] == [128, 512] and len(runs) == 2
+    assert tuning.best is configs[2] and seen["named"] == ["n", "out", "x", "y"]
+    fraction = ht.autotune(configs, key=["n"], device=device, iterations=2, warmup=0, timer="events",
+                           prune_configs_by={"perf_model": lambda **v: v["BLOCK"], "top_k": 0.25})(tk.add)
+    assert [c.kwargs["BLOCK"] for c in fraction.pruned([x, y, out, 4096], {})] == [128]
+
+
+def test_autotune_resets_named_arrays_before_each_sample(device, fake_driver, backend_name):
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4)]
+    tuned = ht.autotune(configs, key=["n"], device=device, iterations=3, warmup=0, timer="events",
+                        reset_to_zero=["out"], restore_value=["x"])(tk.add)
+    x, y, out = vectors(device)
+    tuned.tune(lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),), x, y, out, 4096)
+    zero, restore = {"cuda": ("cuMemsetD8Async", "cuMemcpyDtoDAsync_v2"),
+                     "hip": ("hipMemsetAsync", "hipMemcpyDtoDAsync")}[backend_name]
+    zeroed, restored = fake_driver.records(zero), fake_driver.records(restore)
+    assert len(zeroed) == 3 and len(restored) == 3
+    assert {r.arg_values[0] for r in zeroed} == {out.address} and {r.arg_values[0] for r in restored} == {x.address}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(prune_configs_by={"early": print}), r"prune_configs_by=\{'early': .*\}: expected a dict of "
+                                              "early_config_prune, perf_model, top_k"),
+    (dict(prune_configs_by={"perf_model": 3}), "prune_configs_by perf_model=3: expected a callable"),
+    (dict(reset_to_zero="out"), "reset_to_zero='out': expected a list of argument names"),
+])
+def test_autotune_bad_pruning_and_reset_arguments(kwargs, message):
+    with pytest.raises(hb.BenchError, match=message):
+        ht.autotune([triton.Config({})], key=["n"], **kwargs)
+
+
+def test_autotune_reset_names_must_be_parameters():
+    with pytest.raises(hb.BenchError, match=r"restore_value names z, not parameters of 'add'"):
+        ht.autotune([triton.Config({})], key=["n"], restore_value=["z"])(tk.add)
