@@ -45,11 +45,11 @@ ITERATIONS = 300
 
 SOURCE = r"""
 #define TILE 16
-// Workspace[s] = A[:, slice s] @ B[slice s, :]: slice s of K = K / S.
-extern "C" __global__ void splitk_partial(const float* A, const float* B, float* W, int M, int N, int K, int S) {
+// A[m, slice s of K] @ B[slice s of K, n] for this thread's (m, n): slice s is blockIdx.z, of K / S.
+__device__ float slice_product(const float* A, const float* B, int M, int N, int K, int S) {
   __shared__ float a[TILE][TILE], b[TILE][TILE];
-  const int n = blockIdx.x * TILE + threadIdx.x, m = blockIdx.y * TILE + threadIdx.y, s = blockIdx.z;
-  const int per = K / S, k0 = s * per;
+  const int n = blockIdx.x * TILE + threadIdx.x, m = blockIdx.y * TILE + threadIdx.y;
+  const int per = K / S, k0 = blockIdx.z * per;
   float acc = 0.f;
   for (int k = k0; k < k0 + per; k += TILE) {
     a[threadIdx.y][threadIdx.x] = A[m * K + k + threadIdx.x];
@@ -58,7 +58,12 @@ extern "C" __global__ void splitk_partial(const float* A, const float* B, float*
     for (int i = 0; i < TILE; ++i) acc += a[threadIdx.y][i] * b[i][threadIdx.x];
     __syncthreads();
   }
-  W[((size_t)s * M + m) * N + n] = acc;
+  return acc;
+}
+// Workspace[s] = the slice-s product.
+extern "C" __global__ void splitk_partial(const float* A, const float* B, float* W, int M, int N, int K, int S) {
+  const int n = blockIdx.x * TILE + threadIdx.x, m = blockIdx.y * TILE + threadIdx.y;
+  W[((size_t)blockIdx.z * M + m) * N + n] = slice_product(A, B, M, N, K, S);
 }
 extern "C" __global__ void splitk_reduce(const float* W, float* C, int M, int N, int S) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -71,20 +76,10 @@ extern "C" __global__ void zero(float* C, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) C[i] = 0.f;
 }
-// C += A[:, slice s] @ B[slice s, :], by atomics: C must start at zero.
+// C += the slice-s product, by atomics: C must start at zero.
 extern "C" __global__ void atomic_gemm(const float* A, const float* B, float* C, int M, int N, int K, int S) {
-  __shared__ float a[TILE][TILE], b[TILE][TILE];
-  const int n = blockIdx.x * TILE + threadIdx.x, m = blockIdx.y * TILE + threadIdx.y, s = blockIdx.z;
-  const int per = K / S, k0 = s * per;
-  float acc = 0.f;
-  for (int k = k0; k < k0 + per; k += TILE) {
-    a[threadIdx.y][threadIdx.x] = A[m * K + k + threadIdx.x];
-    b[threadIdx.y][threadIdx.x] = B[(k + threadIdx.y) * N + n];
-    __syncthreads();
-    for (int i = 0; i < TILE; ++i) acc += a[threadIdx.y][i] * b[i][threadIdx.x];
-    __syncthreads();
-  }
-  atomicAdd(&C[m * N + n], acc);
+  const int n = blockIdx.x * TILE + threadIdx.x, m = blockIdx.y * TILE + threadIdx.y;
+  atomicAdd(&C[m * N + n], slice_product(A, B, M, N, K, S));
 }
 """
 

@@ -24,12 +24,6 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(cli, "_open_device", refuse)
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch, device):
-    monkeypatch.setattr(cli, "_open_device", lambda backend: device)
-    return device
-
-
 def test_version(capsys):
     with pytest.raises(SystemExit) as exited:
         cli.main(["--version"])

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import call
 
 import pyhipbench as hb
-from pyhipbench import cli
 from pyhipbench._launch.launch_config import dims
 from pyhipbench._measure.options import BenchOptions
 from pyhipbench._measure.rotation import plan_rotation
@@ -46,33 +46,6 @@ def files(tmp_path):
                                                       "kernel": "copy", "grid": [1], "block": [64],
                                                       "args": ["array:float32:64", "array:float32:64", "int64:64"]}]))
     return tmp_path
-
-
-@pytest.fixture
-def fake_gpu(monkeypatch, device):
-    # compile_for_device asks a CUDA driver which PTX it loads; the fake's is CUDA 12.4
-    monkeypatch.setattr(device.backend, "driver_version", lambda: 12040, raising=False)
-    monkeypatch.setattr(cli, "_open_device", lambda backend: device)
-    return device
-
-
-@pytest.fixture
-def no_device_wanted(monkeypatch):
-    """Fails the test if the command gets as far as opening a device."""
-    def refuse(backend):
-        raise AssertionError("the device was opened before the bad input was refused")
-    monkeypatch.setattr(cli, "_open_device", refuse)
-
-
-def call(argv: list[str], capsys) -> tuple[int, str, str]:
-    """main(argv)'s exit status (argparse's SystemExit included), stdout and stderr."""
-    try:
-        code = cli.main(argv)
-    except SystemExit as exited:
-        code = exited.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 def expand(argv: list[str], folder: Path) -> list[str]:

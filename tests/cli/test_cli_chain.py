@@ -9,8 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from pyhipbench import cli
+from cli_helpers import call
 
 COPY_PTX = Path(str(resources.files("pyhipbench") / "kernels" / "copy.ptx"))
 LAUNCH = {"cuda": "cuLaunchKernel", "hip": "hipExtModuleLaunchKernel"}
@@ -20,29 +19,6 @@ SPLIT = {"launches": [{"kernel": "copy", "grid": [1], "block": [256], "args": CO
                       {"kernel": "copy", "grid": [2], "block": [128], "args": ["ref:0.1", "array:float32:256",
                                                                               "ref:0.2"]}]}
 QUICK = ["--iterations", "3", "--warmup", "0", "--timer", "events"]
-
-
-@pytest.fixture
-def fake_gpu(monkeypatch, device):
-    monkeypatch.setattr(cli, "_open_device", lambda backend: device)
-    return device
-
-
-@pytest.fixture
-def no_device_wanted(monkeypatch):
-    def refuse(backend):
-        raise AssertionError("the device was opened before the bad input was refused")
-    monkeypatch.setattr(cli, "_open_device", refuse)
-
-
-def call(argv: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        code = cli.main([str(a) for a in argv])
-    except SystemExit as exited:
-        code = exited.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 def write(folder: Path, name: str, data) -> Path:
