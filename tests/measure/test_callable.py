@@ -168,13 +168,15 @@ def test_graph_true_refuses_what_cannot_be_captured(cuda):
     (dict(graph="yes"), "graph='yes': expected 'auto', True or False"),
     (dict(stream=-1), "stream=-1: expected a stream handle"),
     (dict(precision=2), "precision=2"),
+    (dict(device="gpu0"), "device='gpu0': expected a pyhipbench.Device or None"),
+    (dict(name=3), "name=3: expected a string"),
 ])
 def test_bad_options_are_named_before_anything_runs(cuda, kwargs, message):
     device, fake, lib = cuda
     fn = kwargs.pop("fn", lambda: launch(lib, GEMM))
     before = len(fake.records("cuLaunchKernel"))
     with pytest.raises(BenchError, match=message):
-        hb.bench_callable(fn, device=device, **kwargs)
+        hb.bench_callable(fn, **{"device": device, **kwargs})
     assert len(fake.records("cuLaunchKernel")) == before
 
 
