@@ -357,6 +357,8 @@ void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, co
   size_t count = 0;
   start_ns.assign(launches, 0);
   end_ns.assign(launches, 0);
+  // For messages only: launch k's kernel, named.
+  auto kernel = [&](size_t k) { return "kernel '" + cycle[k % cycle.size()]->kernel_name() + "'"; };
   auto visit = [&](const uint8_t* bytes, int kind) {
     if (kind != cupti::kKindConcurrentKernel) return;
     const auto id = read_field<uint32_t>(bytes, cupti::kernel_record::kCorrelationId);
@@ -364,9 +366,8 @@ void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, co
     if (at == by_id.end() || at->first != id) return;  // another launch's kernel
     const size_t k = at->second;
     const KernelLaunch& launch = *cycle[k % cycle.size()];
-    const std::string kernel = "kernel '" + launch.kernel_name() + "'";
     if (found[k]) {
-      throw MeasurementError("CUPTI delivered two kernel records for launch " + std::to_string(k) + " (" + kernel +
+      throw MeasurementError("CUPTI delivered two kernel records for launch " + std::to_string(k) + " (" + kernel(k) +
                              ") while timing " + which + " (correlation id " + std::to_string(id) + ")");
     }
     const LaunchConfig& config = launch.config();
@@ -378,7 +379,7 @@ void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, co
     std::memcpy(record_grid, bytes + cupti::kernel_record::kGrid, sizeof record_grid);
     std::memcpy(record_block, bytes + cupti::kernel_record::kBlock, sizeof record_block);
     if (!std::equal(grid, grid + 3, record_grid) || !std::equal(block, block + 3, record_block)) {
-      throw MeasurementError("the kernel record correlated to launch " + std::to_string(k) + " of " + kernel +
+      throw MeasurementError("the kernel record correlated to launch " + std::to_string(k) + " of " + kernel(k) +
                              " has grid " + dims(record_grid) + " and block " + dims(record_block) +
                              ", the launch had grid " + dims(grid) + " and block " + dims(block) +
                              ": the correlation is wrong");
@@ -390,14 +391,13 @@ void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, co
   };
   read(which, visit, [&] { return count == launches; });
   for (size_t k = 0; k < launches; ++k) {
-    const std::string kernel = "kernel '" + cycle[k % cycle.size()]->kernel_name() + "'";
     if (!found[k]) {
       throw MeasurementError("CUPTI delivered no kernel record for launch " + std::to_string(k) + " of " +
-                             std::to_string(launches) + " (" + kernel + ") while timing " + which +
+                             std::to_string(launches) + " (" + kernel(k) + ") while timing " + which +
                              " (correlation id " + std::to_string(correlation_ids_[k]) + ")");
     }
     if (start_ns[k] == 0 || end_ns[k] < start_ns[k]) {
-      throw MeasurementError("CUPTI recorded no valid time for launch " + std::to_string(k) + " of " + kernel +
+      throw MeasurementError("CUPTI recorded no valid time for launch " + std::to_string(k) + " of " + kernel(k) +
                              " (start " + std::to_string(start_ns[k]) + " ns, end " + std::to_string(end_ns[k]) +
                              " ns; CUPTI writes 0 when it lacked device memory for timestamps)");
     }

@@ -73,12 +73,14 @@ class TimerBase : public Timer {
   }
 
   // The clean step before a call, on the call's stream.
-  void prepare_call(CallPlan& call, Stream stream) {
-    if (LaunchPlan* clean = call.clean_step()) {
-      KernelLaunch& kernel = clean->kernel(0);
-      const Status status = driver_->launch(kernel, kernel.args(0), stream, nullptr, nullptr);
-      if (status.code != 0) fail(kernel.kernel_name(), status.call, status.code);
-    }
+  void prepare_call(CallPlan& call, Stream stream) { launch_clean_step(call.clean_step(), stream); }
+
+  // `clean` (a plan's or a call's clean step, if any), launched untimed on `stream`.
+  void launch_clean_step(LaunchPlan* clean, Stream stream) {
+    if (clean == nullptr) return;
+    KernelLaunch& kernel = clean->kernel(0);
+    const Status status = driver_->launch(kernel, kernel.args(0), stream, nullptr, nullptr);
+    if (status.code != 0) fail(kernel.kernel_name(), status.call, status.code);
   }
 
   // A session holds the run lock from begin to end, so another thread's run() waits for the whole
@@ -153,11 +155,7 @@ class TimerBase : public Timer {
       const Status status = driver_->reset(step, set, stream);
       if (status.code != 0) fail("reset step before " + plan.name(), status.call, status.code);
     }
-    if (LaunchPlan* clean = plan.clean_step()) {
-      KernelLaunch& kernel = clean->kernel(0);
-      const Status status = driver_->launch(kernel, kernel.args(0), stream, nullptr, nullptr);
-      if (status.code != 0) fail(kernel.kernel_name(), status.call, status.code);
-    }
+    launch_clean_step(plan.clean_step(), stream);
   }
 
   // The plan's chain on argument set `set`: `start` (if any) recorded before its
