@@ -327,7 +327,7 @@ def _quoted(error: BaseException) -> str:
 def _triton_function(function: str) -> Any:
     """The @triton.jit function "module:function" names; BenchError naming what is missing."""
     from .. import triton as pyhipbench_triton
-    pyhipbench_triton._require_triton()  # ToolchainError saying how to install Triton
+    pyhipbench_triton._kernel._require_triton()  # ToolchainError saying how to install Triton
     module_name, _, name = function.partition(":")
     if not module_name or not name:
         raise BenchError(f"function={function!r}: expected \"module:function\", an importable module and a "
@@ -345,7 +345,7 @@ def _triton_function(function: str) -> Any:
         fn = getattr(module, name, None)
     except (Exception, SystemExit) as e:  # a module __getattr__ of the user's
         raise BenchError(f"function={function!r}: looking up {name!r} in {module_name} raised {_quoted(e)}") from None
-    if not isinstance(fn, pyhipbench_triton.JITFunction):
+    if not isinstance(fn, pyhipbench_triton._kernel.JITFunction):
         raise BenchError(f"function={function!r}: {module_name} has no @triton.jit function {name!r} "
                          f"(found {show(fn)})")
     return fn

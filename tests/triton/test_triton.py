@@ -101,7 +101,7 @@ def test_shared_memory_above_48k_reaches_bench(device, backend_name, monkeypatch
     """128 x 128 x 64, 8 warps, 3 stages: Triton asks for 96 KiB (64 KiB on gfx942), which bench() receives as
     shared_bytes (launching it needs the opt-in attribute the core sets for large requests)."""
     seen = {}
-    monkeypatch.setattr(ht, "_bench", lambda launches, options, **launch: seen.update(
+    monkeypatch.setattr(ht._bench, "bench_with", lambda launches, options, **launch: seen.update(
         shared_bytes=launches[0].shared_bytes, iterations=options.iterations))
     a, b, c = (device.empty((256, 256), np.float16) for _ in range(3))
     ht.bench(tk.matmul, (2, 2), [a, b, c, 256, 256, 256, 256, 1, 256, 1, 256, 1], device=device,
@@ -197,8 +197,8 @@ def timed_by_block(monkeypatch, fake_driver, us_by_block: dict[int, float]):
         fake_driver.lib.fake_set_launch_ms(us_by_block.get(launches[0].block[0], 1.0) / 1000)
         return real(launches, options, **launch)
 
-    real = ht._bench
-    monkeypatch.setattr(ht, "_bench", bench_with_fake_time)
+    real = ht._bench.bench_with
+    monkeypatch.setattr(ht._bench, "bench_with", bench_with_fake_time)
     return runs
 
 
@@ -236,8 +236,8 @@ def test_autotune_races_each_config_against_the_best_so_far(device, fake_driver,
         fake_driver.lib.fake_set_launch_ms_step(step_us / 1000)  # a ramp: never within ±1 %
         return real(launches, bench_options, **launch)
 
-    real = ht._bench
-    monkeypatch.setattr(ht, "_bench", bench_with_fake_time)
+    real = ht._bench.bench_with
+    monkeypatch.setattr(ht._bench, "bench_with", bench_with_fake_time)
     configs = [triton.Config({"BLOCK": 256}, num_warps=4), triton.Config({"BLOCK": 512}, num_warps=8),
                triton.Config({"BLOCK": 128}, num_warps=2), triton.Config({"BLOCK": 1024}, num_warps=8)]
     tuned = ht.autotune(configs, key=["n"], device=device, warmup=0, timer="events", cache="warm")(tk.add)
@@ -264,8 +264,8 @@ def test_autotune_without_racing_or_with_a_fixed_count_gives_no_bound(device, fa
                                                                       monkeypatch, options):
     runs = timed_by_block(monkeypatch, fake_driver, {4 * WARP[backend_name]: 5.0})
     passed = []
-    real = ht._bench
-    monkeypatch.setattr(ht, "_bench", lambda *a, **o: passed.append(a[1]) or real(*a, **o))
+    real = ht._bench.bench_with
+    monkeypatch.setattr(ht._bench, "bench_with", lambda *a, **o: passed.append(a[1]) or real(*a, **o))
     configs = [triton.Config({"BLOCK": 256}, num_warps=4)] * 3
     tuned = ht.autotune(configs, key=["n"], device=device, warmup=0, timer="events", **options)(tk.add)
     x, y, out = vectors(device)
