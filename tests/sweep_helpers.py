@@ -51,7 +51,7 @@ class InProcess:
         return []
 
     def start(self, slot: int) -> None:
-        self.pending.append((slot, "ready", DeviceFacts("cuda", 0, "Fake GPU", CompileTarget("sm_90", 13000), 1)))
+        self.pending.append((slot, "ready", DeviceFacts("cuda", 0, "Fake GPU", CompileTarget("sm_90", 13000, ("cuda", 90, 32)), 1)))
 
     def submit(self, slot: int, task) -> None:
         self.pending.append((slot, "outcome", self.worker.run(task)))

@@ -38,3 +38,13 @@ def descriptor_copy(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr):
     target = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
     row = tl.program_id(0) * BM
     target.store([row, 0], source.load([row, 0]))
+
+
+@triton.jit
+def unrolled(x, out, STEPS: tl.constexpr):
+    """Its compile time grows with STEPS (the loop is unrolled while Triton builds the IR)."""
+    offsets = tl.arange(0, 16)
+    acc = tl.load(x + offsets)
+    for i in tl.static_range(STEPS):
+        acc = acc * 1.0001 + i
+    tl.store(out + offsets, acc)

@@ -88,7 +88,8 @@ def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str =
     (first start to last end); the events timer brackets the whole chain.
     `expect` is aligned with the last launch's arguments. `reset_to_zero`,
     `restore_value`: arrays (arguments of the chain) zero-filled, or given back
-    their contents at the call, before each sample, outside its timing.
+    their contents at the call, before each sample, outside its timing, and
+    once more after the last (the arrays end as a reset step leaves them).
     """
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us)
@@ -122,15 +123,20 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
                              stream.handle if stream else 0)
             if expectation is not None:
                 expectation.verify(device, plan, sets)
+            contents = []
             for array, zero in resets:
                 source = 0
-                if not zero:  # the contents as they are now, restored before each sample
-                    saved.append(device.array(array.to_numpy()))
+                # The contents as they are now (zeros for a zero fill): restored before each sample, and after.
+                contents.append(np.zeros(array.shape, array.dtype) if zero else array.to_numpy())
+                if not zero:
+                    saved.append(device.array(contents[-1]))
                     source = saved[-1].address
                 plan.add_reset([sets.address(s, array) for s in range(len(sets))], source, array.nbytes)
             if cache == "clean-cold":
                 clean_step(device).attach(plan)
             taken = _core.measure(core_timer, plan, rule.core, options.warmup)
+            for (array, _), values in zip(resets, contents):  # the arrays as a reset step leaves them
+                array.copy_from(values)
     finally:
         for array in saved:
             array.free()

@@ -2,33 +2,34 @@
 
 Nothing compiles before the first worker says what the GPUs are (the
 target). Then a code object is ready at once; LLVM IR and CUDA / HIP C++
-(`needs_compiler`) compile in a CPU process pool, each source once, while the
-GPUs measure what is ready; a source compiled in the worker (Triton) needs
-nothing here, and travels with each of its tasks. A compile error fails the
-source's candidates (bad input: retrying cannot help). A compiler process that
-dies breaks the pool: each compile the pool held is tried once more in a new
-one, then its candidates fail.
+(`needs_compiler`) compile in the compile pool (pyhipbench._compile), each
+source once, while the GPUs measure what is ready. A Triton source
+(`compiled_in_worker`) is compiled ahead too, once per argument
+specialisation, into Triton's cache: its GPU worker's own compile then comes
+from that cache. A compile error fails the source's candidates (bad input:
+retrying cannot help), as does a compile that kills its process or runs past
+the compile timeout; only that compile's candidates are lost.
 """
 from __future__ import annotations
 
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from typing import Any
 
+from .._compile.pool import TaskOutcome, shared_pool, unexpected
 from ..errors import Error
 from .candidate import Candidate
 from .sources import Code, CompileTarget, Source
-from .worker import DIED, INVALID, die_with_parent, unexpected
+from .worker import DIED, INVALID, TIMEOUT
 
-__all__ = ["CompileQueue", "Compiled", "COMPILE_TRIES"]
+__all__ = ["CompileQueue", "Compiled", "COMPILE_TIMEOUT_S"]
 
-COMPILE_TRIES = 2  # a compile whose process died runs once more, then its candidates fail
+COMPILE_TIMEOUT_S = 600.0  # one source's compile in the pool; past it, its candidates fail (timeout)
+_REASONS = {"raised": INVALID, "timeout": TIMEOUT, "died": DIED, "unsent": INVALID, "closed": DIED}
 
 
 def _compile(source: Source, target: CompileTarget) -> tuple[str, Any]:
-    """In the CPU pool: ("ok", Code) or ("error", message) (exceptions may not unpickle)."""
+    """In the compile pool: ("ok", Code) or ("error", message) (exceptions may not unpickle)."""
     try:
         return "ok", source.compile(target)
     except Error as e:
@@ -43,6 +44,7 @@ class Compiled:
     error) because their source did not compile."""
     ready: list[Candidate] = field(default_factory=list)
     failed: list[tuple[Candidate, str, str]] = field(default_factory=list)
+    compiles_ended: int = 0  # the pool's compiles that ended (a source's, or a Triton specialisation's)
 
 
 class CompileQueue:
@@ -51,74 +53,64 @@ class CompileQueue:
     def __init__(self, candidates: list[Candidate], compile_workers: int) -> None:
         self.compile_workers = compile_workers
         self.target: CompileTarget | None = None  # the sweep's GPUs, once the first worker is up
-        self.waiting: dict[str, list[Candidate]] = {}  # source digest -> the candidates waiting for its code
+        # What waits for one compile: a source's digest (or, for Triton, its digest and the candidates' args).
+        self.waiting: dict[tuple, list[Candidate]] = {}
         self.sources: dict[str, Source] = {}
         self.code: dict[str, Code] = {}
-        self.compiling: dict[Future, str] = {}  # the pool's compiles -> their source's digest
-        self.tries: dict[str, int] = {}
-        self.pool: ProcessPoolExecutor | None = None
+        self.compiling: dict[Future, tuple] = {}  # the pool's compiles -> what waits for them
+        self.aheads: dict[tuple, Any] = {}  # a Triton group's compile ahead (pyhipbench.triton's Ahead)
         for c in candidates:
-            self.waiting.setdefault(c.source.digest, []).append(c)
+            group = (c.source.digest, c.args) if c.source.compiled_in_worker else (c.source.digest,)
+            self.waiting.setdefault(group, []).append(c)
             self.sources[c.source.digest] = c.source
 
     def start(self, target: CompileTarget) -> Compiled:
         """Code for `target`: what needs no compiler at once, the rest submitted to the pool."""
         self.target = target
         news = Compiled()
-        for digest in list(self.waiting):
-            source = self.sources[digest]
-            if source.compiled_in_worker:
-                news.ready += self.waiting.pop(digest)
-            elif source.needs_compiler:
-                self._submit(digest)
-            else:
-                try:
-                    self._compiled(digest, "ok", source.compile(target), news)
-                except Error as e:
-                    self._compiled(digest, "error", f"{type(e).__name__}: {e}", news)
+        for group in list(self.waiting):
+            source = self.sources[group[0]]
+            try:
+                if source.compiled_in_worker:
+                    ahead = source.compile_ahead(target, group[1], self.compile_workers, COMPILE_TIMEOUT_S)
+                    if ahead.future is None:  # in Triton's cache, or one its worker must compile itself
+                        news.ready += self.waiting.pop(group)
+                    else:
+                        self.compiling[ahead.future] = group
+                        self.aheads[group] = ahead
+                elif source.needs_compiler:
+                    pool = shared_pool(self.compile_workers)
+                    self.compiling[pool.submit(_compile, source, target, timeout_s=COMPILE_TIMEOUT_S)] = group
+                else:
+                    self._compiled(group, TaskOutcome(value=("ok", source.compile(target))), news)
+            except Error as e:
+                self._compiled(group, TaskOutcome(error=f"{type(e).__name__}: {e}", ended="raised"), news)
         return news
 
     def collect(self) -> Compiled:
         """The compiles that have finished since the last look."""
-        news, broken = Compiled(), []
+        news = Compiled()
         for future in [f for f in self.compiling if f.done()]:
-            digest = self.compiling.pop(future)
-            try:
-                status, value = future.result()
-            except BrokenProcessPool:
-                broken.append(digest)
-                continue
-            self._compiled(digest, status, value, news)
-        if broken:  # a compiler process died (compile_ir survives LLVM aborts; this is rarer)
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
-            # The dead pool's other compiles fail (or are cancelled) too, some only after this look: all are
-            # resubmitted now, so no future of the dead pool is left to break the new one or raise here later.
-            broken += self.compiling.values()
-            self.compiling.clear()
-            for digest in broken:
-                if self.tries[digest] < COMPILE_TRIES:
-                    self._submit(digest)
-                else:
-                    news.failed += [(c, DIED, "the compiler process died compiling it, twice")
-                                    for c in self.waiting.pop(digest)]
+            self._compiled(self.compiling.pop(future), future.result(), news)
+            news.compiles_ended += 1
         return news
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
+        """Ends the compiles still running (Ctrl-C, an error): the pool's processes are killed."""
+        if self.compiling:
+            shared_pool(self.compile_workers).close()
+            self.compiling.clear()
 
-    def _submit(self, digest: str) -> None:
-        if self.pool is None:
-            self.pool = ProcessPoolExecutor(self.compile_workers, mp_context=get_context("spawn"),
-                                            initializer=die_with_parent)
-        self.tries[digest] = self.tries.get(digest, 0) + 1
-        self.compiling[self.pool.submit(_compile, self.sources[digest], self.target)] = digest
-
-    def _compiled(self, digest: str, status: str, value: Any, news: Compiled) -> None:
-        waiting = self.waiting.pop(digest)
+    def _compiled(self, group: tuple, outcome: TaskOutcome, news: Compiled) -> None:
+        waiting = self.waiting.pop(group)
+        ahead = self.aheads.pop(group, None)
+        if ahead is not None and outcome.ok:
+            news.ready += waiting  # Triton's cache holds it now
+            return
+        status, value = outcome.value if outcome.ok else ("error", outcome.error if ahead is None
+                                                          else ahead.failure(outcome))
         if status == "ok":
-            self.code[digest] = value
+            self.code[group[0]] = value
             news.ready += waiting
         else:
-            news.failed += [(c, INVALID, value) for c in waiting]
+            news.failed += [(c, _REASONS.get(outcome.ended, INVALID), value) for c in waiting]

@@ -38,15 +38,15 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from multiprocessing.connection import wait
 from typing import Any, Protocol
 
 from ..errors import NoDeviceError
 from .candidate import Candidate
 from .compile_queue import Compiled, CompileQueue
 from .dispatch import Dispatcher
+from .gate import MeasureGate
 from .interrupts import POLL_S as INTERRUPT_POLL_S
-from .interrupts import InterruptGuard, SweepInterrupted, children_ignore_sigint
+from .interrupts import InterruptGuard, SweepInterrupted
 from .progress import Progress
 from .racing import RacingBound
 from .recorder import Recorder, SweepSummary
@@ -58,7 +58,6 @@ __all__ = ["Executor", "SweepSummary", "run", "watchdog_s", "MAX_ATTEMPTS", "TIM
 
 MAX_ATTEMPTS = 2  # a candidate that faults, hangs or kills its worker runs once more, then fails
 POLL_S = 0.05     # how often compiled code is collected while compiles are outstanding, seconds
-COMPILER_EXIT_S = 5.0  # how long a stopped sweep waits for its killed compiler processes to exit, seconds
 
 
 class Executor(Protocol):
@@ -87,6 +86,7 @@ class _Scheduler:
         self.slots: dict[int, WorkerSlot] = {}
         self.compiles = CompileQueue(candidates, compile_workers)
         self.dispatcher = Dispatcher(candidates)
+        self.gate = MeasureGate()
         self.racing = RacingBound(store, race)
         self.recorder = Recorder(store, progress, summary, len(candidates))
 
@@ -98,8 +98,7 @@ class _Scheduler:
                 self._start_slot(index)
             while self.recorder.remaining:
                 self.interrupts.check()
-                with children_ignore_sigint():  # a compiler process may start
-                    self._compiled(self.compiles.collect())
+                self._compiled(self.compiles.collect())
                 self._dispatch()
                 # A slot whose worker is replaced while this batch is handled: the rest of the batch's events
                 # for it are the old worker's (a Ray actor's second call).
@@ -109,35 +108,26 @@ class _Scheduler:
                         self._handle(index, kind, value)
                 self._watchdog()
         except BaseException:
-            self._end_compiles()
+            self.compiles.close()  # the compile pool's processes killed: a compile in progress is not
             raise
         self.compiles.close()
-
-    def _end_compiles(self) -> None:
-        """The compile pool shut down and its processes killed, their exits awaited (up to
-        COMPILER_EXIT_S): a compile in progress is not."""
-        pool = self.compiles.pool  # a ProcessPoolExecutor: its processes by pid (3.14 has terminate_workers)
-        processes = list(pool._processes.values()) if pool is not None and pool._processes else []
-        self.compiles.close()
-        for process in processes:
-            if process.is_alive():
-                process.kill()
-        deadline = time.monotonic() + COMPILER_EXIT_S
-        # The sentinels, not join(): the pool's own thread reaps its processes.
-        while (running := [p.sentinel for p in processes if p.is_alive()]) and time.monotonic() < deadline:
-            wait(running, max(0.0, deadline - time.monotonic()))
 
     def _start_slot(self, index: int) -> None:
         self.slots[index] = WorkerSlot(self.executor, index, self.timeout_floor_s)
         self.slots[index].start()
 
     def _compiled(self, news: Compiled) -> None:
+        if self.compiles.compiling:
+            self.gate.compiling()
+        self.gate.compiled(news.compiles_ended)
         self.dispatcher.add(news.ready)
         for candidate, reason, error in news.failed:
             self.recorder.not_compiled(candidate, reason, error)
 
     def _dispatch(self) -> None:
-        self.dispatcher.dispatch(list(self.slots.values()), self._send)
+        """The next tasks out, unless the ready candidates are held for the compiles still running (gate.py)."""
+        if self.gate.open(len(self.dispatcher.ready), len(self.compiles.compiling), len(self.slots)):
+            self.dispatcher.dispatch(list(self.slots.values()), self._send)
 
     def _send(self, slot: WorkerSlot, attempt: Attempt) -> None:
         """Sends `attempt` to `slot`'s worker with the code object only if the worker will not hold it."""
@@ -175,8 +165,7 @@ class _Scheduler:
     def _ready(self, slot: WorkerSlot, facts: DeviceFacts) -> None:
         slot.facts = facts
         if self.compiles.target is None:
-            with children_ignore_sigint():  # the compiler processes start
-                self._compiled(self.compiles.start(facts.target))
+            self._compiled(self.compiles.start(facts.target))
             for extra in self.executor.more_slots(facts):
                 self._start_slot(extra)
         elif facts.target != self.compiles.target:
@@ -188,6 +177,7 @@ class _Scheduler:
         device = slot.facts.label
         done = slot.finished(outcome)
         self.summary.busy_s += outcome.busy_s
+        self.gate.measured_one(outcome.busy_s)
         if outcome.result is not None:  # before the next tasks go out, so they race against it
             self.racing.lower(outcome.result)
         if outcome.replace_worker:

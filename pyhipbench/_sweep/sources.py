@@ -48,9 +48,11 @@ __all__ = ["Source", "CompileTarget", "Code", "CodeObjectSource", "IRSource", "C
 @dataclass(frozen=True)
 class CompileTarget:
     """What a compiler needs to know of the sweep's GPUs: the processor (gfx942,
-    sm_90) and, on NVIDIA, the CUDA driver version (the newest PTX it loads)."""
+    sm_90), on NVIDIA the CUDA driver version (the newest PTX it loads), and
+    Triton's GPUTarget fields for it (backend, capability or processor, warp size)."""
     arch: str
     driver_version: int | None = None
+    triton_target: tuple[str, int | str, int] | None = None
 
     def __str__(self) -> str:
         return self.arch if self.driver_version is None else f"{self.arch} (CUDA driver {self.driver_version})"
@@ -434,6 +436,22 @@ class TritonSource(Source):
         if "function" not in data:
             raise BenchError("triton source: missing function (\"module:function\")")
         return cls(**{k: v for k, v in data.items() if k in fields_})
+
+    def compile_ahead(self, target: CompileTarget, args: tuple[Any, ...], workers: int,
+                      timeout_s: float | None) -> Any:
+        """The compile a worker's `compile_on` will make for arguments as `args` (ArgSpecs) describe them,
+        started ahead in the compile pool, into Triton's cache (pyhipbench.triton's Ahead); BenchError or
+        CodegenError where it cannot even be specialised."""
+        from .._launch.arg_spec import ScalarSpec
+        from ..triton import _ahead, _kernel
+        values = [spec.value if isinstance(spec, ScalarSpec) else
+                  _kernel.array_view(spec.dtype, spec.nbytes) for spec in args]
+        target_fields = target.triton_target
+        if target_fields is None:
+            raise BenchError(f"{target}: no Triton target is known for it")
+        spec = _kernel.specialize(_triton_function(self.function), values,
+                                  _kernel.GPUTarget(*target_fields), **self.meta)
+        return _ahead.compile_ahead([spec], target.arch, workers, timeout_s)[0]
 
     def compile_on(self, device: Any, arguments: list[Any]) -> _TritonLaunch:
         from .. import triton as pyhipbench_triton

@@ -111,7 +111,8 @@ class Worker:
     def facts(self) -> DeviceFacts:
         backend = self.device.backend
         return DeviceFacts(backend.name, self.device.properties.index, self.device.name,
-                           CompileTarget(self.device.arch, backend.compile_driver_version()), backend.device_count)
+                           CompileTarget(self.device.arch, backend.compile_driver_version(),
+                                         backend.triton_target(self.device.arch)), backend.device_count)
 
     def _module(self, task: Task):
         if task.code_digest in self.modules:

@@ -1,40 +1,79 @@
-"""triton.autotune's decorator with every config timed by pyhipbench."""
+"""triton.autotune's decorator with every config timed by pyhipbench.
+
+A tuning goes in three steps. Every config (pruned first, in Python) is
+specialised for the call's arguments and its compile started ahead: Triton's
+cache answers configs compiled before, the compile pool compiles the rest in
+parallel. Once all have compiled, each is loaded, and then they are measured
+back to back, so the GPU is not left idle (its clock dropping) between
+compiles. A config that fails anywhere is recorded with its reason.
+"""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._compile.pool import default_workers
 from .._device.device import Device
+from .._measure.callable import bench_callable
 from .._measure.options import BenchOptions
 from .._measure.result import Result
 from .._values import icache_flush as checked_icache_flush
-from .._values import show
+from .._values import integer, real, show
 from ..errors import BenchError, Error
 from . import _kernel
+from ._ahead import Ahead, compile_ahead
 from ._bench import BENCH_OPTIONS, bench_compiled_with, split_options
-from ._kernel import _binder_view, _require_triton, compile
+from ._kernel import Specialized, TritonKernel, _binder_view, _require_triton, build, specialize, target_of
+from ._tuning_cache import TuningCache
 
 if TYPE_CHECKING:
     from triton.runtime.jit import JITFunction
 
-__all__ = ["autotune", "Autotuner", "Tuning", "ConfigResult"]
+__all__ = ["autotune", "Autotuner", "Tuning", "ConfigResult", "TuneOptions"]
+
+HOOKED_NOTE = ("timed through the callable path: Triton's launcher with the hooks around each call, their GPU "
+               "work in the time, as triton.autotune times it")
+
 
 @dataclass(frozen=True)
 class ConfigResult:
-    """One autotune candidate: its pyhipbench Result, or why it could not run."""
+    """One autotune candidate: its pyhipbench Result, or why it could not run.
+
+    `compiled`: where its compile came from ("cache": Triton's cache had it;
+    "pool": a compile worker; "here": this process, `note` says why).
+    `compile_s`: seconds compiling (the worker's, or this process's);
+    `queue_s`: seconds it waited for a compile worker; `measure_s`: seconds
+    measuring (load and bench). `note`: how it was timed when that differs
+    from the C++ loop (hooks), or where it compiled. `stored`: for a tuning
+    read back from `cache_results`' file, what was stored (`result` is None).
+    """
     config: Any              # the triton.Config
-    result: Result | None    # None when it failed
+    result: Result | None    # None when it failed, or when it was read back from the tuning cache
     error: str | None = None  # the failure: a compile error, a limit it exceeds, a fault
+    compiled: str | None = None
+    compile_s: float | None = None
+    queue_s: float | None = None
+    measure_s: float | None = None
+    note: str | None = None
+    stored: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def median_us(self) -> float | None:
-        return None if self.result is None else self.result.median_us
+        if self.result is not None:
+            return self.result.median_us
+        return None if self.stored is None else self.stored.get("median_us")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable: the config, and the median, CI (µs), timer, cache state, samples, why it
-        stopped and the race's bound (µs; None: not raced), or the error."""
-        out: dict[str, Any] = {"config": {**self.config.all_kwargs()}}
+        stopped and the race's bound (µs; None: not raced), or the error; where it compiled and the
+        seconds compiling, queued and measuring."""
+        if self.stored is not None:
+            return dict(self.stored)
+        out: dict[str, Any] = {"config": self.config.all_kwargs(), "compiled": self.compiled,
+                               "compile_s": self.compile_s, "queue_s": self.queue_s, "measure_s": self.measure_s,
+                               "note": self.note}
         if self.result is None:
             return {**out, "error": self.error}
         r = self.result
@@ -45,14 +84,52 @@ class ConfigResult:
 
 @dataclass(frozen=True)
 class Tuning:
-    """The outcome of tuning one key: every config's result, and the fastest (by median)."""
+    """The outcome of tuning one key: every config's result, and the fastest (by median).
+    `wall_s`: seconds the tuning took (pruning to the last measurement; reading the file, for a tuning
+    read back); `compile_wall_s`: of those, seconds until every config had compiled;
+    `from_cache`: read back from cache_results' file rather than measured."""
     key: tuple
     results: tuple[ConfigResult, ...]
     best: Any  # the winning triton.Config
+    wall_s: float = 0.0
+    compile_wall_s: float = 0.0
+    from_cache: bool = False
 
     @property
     def failed(self) -> tuple[ConfigResult, ...]:
-        return tuple(r for r in self.results if r.result is None)
+        return tuple(r for r in self.results if r.error is not None)
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """autotune()'s own options, checked once: see autotune()."""
+    icache_flush: bool | None = None
+    race: bool = True
+    prune_configs_by: dict[str, Any] = field(default_factory=dict)
+    reset_to_zero: tuple[str, ...] = ()
+    restore_value: tuple[str, ...] = ()
+    pre_hook: Callable[..., Any] | None = None
+    post_hook: Callable[..., Any] | None = None
+    cache_results: bool = False
+    compile_workers: int = field(default_factory=default_workers)
+    compile_timeout_s: float | None = 120.0
+
+
+@dataclass
+class _Candidate:
+    """A config on its way: specialised, compiling, loaded, measured."""
+    config: Any
+    spec: Specialized | None = None
+    ahead: Ahead | None = None
+    kernel: TritonKernel | None = None
+    error: str | None = None
+    compile_s: float = 0.0
+    queue_s: float = 0.0
+    measure_s: float = 0.0
+    note: str | None = None
+
+    def failed(self, error: str) -> None:
+        self.error = self.error or error
 
 
 class Autotuner:
@@ -69,13 +146,9 @@ class Autotuner:
     """
 
     def __init__(self, fn: "JITFunction", configs: Sequence[Any], key: Sequence[str], device: Device | None,
-                 options: BenchOptions, launch_options: dict[str, Any], icache_flush: bool | None = None,
-                 race: bool = True, prune_configs_by: dict[str, Any] | None = None,
-                 reset_to_zero: Sequence[str] = (), restore_value: Sequence[str] = ()) -> None:
+                 options: BenchOptions, launch_options: dict[str, Any], tune: TuneOptions | None = None) -> None:
         self.fn, self.configs, self.keys = fn, list(configs), list(key)
-        self.prune_configs_by = dict(prune_configs_by or {})
-        self.resets = {"reset_to_zero": list(reset_to_zero), "restore_value": list(restore_value)}
-        self.icache_flush, self.race = icache_flush, race
+        self.tune_options = TuneOptions() if tune is None else tune
         self._device = device
         self.options, self.launch_options = options, launch_options
         self.tunings: dict[tuple, Tuning] = {}
@@ -95,20 +168,31 @@ class Autotuner:
 
     def tune(self, grid: int | Sequence[int] | Callable[[dict[str, Any]], Any], *args: Any,
              **kwargs: Any) -> Tuning:
-        """The Tuning for these arguments' key: each config compiled and timed (once per key).
-        A config that fails to compile, exceeds a limit or faults is recorded with the reason;
+        """The Tuning for these arguments' key: each config compiled (ahead, in parallel) and timed
+        (back to back), once per key; with `cache_results`, read back from an earlier process's file when
+        one matches. A config that fails to compile, exceeds a limit or faults is recorded with the reason;
         BenchError if every config failed."""
         key = self.key_of(args, kwargs)
         if key in self.tunings:
             return self.tunings[key]
-        results: list[ConfigResult] = []
-        for config in self.pruned(args, kwargs):
-            results.append(self._try(config, grid, args, kwargs, self._race_bound(results)))
-        ran = [r for r in results if r.result is not None]
-        if not ran:
-            reasons = "; ".join(f"{r.config}: {r.error}" for r in results)
-            raise BenchError(f"autotune of {self.fn.__name__!r} for key {key!r}: no config ran; {reasons}")
-        tuning = Tuning(key, tuple(results), min(ran, key=lambda r: r.result.median_us).config)
+        started = time.perf_counter()
+        configs = self.pruned(args, kwargs)
+        cache = TuningCache(self.fn, self.device, self.options, configs, key) \
+            if self.tune_options.cache_results and not any(self._hooked(c) for c in configs) else None
+        tuning = None if cache is None else cache.load(started)
+        if tuning is None:
+            candidates = [self._specialized(config, args, kwargs) for config in configs]
+            self._compile(candidates)
+            compile_wall_s = time.perf_counter() - started
+            results = self._measure(candidates, grid, args, kwargs)
+            ran = [r for r in results if r.error is None]
+            if not ran:
+                reasons = "; ".join(f"{r.config}: {r.error}" for r in results)
+                raise BenchError(f"autotune of {self.fn.__name__!r} for key {key!r}: no config ran; {reasons}")
+            best = min(ran, key=lambda r: r.median_us).config
+            tuning = Tuning(key, tuple(results), best, time.perf_counter() - started, compile_wall_s)
+            if cache is not None:
+                cache.store(tuning)
         self.tunings[key] = tuning
         return tuning
 
@@ -118,7 +202,7 @@ class Autotuner:
         of the configs) that `perf_model(**named_args, **kwargs, **config.all_kwargs())` ranks first."""
         named = dict(zip(self.fn.arg_names, args))
         configs = self.configs
-        prune = self.prune_configs_by
+        prune = self.tune_options.prune_configs_by
         if prune.get("early_config_prune") is not None:
             configs = list(prune["early_config_prune"](configs, named, **kwargs))
             if not configs or not all(isinstance(c, _kernel._triton.Config) for c in configs):
@@ -142,31 +226,138 @@ class Autotuner:
         """Racing's bound: the lowest CI upper bound so far, µs (None before a config ran,
         without racing, or with a fixed iteration count)."""
         bounds = [r.result.ci_us[1] for r in results if r.result is not None]
-        if not (self.race and bounds) or self.options.iterations is not None:
+        if not (self.tune_options.race and bounds) or self.options.iterations is not None:
             return None
         return min(bounds)
 
-    def _try(self, config: Any, grid: Any, args: Sequence[Any], kwargs: dict[str, Any],
-             bound_us: float | None) -> ConfigResult:
-        if config.pre_hook is not None:
-            return ConfigResult(config, None, "Config.pre_hook runs Python before each launch, "
-                                "which the C++ loop cannot; tune this config with triton.autotune")
+    def _hooked(self, config: Any) -> bool:
+        """Whether Python hooks run around this config's launches (its pre_hook, autotune's pre/post_hook)."""
+        t = self.tune_options
+        return t.pre_hook is not None or t.post_hook is not None or config.pre_hook is not None
+
+    def _specialized(self, config: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> _Candidate:
+        candidate = _Candidate(config)
         clash = sorted(set(config.all_kwargs()) & set(kwargs))
         if clash:
-            return ConfigResult(config, None, f"the call also passes {', '.join(clash)}, "
-                                "which the config sets (Triton refuses this too)")
-        kernel = None
+            candidate.failed(f"the call also passes {', '.join(clash)}, which the config sets (Triton refuses "
+                             "this too)")
+            return candidate
         try:
-            kernel = compile(self.fn, list(args), self.device, icache_flush=self.icache_flush, **kwargs,
-                             **config.all_kwargs())
-            options = self.options if bound_us is None else self.options.replace(slower_than_us=bound_us)
-            return ConfigResult(config, bench_compiled_with(kernel, grid, options, **self.resets,
-                                                            **self.launch_options))
+            candidate.spec = specialize(self.fn, list(args), target_of(self.device), **kwargs, **config.all_kwargs())
         except Error as e:
-            return ConfigResult(config, None, f"{type(e).__name__}: {e}")
+            candidate.failed(f"{type(e).__name__}: {e}")
+        return candidate
+
+    def _compile(self, candidates: list[_Candidate]) -> None:
+        """Every candidate compiled: ahead (cache, pool) where it can be, then each loaded (from Triton's
+        cache) or, where no worker could, compiled here."""
+        t = self.tune_options
+        ready = [c for c in candidates if c.spec is not None]
+        aheads = compile_ahead([c.spec for c in ready], self.device.arch, t.compile_workers, t.compile_timeout_s)
+        for candidate, ahead in zip(ready, aheads):
+            candidate.ahead, candidate.note = ahead, ahead.note
+            outcome = ahead.outcome()
+            if outcome is not None:
+                candidate.queue_s, candidate.compile_s = outcome.queue_s, outcome.run_s
+                if not outcome.ok:
+                    candidate.failed(ahead.failure(outcome))
+        for candidate in ready:
+            if candidate.error is not None or (self._hooked(candidate.config) and candidate.ahead.where != "here"):
+                continue  # a hooked config is launched by Triton, which loads it itself
+            loading = time.perf_counter()
+            try:
+                candidate.kernel = build(candidate.spec, self.device, self.tune_options.icache_flush)
+            except Error as e:
+                candidate.failed(f"{type(e).__name__}: {e}")
+            if candidate.ahead.where == "here":
+                candidate.compile_s = time.perf_counter() - loading
+            else:
+                candidate.measure_s = time.perf_counter() - loading  # Triton's cache read, and the load
+
+    def _measure(self, candidates: list[_Candidate], grid: Any, args: Sequence[Any],
+                 kwargs: dict[str, Any]) -> list[ConfigResult]:
+        """Each compiled candidate measured, back to back; every kernel unloaded after."""
+        results: list[ConfigResult] = []
+        try:
+            for candidate in candidates:
+                result = None
+                if candidate.error is None:
+                    started = time.perf_counter()
+                    options = self.options
+                    bound_us = self._race_bound(results)
+                    if bound_us is not None:
+                        options = options.replace(slower_than_us=bound_us)
+                    try:
+                        if self._hooked(candidate.config):
+                            candidate.note = HOOKED_NOTE
+                            result = self._bench_hooked(candidate.config, grid, args, kwargs, options)
+                        else:
+                            result = bench_compiled_with(candidate.kernel, grid, options, **self._resets(),
+                                                         **self.launch_options)
+                    except Error as e:
+                        candidate.failed(f"{type(e).__name__}: {e}")
+                    candidate.measure_s += time.perf_counter() - started
+                results.append(ConfigResult(
+                    candidate.config, result, candidate.error,
+                    None if candidate.ahead is None else candidate.ahead.where,
+                    None if candidate.spec is None else candidate.compile_s,
+                    None if candidate.ahead is None or candidate.ahead.where != "pool" else candidate.queue_s,
+                    candidate.measure_s if candidate.error is None else None, candidate.note))
         finally:
-            if kernel is not None:
-                kernel.unload()
+            for candidate in candidates:
+                if candidate.kernel is not None:
+                    candidate.kernel.unload()
+        t = self.tune_options
+        if t.pre_hook is not None:  # as Triton's autotuner leaves the arguments after tuning
+            t.pre_hook(self._named(args, kwargs), reset_only=True)
+        return results
+
+    def _resets(self) -> dict[str, tuple[str, ...]]:
+        return {"reset_to_zero": self.tune_options.reset_to_zero, "restore_value": self.tune_options.restore_value}
+
+    def _named(self, args: Sequence[Any], kwargs: dict[str, Any], config: Any = None) -> dict[str, Any]:
+        """The arguments by name, as Triton's hooks receive them (with the config's meta-parameters)."""
+        return {**dict(zip(self.fn.arg_names, args)), **kwargs, **({} if config is None else config.all_kwargs())}
+
+    def _bench_hooked(self, config: Any, grid: Any, args: Sequence[Any], kwargs: dict[str, Any],
+                      options: BenchOptions) -> Result:
+        """A config whose hooks run Python around each launch: the hooks and Triton's own launch, called
+        each sample (bench_callable, never a graph replay: the hooks must run)."""
+        t = self.tune_options
+        if self.launch_options.get("expect") is not None:
+            raise BenchError("expect= checks the outputs of pyhipbench's own launch; a config with hooks is "
+                             "launched by Triton: expected no expect, or no hooks")
+        named = self._named(args, kwargs, config)
+        views = [_binder_view(name, value) for name, value in zip(self.fn.arg_names, args)]
+        meta = {**{k: _binder_view(k, v) for k, v in kwargs.items()}, **config.all_kwargs()}
+        launcher = self.fn[grid]
+
+        def call() -> None:
+            if config.pre_hook is not None:
+                config.pre_hook(named)
+            if t.pre_hook is not None:
+                t.pre_hook(named)
+            try:
+                launcher(*views, **meta)
+            except Exception as e:
+                if t.post_hook is not None:
+                    t.post_hook(named, exception=e)
+                raise
+            if t.post_hook is not None:
+                t.post_hook(named, exception=None)
+
+        timer = options.timer if options.timer in ("auto", "cupti", "events") else "auto"
+        stream = self.launch_options.get("stream")
+        try:
+            return bench_callable(call, timer=timer, cache=options.cache, precision=options.precision,
+                                  max_time_s=options.max_time_s, iterations=options.iterations,
+                                  warmup=options.warmup, slower_than_us=options.slower_than_us, graph=False,
+                                  stream=getattr(stream, "handle", stream), device=self.device,
+                                  name=self.fn.__name__)
+        except Error:
+            raise
+        except Exception as e:  # what Triton's launch or a hook raised: this config's failure
+            raise BenchError(f"{type(e).__name__}: {' '.join(str(e).split())}") from e
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
         """Tunes for these arguments' key if not yet, then launches the winner through Triton
@@ -180,46 +371,89 @@ class Autotuner:
         return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
 
-def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | None = None,
-             icache_flush: bool | None = None, race: bool = True, prune_configs_by: dict[str, Any] | None = None,
+def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: dict[str, Any] | None = None,
              reset_to_zero: Sequence[str] | None = None, restore_value: Sequence[str] | None = None,
+             pre_hook: Callable[..., Any] | None = None, post_hook: Callable[..., Any] | None = None,
+             warmup: float | None = None, rep: float | None = None, use_cuda_graph: bool = False,
+             do_bench: Callable[..., Any] | None = None, cache_results: bool = False,
+             device: Device | None = None, icache_flush: bool | None = None, race: bool = True,
+             compile_workers: int | None = None, compile_timeout_s: float | None = 120.0,
              **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
-    """A decorator like `triton.autotune(configs, key)`, timing each config with pyhipbench.
+    """A decorator like `triton.autotune(configs, key, ...)`, timing each config with pyhipbench.
 
-    `bench_options`: bench()'s options for every candidate (timer,
-    cache, precision, max_time_s, ...). `device`: None opens `Device()` on
-    first use. `icache_flush`: as for `compile`. `race`: stop each config
-    once it is surely slower than the best so far (Autotuner; False measures
-    every config to the precision; a fixed `iterations` never races).
-    Apply it above `@triton.jit`.
-    `prune_configs_by`: as triton.autotune's ({"early_config_prune": f,
-    "perf_model": g, "top_k": n}), run in Python before anything is compiled.
-    `reset_to_zero`, `restore_value`: names of array arguments zeroed, or given
-    back their contents, before each sample, outside its timing (untimed reset
-    steps on the GPU, not Python hooks). `pre_hook`/`post_hook` (Python around
-    each launch, which the C++ loop does not run) are not taken; `warmup`/`rep`
-    are pyhipbench's stopping rule here (`precision`, `max_time_s`, `iterations`).
+    Apply it above `@triton.jit`. triton.autotune's arguments:
+
+    - `prune_configs_by`: {"early_config_prune": f, "perf_model": g, "top_k": n}, run in Python before
+      anything is compiled.
+    - `reset_to_zero`, `restore_value`: names of array arguments zeroed, or given back their contents,
+      before each sample, outside its timing (untimed reset steps on the GPU, not Python hooks), and
+      once more after the tuning.
+    - `pre_hook(args, reset_only=False)`, `post_hook(args, exception)`, and a config's `Config.pre_hook`:
+      Python around each launch, which the C++ loop does not run, so such configs are timed through
+      the callable path (`ConfigResult.note` says so): the hooks' GPU work is then in the time, as in
+      triton.autotune. `pre_hook` replaces reset_to_zero and restore_value, as in Triton: give one.
+    - `warmup`, `rep` (ms): as triton.testing.do_bench's, `warmup + rep` becomes `max_time_s` (the
+      most a config is measured; the precision usually stops it sooner); give them or max_time_s.
+    - `use_cuda_graph=True`: the graph timer (each sample replays a captured graph of launches), with
+      the dirty-cold cache state unless `cache` is given (a graph's samples have no clean step).
+    - `cache_results=True` (or Triton's TRITON_CACHE_AUTOTUNING=1): each tuning is stored in Triton's
+      cache directory and read back by later processes, keyed as Triton keys its own (Triton's
+      version, the backend, the kernel's source, the environment, the tuning key, the configs) and by
+      the device's model and pyhipbench's measurement options; not for hooked configs (as Triton).
+    - `do_bench`: refused; pyhipbench is the benchmarker here (for Triton's own autotuner, pass
+      `do_bench=pyhipbench.do_bench` to triton.autotune instead).
+
+    pyhipbench's own: `bench_options`, bench()'s options for every config (timer, cache, precision,
+    max_time_s, ...; bench()'s `warmup`, untimed samples, is `warmup_samples` here). `device`: None
+    opens `Device()` on first use. `icache_flush`: as for `compile`. `race`: stop each config once it is
+    surely slower than the best so far (False measures every config to the precision; a fixed
+    `iterations` never races). `compile_workers`: the compile pool's processes (None: the CPUs less
+    one); `compile_timeout_s`: the most one config's compile may take in a worker (None: no limit),
+    past which it fails and its worker is replaced.
     """
     _require_triton()
-    icache_flush = checked_icache_flush(icache_flush)
     configs = list(configs) if isinstance(configs, (list, tuple)) else configs
     if not isinstance(configs, list) or not configs or not all(isinstance(c, _kernel._triton.Config) for c in configs):
         raise BenchError(f"configs={show(configs)}: expected a non-empty list of triton.Config")
     if isinstance(key, str) or not isinstance(key, (list, tuple)) or not all(isinstance(k, str) for k in key):
         raise BenchError(f"key={show(key)}: expected a list of argument names")
+    if do_bench is not None:
+        raise BenchError(f"do_bench={show(do_bench)}: pyhipbench.triton.autotune times every config itself; "
+                         "to keep a do_bench, use triton.autotune(..., do_bench=pyhipbench.do_bench)")
     if "slower_than_us" in bench_options:
         raise BenchError(f"autotune option slower_than_us={show(bench_options['slower_than_us'])}: autotune sets "
                          "it to the best config's CI so far; expected race=True (the default) or race=False")
-    unknown = sorted(set(bench_options) - set(BENCH_OPTIONS))
+    # bench()'s warmup (untimed samples) is warmup_samples here: warmup is triton.autotune's, in ms.
+    own = [o if o != "warmup" else "warmup_samples" for o in BENCH_OPTIONS if o != "slower_than_us"]
+    unknown = sorted(set(bench_options) - set(own))
     if unknown:
-        raise BenchError(f"autotune option {unknown[0]!r}: expected bench() options "
-                         f"({', '.join(o for o in BENCH_OPTIONS if o != 'slower_than_us')})")
+        raise BenchError(f"autotune option {unknown[0]!r}: expected triton.autotune's arguments or bench() "
+                         f"options ({', '.join(own)})")
+    if "warmup_samples" in bench_options:
+        bench_options["warmup"] = bench_options.pop("warmup_samples")
+    bench_options = {**bench_options, **_triton_timing(warmup, rep, use_cuda_graph, bench_options)}
     options, launch_options = split_options(bench_options)
     if not isinstance(race, bool):
         raise BenchError(f"race={show(race)}: expected True (the default) or False")
-    prune = _checked_prune(prune_configs_by)
+    for name, hook in (("pre_hook", pre_hook), ("post_hook", post_hook)):
+        if hook is not None and not callable(hook):
+            raise BenchError(f"{name}={show(hook)}: expected a callable")
     resets = {what: _names(what, names) for what, names in (("reset_to_zero", reset_to_zero),
                                                                ("restore_value", restore_value))}
+    if pre_hook is not None and any(resets.values()):
+        raise BenchError("pre_hook with reset_to_zero or restore_value: Triton's pre_hook replaces them; "
+                         "expected one of the two")
+    if not isinstance(cache_results, bool):
+        raise BenchError(f"cache_results={show(cache_results)}: expected True or False")
+    tune = TuneOptions(
+        icache_flush=checked_icache_flush(icache_flush), race=race, prune_configs_by=_checked_prune(prune_configs_by),
+        pre_hook=pre_hook, post_hook=post_hook,
+        cache_results=cache_results or bool(_kernel._knobs.autotuning.cache),
+        compile_workers=default_workers() if compile_workers is None else integer("compile_workers",
+                                                                                  compile_workers, 1, 1024),
+        compile_timeout_s=None if compile_timeout_s is None else real("compile_timeout_s", compile_timeout_s,
+                                                                      above=0),
+        **{what: tuple(names) for what, names in resets.items()})
 
     def decorate(fn: "JITFunction") -> Autotuner:
         if not isinstance(fn, _kernel.JITFunction):
@@ -229,9 +463,33 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, device: Device | Non
             if missing:
                 raise BenchError(f"{what} names {', '.join(missing)}, not parameters of {fn.__name__!r} "
                                  f"({', '.join(fn.arg_names)})")
-        return Autotuner(fn, configs, key, device, options, launch_options, icache_flush, race, prune, **resets)
+        return Autotuner(fn, configs, key, device, options, launch_options, tune)
 
     return decorate
+
+
+def _triton_timing(warmup: object, rep: object, use_cuda_graph: object, bench_options: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """triton.autotune's warmup / rep (ms) and use_cuda_graph as bench() options."""
+    mapped: dict[str, Any] = {}
+    if warmup is not None or rep is not None:
+        if "max_time_s" in bench_options:
+            raise BenchError(f"warmup={show(warmup)}, rep={show(rep)} with max_time_s="
+                             f"{show(bench_options['max_time_s'])}: warmup + rep is max_time_s; expected one")
+        budget_ms = (0 if warmup is None else real("warmup", warmup, minimum=0)) + \
+            (0 if rep is None else real("rep", rep, minimum=0))
+        if not budget_ms > 0:
+            raise BenchError(f"warmup={show(warmup)}, rep={show(rep)}: expected a positive time budget in ms")
+        mapped["max_time_s"] = budget_ms / 1000
+    if not isinstance(use_cuda_graph, bool):
+        raise BenchError(f"use_cuda_graph={show(use_cuda_graph)}: expected True or False")
+    if use_cuda_graph:
+        if bench_options.get("timer", "graph") != "graph":
+            raise BenchError(f"use_cuda_graph=True with timer={show(bench_options['timer'])}: use_cuda_graph is "
+                             "timer='graph'; expected one")
+        mapped["timer"] = "graph"
+        mapped.setdefault("cache", bench_options.get("cache", "dirty-cold"))  # a graph's samples have no clean step
+    return mapped
 
 
 PRUNE_KEYS = ("early_config_prune", "perf_model", "top_k")

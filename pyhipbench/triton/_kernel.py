@@ -74,6 +74,12 @@ class _PointerView:
         return self.nbytes
 
 
+def array_view(dtype: Any, nbytes: int) -> _PointerView:
+    """What Triton's binder reads of an array not yet allocated: an address aligned as every allocation is
+    (so specialised as divisible by 16, as the array will be), its element type and size."""
+    return _PointerView(1 << 20, np.dtype(dtype), nbytes)
+
+
 def _binder_view(name: str, value: Any) -> Any:
     """`value` as Triton's binder can specialise it: pyhipbench arrays and
     `__cuda_array_interface__` objects as pointers with an element type,
@@ -189,6 +195,29 @@ def _split_meta(fn: "JITFunction", meta: dict[str, Any]) -> tuple[dict[str, Any]
     return by_name, {k: v for k, v in meta.items() if k not in by_name}
 
 
+@dataclass
+class Specialized:
+    """One Triton compile of `fn`, specialised as Triton's launcher would for these arguments: what
+    `triton.compile` takes (`signature`, `constexprs`, `attrs` from Triton's binder; `compile_options`,
+    Triton's parsed options) for `target`, and what loading it needs (`values`: the arguments by name;
+    `options`: the compile options the caller gave, such as num_warps)."""
+    fn: "JITFunction"
+    target: "GPUTarget"
+    signature: dict[str, str]
+    constexprs: dict
+    attrs: dict
+    compile_options: dict[str, Any]
+    values: dict[str, Any]
+    options: dict[str, Any]
+
+    def source(self) -> "ASTSource":
+        return ASTSource(self.fn, self.signature, self.constexprs, self.attrs)
+
+    def describe(self) -> str:
+        """The meta-parameters and options, for messages: "BLOCK=128, num_warps=4"."""
+        return _describe(self.options, self.constexprs, self.fn)
+
+
 def compile(fn: "JITFunction", args: Sequence[Any], device: Device, *, icache_flush: bool | None = None,
             **meta: Any) -> TritonKernel:
     """Compiles `fn` for `device` and these arguments and loads it.
@@ -200,23 +229,35 @@ def compile(fn: "JITFunction", args: Sequence[Any], device: Device, *, icache_fl
     pyhipbench.codegen with the instruction-cache flush first; False,
     Triton's own HSACO, the exact code Triton launches (the two are built by
     different LLVMs, so their register use can differ). NVIDIA has no flush:
-    None or False.
+    None or False. A compile Triton's cache holds costs no compiling.
     Raises BenchError for arguments Triton's binder refuses, CodegenError
     when Triton cannot compile, ToolchainError without Triton.
     """
+    icache_flush = checked_flush(device, icache_flush)
+    return build(specialize(fn, args, target_of(device), **meta), device, icache_flush)
+
+
+def checked_flush(device: Device, icache_flush: bool | None) -> bool | None:
+    """`icache_flush` checked for `device` (NVIDIA has no instruction-cache invalidation)."""
     _require_triton()
-    if not isinstance(fn, JITFunction):
-        raise BenchError(f"fn={show(fn)}: expected a @triton.jit function")
     if not isinstance(device, Device):
         raise BenchError(f"device={show(device)}: expected a pyhipbench Device")
     icache_flush = checked_icache_flush(icache_flush)
     if icache_flush and not device.backend.icache_invalidation:
         raise CodegenError(f"icache_flush=True on {device.arch}: NVIDIA GPUs have no instruction-cache "
                            "invalidation (neither PTX nor the driver exposes one); expected None or False")
+    return icache_flush
+
+
+def specialize(fn: "JITFunction", args: Sequence[Any], target: "GPUTarget", **meta: Any) -> Specialized:
+    """What Triton's launcher would compile for `fn(*args, **meta)` on `target`, nothing compiled yet.
+    BenchError for arguments Triton's binder refuses or keywords that are neither parameters nor options."""
+    _require_triton()
+    if not isinstance(fn, JITFunction):
+        raise BenchError(f"fn={show(fn)}: expected a @triton.jit function")
     if not isinstance(args, (list, tuple)):
         raise BenchError(f"args={show(args)}: expected a list of the kernel's arguments")
     by_name, options = _split_meta(fn, meta)
-    target = target_of(device)
     backend = make_backend(target)
     known = backend.parse_options({}).__dict__
     unknown = [k for k in options if k not in known]
@@ -246,13 +287,18 @@ def compile(fn: "JITFunction", args: Sequence[Any], device: Device, *, icache_fl
         raise ToolchainError(f"Triton's {target.backend} backend needs {e.name} to specialise the arguments of "
                              f"{fn.__name__!r} ({e}): pip install {e.name}, or on AMD set "
                              "AMDGCN_USE_BUFFER_OPS=0 (Triton then compiles without buffer loads)") from None
+    return Specialized(fn, target, signature, constexprs, attrs, parsed.__dict__, values, options)
+
+
+def build(spec: Specialized, device: Device, icache_flush: bool | None) -> TritonKernel:
+    """Triton's compile of `spec` (from Triton's cache when it holds it), loaded on `device`."""
     try:
-        compiled = _triton.compile(ASTSource(fn, signature, constexprs, attrs), target=target,
-                                   options=parsed.__dict__)
+        compiled = _triton.compile(spec.source(), target=spec.target, options=spec.compile_options)
     except Exception as e:  # Triton's compiler errors share no base class
-        raise CodegenError(f"Triton could not compile {fn.__name__!r} for {device.arch} with "
-                           f"{_describe(options, constexprs, fn)}: {type(e).__name__}: {e}") from e
-    return _load(fn, compiled, device, signature, constexprs, values, options, icache_flush is not False)
+        raise CodegenError(f"Triton could not compile {spec.fn.__name__!r} for {device.arch} with "
+                           f"{spec.describe()}: {type(e).__name__}: {e}") from e
+    return _load(spec.fn, compiled, device, spec.signature, spec.constexprs, spec.values, spec.options,
+                 icache_flush is not False)
 
 
 def _constants(fn: "JITFunction", constexprs: dict) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def test_triton_matmul_tune_on_the_fake_driver(matmul_example, device, fake_driv
 
     a, b, c = (device.empty((256, 512), np.float16), device.empty((512, 384), np.float16),
                device.empty((256, 384), np.float16))
-    tuning, matches = matmul_example.tune(device, a, b, c, check_output=False, iterations=3, warmup=0,
+    tuning, matches = matmul_example.tune(device, a, b, c, check_output=False, iterations=3, warmup_samples=0,
                                           timer="events")
     configs = matmul_example.CONFIGS
     assert matches is None and not tuning.failed and tuning.key == (256, 384, 512, "float16", "float16", "float16")
@@ -99,7 +99,7 @@ def test_triton_matmul_tune_reports_a_config_that_failed(matmul_example, device,
     a, b, c = (device.empty((256, 256), np.float16) for _ in range(3))
     monkeypatch.setattr(matmul_example, "CONFIGS", matmul_example.CONFIGS[:1] + [
         matmul_example.triton.Config({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128}, num_warps=8, num_stages=4)])
-    tuning, _ = matmul_example.tune(device, a, b, c, check_output=False, iterations=2, warmup=0, timer="events")
+    tuning, _ = matmul_example.tune(device, a, b, c, check_output=False, iterations=2, warmup_samples=0, timer="events")
     (failed,) = tuning.failed
     assert failed.error.startswith("BenchError: shared_bytes=524288: out of range") and "232448" in failed.error
     lines = matmul_example.report(tuning)

@@ -1,0 +1,173 @@
+"""Triton compiles ahead of the GPU: into Triton's own cache, in the compile pool.
+
+A compile worker imports the kernel's module, compiles for the target it is
+handed (no GPU context: Triton compiles for a `GPUTarget` without a driver)
+and leaves the result in Triton's cache; the process that measures then
+compiles the same thing again, which Triton answers from its cache, and loads
+it. Triton's cache stays the one store of compiled kernels: a config compiled
+before (by an earlier tuning, or by Triton itself) is found before any worker
+is asked, and costs no compiling.
+
+A kernel compiles in the measuring process instead, one config after
+another, when a worker could not import it (defined in `__main__` or inside
+a function) or when Triton's cache is bypassed (`TRITON_ALWAYS_COMPILE`):
+`Ahead.note` says which.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._compile.pool import TaskOutcome, shared_pool
+from . import _kernel
+
+if TYPE_CHECKING:
+    from triton.runtime.jit import JITFunction
+
+    from ._kernel import Specialized
+
+__all__ = ["TritonBuild", "Ahead", "compile_ahead", "in_cache", "reference"]
+
+# Knob values a worker can be handed: Triton's knobs set in Python (not through the environment, which a
+# spawned worker inherits) change what Triton compiles and its cache key.
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def reference(fn: "JITFunction") -> tuple[str, str, str | None] | str:
+    """(module, qualified name, the module's file) under which a compile worker imports `fn`, or why it
+    cannot."""
+    module, name = fn.fn.__module__, fn.fn.__qualname__
+    if module == "__main__":
+        return f"{fn.__name__} is defined in __main__, which a compile worker does not import"
+    if "<locals>" in name:
+        return f"{fn.__name__} is defined inside a function, which a compile worker cannot import"
+    found: Any = sys.modules.get(module)
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    if found is not fn:
+        return f"{module}.{name} is not {fn.__name__} itself (a decorator above @triton.jit, or a rebinding)"
+    return module, name, getattr(sys.modules[module], "__file__", None)
+
+
+def _import(module: str, path: str | None) -> Any:
+    """`module` as this process's sys.path finds it, else from its file (a module imported from a
+    directory the parent no longer has on sys.path)."""
+    if module in sys.modules:
+        return sys.modules[module]
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        if path is None:
+            raise
+    spec = importlib.util.spec_from_file_location(module, path)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"no module named {module!r}, and {path} cannot be loaded")
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[module] = loaded
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def knob_overrides() -> dict[str, dict[str, Any]]:
+    """Triton's knobs set in Python in this process (by group), to set the same in a worker (the pool gives
+    a worker this process's environment, not the knobs set over it)."""
+    knobs = _kernel._knobs
+    groups = {name: group for name, group in vars(knobs).items() if isinstance(group, knobs.base_knobs)}
+    return {name: {k: v for k, v in vars(group).items() if k in group.knob_descriptors and isinstance(v, _PLAIN)}
+            for name, group in groups.items() if vars(group)}
+
+
+@dataclass(frozen=True)
+class TritonBuild:
+    """A Specialized compile as a worker takes it: the function by reference, the binder's signature,
+    constants and attributes, Triton's options, the target, and the knobs set in Python."""
+    module: str
+    qualname: str
+    path: str | None
+    signature: dict[str, str]
+    constexprs: dict
+    attrs: dict
+    options: dict[str, Any]
+    target: Any
+    knobs: dict[str, dict[str, Any]]
+
+
+def compile_build(build: TritonBuild) -> float:
+    """In a compile worker: Triton's compile of `build` into Triton's cache; its seconds."""
+    from triton.compiler import ASTSource
+
+    for group, values in build.knobs.items():
+        for name, value in values.items():
+            setattr(getattr(_kernel._knobs, group), name, value)
+    fn: Any = _import(build.module, build.path)
+    for part in build.qualname.split("."):
+        fn = getattr(fn, part)
+    start = time.perf_counter()
+    _kernel._triton.compile(ASTSource(fn, build.signature, build.constexprs, build.attrs), target=build.target,
+                    options=build.options)
+    return time.perf_counter() - start
+
+
+def in_cache(spec: "Specialized") -> bool:
+    """Whether Triton's cache holds `spec`'s compile (Triton's own lookup, as triton.compile makes it)."""
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+    from triton.compiler.compiler import make_backend
+    from triton.runtime.cache import get_cache_key, get_cache_manager
+
+    if _kernel._knobs.compilation.always_compile:
+        return False
+    source = spec.source()
+    backend = make_backend(spec.target)
+    options = backend.parse_options(dict(spec.compile_options, **source.parse_options()))
+    key = get_cache_key(source, backend, options, env_vars=get_cache_invalidating_env_vars())
+    metadata = f"{source.name[:150]}.json"
+    group = get_cache_manager(hashlib.sha256(key.encode("utf-8")).hexdigest()).get_group(metadata)
+    return bool(group) and metadata in group
+
+
+@dataclass
+class Ahead:
+    """Where one compile happens: "cache" (Triton's cache has it), "pool" (a worker compiles it: `future`'s
+    TaskOutcome), or "here" (the measuring process; `note` says why). `what`: the compile, for messages."""
+    where: str
+    future: Future | None = None
+    note: str | None = None
+    what: str = ""
+
+    def outcome(self) -> TaskOutcome | None:
+        """The worker's outcome (waits for it); None where no worker compiles."""
+        return None if self.future is None else self.future.result()
+
+    def failure(self, outcome: TaskOutcome) -> str:
+        """A failed outcome as the error of the config or candidate: as this process's own compile says it."""
+        return f"CodegenError: Triton could not compile {self.what}: {outcome.error}"
+
+
+def compile_ahead(specs: "list[Specialized]", arch: str, workers: int, timeout_s: float | None) -> list[Ahead]:
+    """Each spec's compile for `arch` (the device's, for messages) started: cached ones left alone, the rest
+    submitted to the compile pool where a worker can import the kernel; returns at once (the futures stream
+    in)."""
+    aheads: list[Ahead] = []
+    knobs: dict[str, dict[str, Any]] | None = None
+    for spec in specs:
+        if in_cache(spec):
+            aheads.append(Ahead("cache"))
+            continue
+        where = reference(spec.fn)
+        if isinstance(where, str) or _kernel._knobs.compilation.always_compile:
+            note = where if isinstance(where, str) else \
+                "Triton's cache is bypassed (TRITON_ALWAYS_COMPILE), so a worker's compile could not be reused"
+            aheads.append(Ahead("here", note=f"compiled in this process: {note}"))
+            continue
+        knobs = knob_overrides() if knobs is None else knobs
+        build = TritonBuild(*where, spec.signature, spec.constexprs, spec.attrs, spec.compile_options,
+                            spec.target, knobs)
+        aheads.append(Ahead("pool", shared_pool(workers).submit(compile_build, build, timeout_s=timeout_s),
+                            what=f"{spec.fn.__name__!r} for {arch} with {spec.describe()}"))
+    return aheads

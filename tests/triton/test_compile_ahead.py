@@ -1,0 +1,219 @@
+"""autotune's compiles ahead of the GPU: in the compile pool, through Triton's cache, with per-config timeouts
+and failures recorded; the tuning cache (cache_results); triton.autotune's other arguments. Real Triton
+compiles for sm_90 on the CPU; the fake driver loads and launches."""
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): "
+                                                "the Triton adapter's tests need it")
+import triton.language as tl
+
+import pyhipbench as hb
+import pyhipbench.triton as ht
+
+import triton_kernels as tk
+
+
+@pytest.fixture
+def backend_name():
+    """CUDA only: what is tested here is the same for every target (the AMD path: test_triton.py)."""
+    return "cuda"
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch, tmp_path):
+    """An empty Triton cache (TRITON_CACHE_DIR: the compile pool starts workers in the new environment)."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    return tmp_path / "triton-cache"
+
+
+def vectors(device, n=4096):
+    x = device.array(np.arange(n, dtype=np.float32))
+    return x, device.array(np.ones(n, np.float32)), device.empty_like(x)
+
+
+def grid(meta):
+    return (triton.cdiv(meta["n"], meta["BLOCK"]),)
+
+
+CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (128, 256) for w in (2, 4)]
+
+
+def test_configs_compile_in_the_pool_then_come_from_trintons_cache(device, fresh_cache):
+    x, y, out = vectors(device)
+    first = ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer="events",
+                        compile_workers=2)(tk.add).tune(grid, x, y, out, 4096)
+    assert [r.compiled for r in first.results] == ["pool"] * 4 and not first.failed
+    assert all(r.compile_s > 0 and r.queue_s >= 0 and r.measure_s > 0 for r in first.results)
+    assert 0 < first.compile_wall_s < first.wall_s
+    again = ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer="events",
+                        compile_workers=2)(tk.add).tune(grid, x, y, out, 4096)
+    assert [r.compiled for r in again.results] == ["cache"] * 4  # compiled before: no worker asked
+    assert [r.compile_s for r in again.results] == [0.0] * 4 and again.best == first.best
+
+
+def test_a_kernel_a_worker_cannot_import_compiles_here_and_says_why(device, fresh_cache):
+    @triton.jit
+    def local_add(x, y, out, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out + offsets, tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask), mask=mask)
+
+    x, y, out = vectors(device)
+    tuning = ht.autotune(CONFIGS[:2], key=["n"], device=device, iterations=2, warmup_samples=0,
+                         timer="events")(local_add).tune(grid, x, y, out, 4096)
+    assert [r.compiled for r in tuning.results] == ["here", "here"] and not tuning.failed
+    assert tuning.results[0].note == ("compiled in this process: local_add is defined inside a function, "
+                                      "which a compile worker cannot import")
+    assert tuning.results[0].compile_s > 0 and tuning.results[0].queue_s is None
+
+
+def test_a_compile_past_its_timeout_fails_that_config_alone(device, fresh_cache):
+    x, out = device.array(np.ones(16, np.float32)), device.empty(16, np.float32)
+    configs = [triton.Config({"STEPS": 3000}), triton.Config({"STEPS": 2})]  # ~8 s of compiling, and none
+    tuning = ht.autotune(configs, key=[], device=device, iterations=2, warmup_samples=0, timer="events",
+                         compile_workers=2, compile_timeout_s=1.0)(tk.unrolled).tune((1,), x, out)
+    slow, quick = tuning.results
+    assert slow.error.startswith("CodegenError: Triton could not compile 'unrolled' for sm_90 with STEPS=3000")
+    assert slow.error.endswith("it ran past the compile timeout of 1 s; its worker was killed")
+    assert 1.0 <= slow.compile_s < 8 and slow.result is None
+    assert quick.error is None and tuning.best is configs[1]
+
+
+def test_a_compile_error_in_a_worker_is_recorded(device, fresh_cache):
+    x, y, out = vectors(device)
+    configs = [triton.Config({"BLOCK": 100}), triton.Config({"BLOCK": 128})]  # arange needs a power of 2
+    tuning = ht.autotune(configs, key=["n"], device=device, iterations=2, warmup_samples=0,
+                         timer="events")(tk.add).tune(grid, x, y, out, 4096)
+    assert tuning.results[0].compiled == "pool"
+    assert "BLOCK=100" in tuning.results[0].error and "arange's range must be a power of 2" in tuning.results[0].error
+    assert tuning.best is configs[1]
+
+
+def test_knobs_set_in_python_reach_the_workers(device, fresh_cache, monkeypatch):
+    """A knob changes Triton's cache key: a worker compiling without it would leave a different entry,
+    and this process would compile again ("here" timings, not "cache")."""
+    monkeypatch.setattr(triton.knobs.compilation, "disable_line_info", True)
+    x, y, out = vectors(device)
+    tuned = ht.autotune(CONFIGS[:1], key=["n"], device=device, iterations=2, warmup_samples=0,
+                        timer="events")(tk.add)
+    tuned.tune(grid, x, y, out, 4096)
+    spec = ht._kernel.specialize(tk.add, [x, y, out, 4096], ht.target_of(device), **CONFIGS[0].all_kwargs())
+    assert ht._ahead.in_cache(spec)
+
+
+# -- cache_results -----------------------------------------------------------
+
+def kernel_module(tmp_path, name, body="x + y"):
+    """A module holding a @triton.jit `add` whose body adds `body`: a new module per source text."""
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(f"""
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def add(x, y, out, n, BLOCK: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offsets < n
+            x = tl.load(x + offsets, mask=mask)
+            y = tl.load(y + offsets, mask=mask)
+            tl.store(out + offsets, {body}, mask=mask)
+        """))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def counted_bench(monkeypatch):
+    runs = []
+    real = ht._bench.bench_with
+    monkeypatch.setattr(ht._bench, "bench_with", lambda *a, **o: runs.append(1) or real(*a, **o))
+    return runs
+
+
+def test_cache_results_reads_a_tuning_back_without_measuring(device, fresh_cache, tmp_path, monkeypatch):
+    module = kernel_module(tmp_path, "cached_add_v1")
+    x, y, out = vectors(device)
+    options = dict(key=["n"], device=device, iterations=2, warmup_samples=0, timer="events", cache_results=True)
+    measured = ht.autotune(CONFIGS, **options)(module.add).tune(grid, x, y, out, 4096)
+    runs = counted_bench(monkeypatch)
+    read = ht.autotune(CONFIGS, **options)(module.add).tune(grid, x, y, out, 4096)
+    assert read.from_cache and not runs and read.best == measured.best
+    assert [r.median_us for r in read.results] == [r.median_us for r in measured.results]
+    assert [r.to_dict() for r in read.results] == [r.to_dict() for r in measured.results]
+    # Another key, other options: measured anew.
+    ht.autotune(CONFIGS, **options)(module.add).tune(grid, x, y, out, 2048)
+    ht.autotune(CONFIGS, **{**options, "iterations": 3})(module.add).tune(grid, x, y, out, 4096)
+    assert len(runs) == 8
+
+
+def test_cache_results_is_invalidated_by_the_source_and_the_device(device, fresh_cache, tmp_path, monkeypatch):
+    x, y, out = vectors(device)
+    options = dict(key=["n"], device=device, iterations=2, warmup_samples=0, timer="events", cache_results=True)
+    ht.autotune(CONFIGS, **options)(kernel_module(tmp_path, "cached_add_v2").add).tune(grid, x, y, out, 4096)
+    runs = counted_bench(monkeypatch)
+    edited = kernel_module(tmp_path, "cached_add_v3", body="x + y + 0.0").add
+    assert not ht.autotune(CONFIGS, **options)(edited).tune(grid, x, y, out, 4096).from_cache
+    assert len(runs) == 4
+    monkeypatch.setattr(type(device), "name", property(lambda self: "Another GPU"))
+    assert not ht.autotune(CONFIGS, **options)(edited).tune(grid, x, y, out, 4096).from_cache
+    assert len(runs) == 8
+
+
+def test_a_tuning_file_that_cannot_be_read_back_is_measured_again(device, fresh_cache, tmp_path):
+    module = kernel_module(tmp_path, "cached_add_v4")
+    x, y, out = vectors(device)
+    options = dict(key=["n"], device=device, iterations=2, warmup_samples=0, timer="events", cache_results=True)
+    ht.autotune(CONFIGS, **options)(module.add).tune(grid, x, y, out, 4096)
+    [stored] = list(fresh_cache.rglob("*.pyhipbench-autotune.json"))
+    stored.write_text("{not json")
+    with pytest.warns(UserWarning, match=r"cache_results: .* cannot be read back .*; tuning again"):
+        again = ht.autotune(CONFIGS, **options)(module.add).tune(grid, x, y, out, 4096)
+    assert not again.from_cache
+
+
+# -- triton.autotune's other arguments ------------------------------------------
+
+def test_warmup_rep_and_use_cuda_graph_map_to_bench_options():
+    tuned = ht.autotune(CONFIGS, key=["n"], warmup=5, rep=20, use_cuda_graph=True)(tk.add)
+    assert tuned.options.max_time_s == pytest.approx(0.025) and tuned.options.timer == "graph"
+    assert tuned.options.cache_state == "dirty-cold"
+
+
+def test_resets_leave_the_arrays_as_a_reset_step_does(device, fake_driver, fresh_cache):
+    x, y, out = vectors(device)
+    out.copy_from(np.full(4096, 7, np.float32))
+    tuned = ht.autotune(CONFIGS[:1], key=["n"], device=device, iterations=2, warmup_samples=0, timer="events",
+                        reset_to_zero=["out"], restore_value=["x"])(tk.add)
+    tuned.tune(grid, x, y, out, 4096)
+    assert not out.to_numpy().any() and (x.to_numpy() == np.arange(4096, dtype=np.float32)).all()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(do_bench=print), "do_bench=<built-in function print>: pyhipbench.triton.autotune times every config "
+                           "itself; to keep a do_bench, use triton.autotune(..., do_bench=pyhipbench.do_bench)"),
+    (dict(warmup=0, rep=0), "warmup=0, rep=0: expected a positive time budget in ms"),
+    (dict(warmup=-1), "warmup=-1: out of range"),
+    (dict(rep=10, max_time_s=1), "warmup=None, rep=10 with max_time_s=1: warmup + rep is max_time_s; expected one"),
+    (dict(use_cuda_graph=1), "use_cuda_graph=1: expected True or False"),
+    (dict(use_cuda_graph=True, timer="events"), "use_cuda_graph=True with timer='events': use_cuda_graph is "
+                                                "timer='graph'; expected one"),
+    (dict(pre_hook=print, reset_to_zero=["out"]), "pre_hook with reset_to_zero or restore_value: Triton's "
+                                                  "pre_hook replaces them; expected one of the two"),
+    (dict(post_hook=3), "post_hook=3: expected a callable"),
+    (dict(cache_results="yes"), "cache_results='yes': expected True or False"),
+    (dict(compile_workers=0), "compile_workers=0: out of range"),
+    (dict(compile_timeout_s=0), "compile_timeout_s=0: out of range"),
+    (dict(warmup_samples=-1), "warmup=-1: out of range"),
+])
+def test_autotunes_own_arguments_are_checked_once(kwargs, message):
+    with pytest.raises(hb.BenchError) as refused:
+        ht.autotune(CONFIGS, key=["n"], **kwargs)
+    assert str(refused.value).startswith(message)
