@@ -34,6 +34,8 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
 
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 __all__ = ["CompilePool", "TaskOutcome", "shared_pool", "default_workers", "die_with_parent", "unexpected"]
 
 
@@ -205,8 +207,11 @@ class CompilePool:
         which decides (close() kills the workers; they die with the parent too)."""
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
-        process = subprocess.Popen([sys.executable, "-m", "pyhipbench._compile.worker", str(requests_read),
-                                    str(replies_write)], pass_fds=(requests_read, replies_write),
+        # This process's pyhipbench, whatever the working directory holds (-P: no directory put first).
+        start = (f"import sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); "
+                 "from pyhipbench._compile.worker import main; main()")
+        process = subprocess.Popen([sys.executable, "-P", "-c", start, str(requests_read), str(replies_write)],
+                                   pass_fds=(requests_read, replies_write),
                                    stdin=subprocess.DEVNULL, start_new_session=True, env=dict(env))
         os.close(requests_read)
         os.close(replies_write)

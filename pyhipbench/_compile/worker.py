@@ -1,4 +1,4 @@
-"""A compile worker's main: `python -m pyhipbench._compile.worker REQUESTS_FD REPLIES_FD`.
+"""A compile worker's main: `main()`, with the pipes' file descriptors in argv (REQUESTS_FD REPLIES_FD).
 
 Started by CompilePool. The first request is the parent's sys.path; then each
 request is (function, args), answered by ("ok", value) or ("error", message),
@@ -39,5 +39,3 @@ def main() -> None:
     serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))
 
 
-if __name__ == "__main__":
-    main()

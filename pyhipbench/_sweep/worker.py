@@ -16,15 +16,13 @@ scheduler's to see (its watchdog, the process sentinel).
 """
 from __future__ import annotations
 
-import ctypes
-import signal
 import sys
 import time
-import traceback
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._compile.pool import die_with_parent, unexpected
 from .._device.device import Device
 from .._device.memory import DeviceArray
 from .._launch.arg_spec import ArgSpec, LaunchArgSpec, materialize, materialize_chain
@@ -200,22 +198,6 @@ class Worker:
         record = result.to_dict()
         del record["times_us"]  # the statistics stay; thousands of samples per candidate would bloat the store
         return Outcome(task.candidate_id, result=record, busy_s=result.wall_s, modules_held=frozenset(self.modules))
-
-
-def unexpected(error: Exception) -> str:
-    """An exception pyhipbench did not expect (a bug, a library's own), in words: its type, message and where
-    it was raised."""
-    where = traceback.extract_tb(error.__traceback__)[-1]
-    return f"{type(error).__name__}: {error} (at {where.filename}:{where.lineno})"
-
-
-def die_with_parent() -> None:
-    """Linux: the kernel sends this process SIGKILL when its parent dies (kill -9 of the sweep)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def serve(connection, backend: str | None, index: int) -> None:

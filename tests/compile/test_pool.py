@@ -100,3 +100,23 @@ def test_a_changed_environment_gets_fresh_workers(pool, monkeypatch):
     monkeypatch.setenv("POOL_TEST_VALUE", "set")  # a library path, say: glibc reads it only at a process's start
     assert pool.submit(pool_tasks.getenv, "POOL_TEST_VALUE").result(timeout=60).value == "set"
     assert len(pool.startup_s) == 2
+
+
+def test_workers_import_this_processs_pyhipbench_whatever_the_working_directory(tmp_path):
+    """A working directory holding another pyhipbench (a source tree without its built core) is not put
+    first on a worker's path."""
+    (tmp_path / "elsewhere" / "pyhipbench").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "pyhipbench" / "__init__.py").write_text("raise ImportError('the wrong pyhipbench')\n")
+    script = tmp_path / "use_pool.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(pool_tasks.__file__.rsplit('/', 1)[0])!r})
+        import pool_tasks
+        from pyhipbench._compile.pool import CompilePool
+        pool = CompilePool(1)
+        print(pool.submit(pool_tasks.square, 6).result().value)
+        pool.close()
+        """))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path / "elsewhere")
+    assert run.returncode == 0 and run.stdout == "36\n", run.stderr

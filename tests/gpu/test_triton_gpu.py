@@ -59,3 +59,48 @@ def test_autotune_launches_the_winner_through_triton(cuda_device):
     (tuning,) = tuned.tunings.values()
     assert not tuning.failed and tuning.best in configs
     assert tuning.best is min(tuning.results, key=lambda r: r.median_us).config
+
+
+def test_hooked_configs_are_timed_through_the_callable_path(cuda_device, tmp_path, monkeypatch):
+    """Config.pre_hook and autotune's post_hook run around Triton's own launch each sample; the others
+    go through the C++ loop; every config compiled ahead in the pool (a fresh Triton cache)."""
+    torch = pytest.importorskip("torch", reason="the hooks zero a torch tensor")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    calls = {"pre": 0, "post": 0}
+
+    def pre(args):
+        calls["pre"] += 1
+        args["out"].zero_()
+
+    def post(args, exception):
+        assert exception is None
+        calls["post"] += 1
+    configs = [triton.Config({"BLOCK": 1024}, num_warps=4, pre_hook=pre), triton.Config({"BLOCK": 256}, num_warps=2)]
+    tuned = ht.autotune(configs, key=["n"], device=cuda_device, max_time_s=0.2, post_hook=post)(tk.add)
+    n = 1 << 20
+    x, y = torch.full((n,), 2.0, device="cuda"), torch.full((n,), 3.0, device="cuda")
+    out = torch.zeros(n, device="cuda")
+    tuning = tuned.tune(lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),), x, y, out, n)
+    assert not tuning.failed and [r.compiled for r in tuning.results] == ["pool", "pool"]
+    hooked, plain = tuning.results
+    assert hooked.note.startswith("timed through the callable path") and hooked.result.ran == "call"
+    # autotune's post_hook makes every config a hooked one, as in triton.autotune
+    assert plain.note.startswith("timed through the callable path")
+    assert calls["pre"] >= hooked.result.samples and calls["post"] >= hooked.result.samples + plain.result.samples
+    torch.cuda.synchronize()
+    assert torch.equal(out, torch.full((n,), 5.0, device="cuda"))
+
+
+def test_cache_results_on_the_gpu(cuda_device, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    configs = [triton.Config({"BLOCK": block}, num_warps=warps) for block, warps in ((256, 2), (1024, 4))]
+    n = 1 << 22
+    x = cuda_device.array(np.full(n, 2.0, np.float32))
+    y = cuda_device.array(np.full(n, 3.0, np.float32))
+    out = cuda_device.array(np.zeros(n, np.float32))
+    grid = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731
+    first = ht.autotune(configs, key=["n"], device=cuda_device, max_time_s=0.2, cache_results=True)(tk.add)
+    measured = first.tune(grid, x, y, out, n)
+    read = ht.autotune(configs, key=["n"], device=cuda_device, max_time_s=0.2, cache_results=True)(tk.add)
+    again = read.tune(grid, x, y, out, n)
+    assert again.from_cache and again.best == measured.best and again.wall_s < measured.wall_s

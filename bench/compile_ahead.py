@@ -1,0 +1,222 @@
+"""Tuning at the speed of compilation: autotune and a Triton sweep with the compile pool, side by side.
+
+  attention  bench/attention_kernel.py's flash-attention forward (fp16, 4 x 32 heads x 2048 x 64) over
+             its 36 configs, each reading in a process of its own: Triton's own autotuner with a fresh
+             Triton cache; pyhipbench.triton.autotune with a fresh cache (the wall of tune(), its compile
+             wall, the pool's start-up, each config's compile / queue / measure seconds); the same with
+             the cache now warm, in a new process; and a reference (triton.testing.do_bench, rep=300 ms,
+             of every config) naming the winner. A pick is "within noise" when its reference median is at
+             most the winner's p80.
+  sweep      a sweep of 500 Triton matmul configs (bench/triton_matmul.py's kernel, 1024^3 fp16) on
+             one GPU with a fresh cache: the wall until the first result, the wall after it, and the GPU
+             busy fraction after it (the candidates' measuring walls over the wall after the first).
+
+Writes compile_ahead.json in --out and prints a summary.
+
+    python bench/compile_ahead.py [--out DIR] [--parts attention,sweep] [--compile-workers N]
+
+Needs an NVIDIA GPU, torch and triton 3.x.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+Z, H, N_CTX, HEAD_DIM = 4, 32, 2048, 64
+SWEEP_SIZE, SWEEP_CANDIDATES = 1024, 500
+
+
+def attention_tensors():
+    import torch
+    torch.manual_seed(0)
+    q, k, v = (torch.randn((Z, H, N_CTX, HEAD_DIM), device="cuda", dtype=torch.float16) for _ in range(3))
+    return q, k, v, torch.empty_like(q)
+
+
+def attention_args(q, k, v, o) -> list:
+    return [q, k, v, o, HEAD_DIM ** -0.5, q.stride(0), q.stride(1), q.stride(2), H, N_CTX]
+
+
+def attention_grid(meta: dict) -> tuple[int, int]:
+    import triton
+    return (triton.cdiv(N_CTX, meta["BLOCK_M"]), Z * H)
+
+
+def work_triton() -> dict:
+    import torch
+    import triton
+    from attention_kernel import attention_forward, configs
+    tensors = attention_tensors()
+    tuned = triton.autotune(configs(), key=["N_CTX"])(attention_forward)
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    tuned[attention_grid](*attention_args(*tensors), HEAD_DIM=HEAD_DIM)
+    torch.cuda.synchronize()
+    return {"wall_s": time.perf_counter() - started, "best": str(tuned.best_config)}
+
+
+def work_pyhipbench(cache: str) -> dict:
+    import torch
+    from attention_kernel import attention_forward, configs
+
+    import pyhipbench as hb
+    import pyhipbench.triton as ht
+    from pyhipbench._compile.pool import shared_pool
+    tensors = attention_tensors()
+    device = hb.Device()
+    tuned = ht.autotune(configs(), key=["N_CTX"], device=device, cache=cache)(attention_forward)
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    tuning = tuned.tune(attention_grid, *attention_args(*tensors), HEAD_DIM=HEAD_DIM)
+    wall_s = time.perf_counter() - started
+    pool = shared_pool(1)
+    return {"wall_s": wall_s, "compile_wall_s": tuning.compile_wall_s, "best": str(tuning.best),
+            "pool_startup_s": pool.startup_s, "failed": [r.to_dict() for r in tuning.failed],
+            "configs": [{"config": str(r.config), "compiled": r.compiled, "compile_s": r.compile_s,
+                         "queue_s": r.queue_s, "measure_s": r.measure_s, "median_us": r.median_us,
+                         "stop_reason": None if r.result is None else r.result.stop_reason}
+                        for r in tuning.results]}
+
+
+def work_reference() -> dict:
+    import triton
+    import triton.testing
+    from attention_kernel import attention_forward, configs
+    tensors = attention_tensors()
+    args = attention_args(*tensors)
+    readings = {}
+    for config in configs():
+        def launch(meta=config.all_kwargs()):
+            attention_forward[attention_grid](*args, HEAD_DIM=HEAD_DIM, **meta)
+        try:
+            median, p80 = triton.testing.do_bench(launch, rep=300, quantiles=(0.5, 0.8))
+        except triton.runtime.errors.OutOfResources as e:
+            readings[str(config)] = {"error": str(e)}
+            continue
+        readings[str(config)] = {"median_ms": median, "p80_ms": p80}
+    return readings
+
+
+def sweep_space() -> list:
+    import pyhipbench as hb
+    n = SWEEP_SIZE
+    space = itertools.product((32, 64, 128), (32, 64, 128), (32, 64, 128), (1, 4, 8), (2, 4, 8), (2, 3, 4))
+    candidates = []
+    for bm, bn, bk, group, warps, stages in itertools.islice(space, SWEEP_CANDIDATES):
+        candidates.append({
+            "source": {"kind": "triton", "function": "triton_matmul:matmul_kernel",
+                       "constexprs": {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": group},
+                       "num_warps": warps, "num_stages": stages},
+            "grid": [-(-n // bm) * -(-n // bn)],
+            "args": [f"array:float16:{n * n}"] * 3 + [f"int32:{n}"] * 3 + [f"int32:{n}", "int32:1"] * 3,
+            "tags": {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": group, "num_warps": warps,
+                     "num_stages": stages}})
+    return hb.candidates_from_json({"candidates": candidates})
+
+
+def work_sweep(compile_workers: int) -> dict:
+    import sqlite3
+    from datetime import datetime
+
+    import pyhipbench as hb
+    candidates = sweep_space()
+    db = Path(tempfile.mkdtemp()) / "sweep.db"
+    started = time.time()
+    summary = hb.sweep(candidates, db=db, progress=False, gpus=[0], compile_workers=compile_workers)
+    rows = sqlite3.connect(db).execute("SELECT finished_at, result, status FROM results").fetchall()
+    finished = sorted((datetime.fromisoformat(at).timestamp(), json.loads(result)["wall_s"] if result else 0.0)
+                      for at, result, _ in rows)
+    after_s = finished[-1][0] - finished[0][0]
+    busy_after_s = sum(wall for _, wall in finished[1:])
+    return {"candidates": len(candidates), "measured": summary.measured, "failed": summary.failed,
+            "wall_s": summary.wall_s, "until_first_result_s": finished[0][0] - started,
+            "wall_after_first_s": after_s, "busy_after_first_s": busy_after_s,
+            "busy_after_first": busy_after_s / after_s if after_s else None,
+            "utilisation": summary.utilisation}
+
+
+def in_child(kind: str, cache_dir: Path, *extra: str) -> dict:
+    env = {**os.environ, "TRITON_CACHE_DIR": str(cache_dir)}
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", kind, *extra],
+                          capture_output=True, text=True, timeout=900, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"{kind} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def summarize_attention(out: dict) -> dict:
+    reference = {k: v for k, v in out["reference"].items() if "median_ms" in v}
+    winner = min(reference, key=lambda k: reference[k]["median_ms"])
+
+    def judged(pick: str) -> dict:
+        if pick not in reference:
+            return {"pick": pick, "within_noise": False}
+        return {"pick": pick, "over_winner": reference[pick]["median_ms"] / reference[winner]["median_ms"],
+                "within_noise": reference[pick]["median_ms"] <= reference[winner]["p80_ms"]}
+    return {"reference_winner": winner, "triton": judged(out["triton_fresh"]["best"]),
+            "pyhipbench": judged(out["pyhipbench_fresh"]["best"]),
+            "pyhipbench_warm": judged(out["pyhipbench_warm"]["best"]),
+            "fresh_speedup": out["triton_fresh"]["wall_s"] / out["pyhipbench_fresh"]["wall_s"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--parts", default="attention,sweep")
+    parser.add_argument("--compile-workers", type=int, default=None)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    options, rest = parser.parse_known_args()
+    sys.path.insert(0, str(HERE))
+    if options.worker:
+        work = {"triton": work_triton, "pyhipbench": lambda: work_pyhipbench(rest[0]), "reference": work_reference,
+                "sweep": lambda: work_sweep(int(rest[0]))}[options.worker]
+        print(json.dumps(work()))
+        return
+    from pyhipbench._compile.pool import default_workers
+    workers = options.compile_workers or default_workers()
+    results: dict = {"compile_workers": workers}
+    parts = options.parts.split(",")
+    if "attention" in parts:
+        fresh_triton, fresh_ours = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp())
+        results["attention"] = out = {
+            "triton_fresh": in_child("triton", fresh_triton),
+            "pyhipbench_fresh": in_child("pyhipbench", fresh_ours, "auto"),
+            "pyhipbench_warm": in_child("pyhipbench", fresh_ours, "auto"),
+            "pyhipbench_warm_l2": in_child("pyhipbench", fresh_ours, "warm"),
+            "triton_warm": in_child("triton", fresh_triton),
+            "reference": in_child("reference", fresh_ours)}
+        out["summary"] = summarize_attention(out)
+        print(json.dumps({k: out[k] for k in ("summary",)}, indent=1))
+        for name in ("triton_fresh", "pyhipbench_fresh", "pyhipbench_warm", "pyhipbench_warm_l2", "triton_warm"):
+            print(f"{name}: {out[name]['wall_s']:.2f} s, pick {out[name]['best']}")
+        print(f"pool start-up (s per worker): {out['pyhipbench_fresh']['pool_startup_s']}")
+        print("config | reference ms (p80) | fresh µs, compiled, compile / queue / measure s | warm-cache µs, "
+              "compiled, measure s | cache=warm µs")
+        rows = zip(out["pyhipbench_fresh"]["configs"], out["pyhipbench_warm"]["configs"],
+                   out["pyhipbench_warm_l2"]["configs"])
+        for fresh, warm, l2 in rows:
+            ref = out["reference"].get(fresh["config"], {})
+            print(f"{fresh['config'][:40]} | {ref.get('median_ms', 0):.4f} ({ref.get('p80_ms', 0):.4f}) | "
+                  f"{fresh['median_us'] or 0:.1f} {fresh['compiled']} {fresh['compile_s'] or 0:.2f} / "
+                  f"{fresh['queue_s'] or 0:.2f} / {fresh['measure_s'] or 0:.3f} {fresh['stop_reason']} | "
+                  f"{warm['median_us'] or 0:.1f} {warm['compiled']} {warm['measure_s'] or 0:.3f} | "
+                  f"{l2['median_us'] or 0:.1f}")
+    options.out.mkdir(parents=True, exist_ok=True)
+    (options.out / "compile_ahead.json").write_text(json.dumps(results, indent=1))
+    if "sweep" in parts:
+        results["sweep"] = in_child("sweep", Path(tempfile.mkdtemp()), str(workers))
+        print(json.dumps(results["sweep"], indent=1))
+    options.out.mkdir(parents=True, exist_ok=True)
+    (options.out / "compile_ahead.json").write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
