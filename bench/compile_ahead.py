@@ -5,7 +5,8 @@
              Triton cache; pyhipbench.triton.autotune with a fresh cache (the wall of tune(), its compile
              wall, the pool's start-up, each config's compile / queue / measure seconds); the same with
              the cache now warm, in a new process; and a reference (triton.testing.do_bench, rep=300 ms,
-             of every config) naming the winner. A pick is "within noise" when its reference median is at
+             of every config) naming the winner. Each decorates the kernel before making its tensors, as a
+             decorator at import does. A pick is "within noise" when its reference median is at
              most the winner's p80.
   sweep      a sweep of 500 Triton matmul configs (bench/triton_matmul.py's kernel, 1024^3 fp16) on
              one GPU with a fresh cache: the wall until the first result, the wall after it, and the GPU
@@ -54,8 +55,8 @@ def work_triton() -> dict:
     import torch
     import triton
     from attention_kernel import attention_forward, configs
+    tuned = triton.autotune(configs(), key=["N_CTX"])(attention_forward)  # as a decorator, at import
     tensors = attention_tensors()
-    tuned = triton.autotune(configs(), key=["N_CTX"])(attention_forward)
     torch.cuda.synchronize()
     started = time.perf_counter()
     tuned[attention_grid](*attention_args(*tensors), HEAD_DIM=HEAD_DIM)
@@ -70,9 +71,9 @@ def work_pyhipbench(cache: str) -> dict:
     import pyhipbench as hb
     import pyhipbench.triton as ht
     from pyhipbench._compile.pool import shared_pool
-    tensors = attention_tensors()
     device = hb.Device()
-    tuned = ht.autotune(configs(), key=["N_CTX"], device=device, cache=cache)(attention_forward)
+    tuned = ht.autotune(configs(), key=["N_CTX"], device=device, cache=cache)(attention_forward)  # at import
+    tensors = attention_tensors()
     torch.cuda.synchronize()
     started = time.perf_counter()
     tuning = tuned.tune(attention_grid, *attention_args(*tensors), HEAD_DIM=HEAD_DIM)

@@ -25,6 +25,11 @@ from .timers import PER_KERNEL_TIMERS, TIMERS
 # synchronisation, so a chunk, and a fixed count, is bounded.
 MAX_LAUNCHES = 1_000_000
 
+# Racing's runs start short: with 8 samples the median's 95 % CI is the sample range, so a candidate
+# surely slower than the bound (its fastest sample above it) stops after a 4-sample warm-up chunk and 8
+# timed samples, and one near the bound goes on to the precision as any other.
+RACING_CHUNKS = {"warmup_chunk": 4, "first_chunk": 8, "min_samples": 8}
+
 # A fixed count is taken whatever the time: the time cap (which counts the
 # warm-up sharing the first run) must never cut it short.
 _FIXED_COUNT_TIME_CAP_S = 1e9
@@ -96,8 +101,10 @@ class BenchOptions:
     def stop_rule(self) -> StopRule:
         """The stopping rule these options ask for."""
         if self.iterations is None:
+            if self.slower_than_us is None:
+                return StopRule(precision=self.precision, max_time_s=self.max_time_s)
             return StopRule(precision=self.precision, max_time_s=self.max_time_s,
-                            slower_than_us=self.slower_than_us or 0)
+                            slower_than_us=self.slower_than_us, **RACING_CHUNKS)
         n = self.iterations
         return StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n,
                         max_time_s=_FIXED_COUNT_TIME_CAP_S)

@@ -19,6 +19,7 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 
     from ._kernel import Specialized
 
-__all__ = ["TritonBuild", "Ahead", "compile_ahead", "in_cache", "reference"]
+__all__ = ["TritonBuild", "Ahead", "compile_ahead", "in_cache", "installation_key", "reference",
+           "hash_triton_early"]
 
 # Knob values a worker can be handed: Triton's knobs set in Python (not through the environment, which a
 # spawned worker inherits) change what Triton compiles and its cache key.
@@ -114,6 +116,28 @@ def compile_build(build: TritonBuild) -> float:
     return time.perf_counter() - start
 
 
+_hashing: threading.Thread | None = None
+
+
+def hash_triton_early() -> None:
+    """Starts computing Triton's key of its own installation (`triton_key`: a hash of Triton's files,
+    a few tenths of a second once per process, in every cache key) in a background thread, so a first
+    tuning does not wait for it. Its reads and hashing release the GIL."""
+    global _hashing
+    if _hashing is None:
+        from triton.runtime.cache import triton_key
+        _hashing = threading.Thread(target=triton_key, name="pyhipbench-triton-key", daemon=True)
+        _hashing.start()
+
+
+def installation_key() -> str:
+    """Triton's `triton_key()`, waiting for hash_triton_early's computation rather than making a second."""
+    from triton.runtime.cache import triton_key
+    if _hashing is not None:
+        _hashing.join()
+    return triton_key()
+
+
 def in_cache(spec: "Specialized") -> bool:
     """Whether Triton's cache holds `spec`'s compile (Triton's own lookup, as triton.compile makes it)."""
     from triton._C.libtriton import get_cache_invalidating_env_vars
@@ -122,6 +146,7 @@ def in_cache(spec: "Specialized") -> bool:
 
     if _kernel._knobs.compilation.always_compile:
         return False
+    installation_key()  # computed once: get_cache_key asks for it
     source = spec.source()
     backend = make_backend(spec.target)
     options = backend.parse_options(dict(spec.compile_options, **source.parse_options()))

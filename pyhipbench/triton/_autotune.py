@@ -23,7 +23,7 @@ from .._values import icache_flush as checked_icache_flush
 from .._values import integer, real, show
 from ..errors import BenchError, Error
 from . import _kernel
-from ._ahead import Ahead, compile_ahead
+from ._ahead import Ahead, compile_ahead, hash_triton_early
 from ._bench import BENCH_OPTIONS, bench_compiled_with, split_options
 from ._kernel import Specialized, TritonKernel, _binder_view, _require_triton, build, specialize, target_of
 from ._tuning_cache import TuningCache
@@ -463,6 +463,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
             if missing:
                 raise BenchError(f"{what} names {', '.join(missing)}, not parameters of {fn.__name__!r} "
                                  f"({', '.join(fn.arg_names)})")
+        hash_triton_early()  # decorated at import, tuned at the first call: the hash is ready by then
         return Autotuner(fn, configs, key, device, options, launch_options, tune)
 
     return decorate

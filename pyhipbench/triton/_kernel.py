@@ -2,6 +2,7 @@
 specialisation, the compile, the launch facts from Triton's metadata."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -258,8 +259,7 @@ def specialize(fn: "JITFunction", args: Sequence[Any], target: "GPUTarget", **me
     if not isinstance(args, (list, tuple)):
         raise BenchError(f"args={show(args)}: expected a list of the kernel's arguments")
     by_name, options = _split_meta(fn, meta)
-    backend = make_backend(target)
-    known = backend.parse_options({}).__dict__
+    backend, known, binder = _binding(fn, target)
     unknown = [k for k in options if k not in known]
     if unknown:
         raise BenchError(f"Triton kernel {fn.__name__!r}: keyword {unknown[0]}={show(options[unknown[0]])} is "
@@ -275,7 +275,6 @@ def specialize(fn: "JITFunction", args: Sequence[Any], target: "GPUTarget", **me
     # As JITFunction.run: the debug and instrumentation options come from the function and Triton's knobs.
     compile_options = {"debug": fn.debug or _knobs.runtime.debug,
                        "instrumentation_mode": _knobs.compilation.instrumentation_mode, **options}
-    binder = create_function_from_signature(fn.signature, fn.params, backend)
     views = {name: _binder_view(name, value) for name, value in values.items()}
     try:
         bound_views, specialization, parsed = binder(**views, **compile_options)
@@ -288,6 +287,15 @@ def specialize(fn: "JITFunction", args: Sequence[Any], target: "GPUTarget", **me
                              f"{fn.__name__!r} ({e}): pip install {e.name}, or on AMD set "
                              "AMDGCN_USE_BUFFER_OPS=0 (Triton then compiles without buffer loads)") from None
     return Specialized(fn, target, signature, constexprs, attrs, parsed.__dict__, values, options)
+
+
+@functools.lru_cache(maxsize=256)
+def _binding(fn: "JITFunction", target: "GPUTarget") -> tuple[Any, dict[str, Any], Callable[..., Any]]:
+    """(Triton's backend for `target`, its compile options' defaults, `fn`'s binder), made once per kernel
+    and target: a tuning specialises every config with the same three."""
+    backend = make_backend(target)
+    return backend, backend.parse_options({}).__dict__, create_function_from_signature(fn.signature, fn.params,
+                                                                                        backend)
 
 
 def build(spec: Specialized, device: Device, icache_flush: bool | None) -> TritonKernel:
