@@ -10,6 +10,9 @@
   ramp        the GPU left idle 2 s, then 4000 launches of a ~5 µs kernel, bracket-probed every 20 launches
               and read by NVML: the clock against the time since the first launch
   cost        a bracket probe pair's GPU time and host time per run
+  pyhipbench  Result.clock of bench_callable on the load kernel (600 calls), with nvidia-smi's clocks.sm
+              polled every 0.2 s meanwhile; then, after 2 s idle, bench_callable of the ~5 µs kernel with
+              the defaults: its clock, throttled samples and warm-up
 
 Writes clock_reading.json in --out and prints a summary.
 
@@ -93,6 +96,31 @@ class Nvml:
         return value.value
 
 
+def through_pyhipbench(heavy, small) -> dict:
+    import threading
+
+    import pyhipbench as hb
+    polled, done = [], threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            text = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
+                                  capture_output=True, text=True).stdout.strip()
+            polled.append(int(text) if text.isdigit() else text)
+            time.sleep(0.2)
+    watcher = threading.Thread(target=poll)
+    watcher.start()
+    loaded = hb.bench_callable(heavy, iterations=600, warmup=10, cache="warm", graph=False)
+    done.set()
+    watcher.join()
+    time.sleep(2.0)
+    idle = hb.bench_callable(small, cache="warm", graph=False)
+    describe = lambda r: {"clock_mhz": None if r.clock is None else r.clock.to_dict(),  # noqa: E731
+                          "throttled_samples": r.throttled_samples, "warmup": r.warmup, "samples": r.samples,
+                          "median_us": r.median_us, "timer": r.timer}
+    return {"under_load": {**describe(loaded), "nvidia_smi_mhz": polled}, "after_idle": describe(idle)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("."))
@@ -144,7 +172,7 @@ def main() -> None:
         if smi is None and time.perf_counter() - started > 1.5:
             for _ in range(3):
                 heavy()
-            smi = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,clocks.default_applications.sm",
+            smi = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm",
                                   "--format=csv,noheader,nounits"], capture_output=True, text=True).stdout.strip()
             cp.cuda.Device().synchronize()
     out["load_kernel_us"] = heavy_us
@@ -174,6 +202,8 @@ def main() -> None:
         host.append((time.perf_counter() - t0) * 1e6)
     _, probe_span_us = bracket(lambda: None, 0)
     out["probe_pair"] = {"host_us_with_sync": statistics.median(host), "gpu_span_us": probe_span_us}
+
+    out["pyhipbench"] = through_pyhipbench(heavy, small)
 
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "clock_reading.json").write_text(json.dumps(out, indent=1))

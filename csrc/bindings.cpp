@@ -405,9 +405,10 @@ PYBIND11_MODULE(_core, m) {
   py::class_<StopRule>(m, "StopRule", "Targets and caps of one measurement (pyhipbench/stopping.hpp).")
       .def(py::init([](double precision, size_t min_samples, size_t max_samples, double max_time_s, double settle,
                        size_t max_warmup_samples, size_t warmup_chunk, size_t first_chunk, double tick_us,
-                       double slower_than_us) {
-             StopRule rule{precision,          min_samples,  max_samples, max_time_s, settle,
-                           max_warmup_samples, warmup_chunk, first_chunk, tick_us,    slower_than_us};
+                       double slower_than_us, double throttle_threshold) {
+             StopRule rule{precision, min_samples,        max_samples,       max_time_s,
+                           settle,    max_warmup_samples, warmup_chunk,      first_chunk,
+                           tick_us,   slower_than_us,     throttle_threshold};
              rule.validate();
              return rule;
            }),
@@ -415,7 +416,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("max_samples") = defaults.max_samples, py::arg("max_time_s") = defaults.max_time_s,
            py::arg("settle") = defaults.settle, py::arg("max_warmup_samples") = defaults.max_warmup_samples,
            py::arg("warmup_chunk") = defaults.warmup_chunk, py::arg("first_chunk") = defaults.first_chunk,
-           py::arg("tick_us") = defaults.tick_us, py::arg("slower_than_us") = defaults.slower_than_us)
+           py::arg("tick_us") = defaults.tick_us, py::arg("slower_than_us") = defaults.slower_than_us,
+           py::arg("throttle_threshold") = defaults.throttle_threshold)
       .def_readonly("precision", &StopRule::precision)
       .def_readonly("min_samples", &StopRule::min_samples)
       .def_readonly("max_samples", &StopRule::max_samples)
@@ -426,6 +428,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("first_chunk", &StopRule::first_chunk)
       .def_readonly("tick_us", &StopRule::tick_us)
       .def_readonly("slower_than_us", &StopRule::slower_than_us)
+      .def_readonly("throttle_threshold", &StopRule::throttle_threshold)
       .def(
           "stop_reason",
           [](const StopRule& rule, const Summary& summary, double elapsed_s) -> std::optional<std::string> {
@@ -448,6 +451,17 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("launches_per_sample", &Measurement::launches_per_sample)
       .def_readonly("host_us", &Measurement::host_us, "host µs spent issuing the timed samples' launches")
       .def_readonly("precision_reached", &Measurement::precision_reached)
+      .def_property_readonly(
+          "clock_mhz", [](const Measurement& r) { return as_array(r.clock_mhz); },
+          "the SM clock of each run whose samples were kept, MHz (CUDA's clock probe; empty where not read)")
+      .def_property_readonly(
+          "clock_samples",
+          [](const Measurement& r) { return std::vector<size_t>(r.clock_samples.begin(), r.clock_samples.end()); },
+          "samples kept from each of those runs")
+      .def_readonly("default_clock_mhz", &Measurement::default_clock_mhz,
+                    "the device's rated SM clock, MHz (0: unread)")
+      .def_readonly("throttled_samples", &Measurement::throttled_samples,
+                    "samples discarded as taken below the throttle threshold")
       .def_property_readonly(
           "kernel_times_us",
           [](const Measurement& r) {

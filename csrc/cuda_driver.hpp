@@ -207,6 +207,21 @@ class CudaDriver final : public Driver {
   Status launch_single(Function function, void** params, Stream stream) const {
     return {cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel"};
   }
+  // `blocks` blocks of `threads` threads of `function` on `stream`.
+  Status launch_grid(Function function, unsigned blocks, unsigned threads, void** params, Stream stream) const {
+    return {cuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel"};
+  }
+
+  // The clock probe (csrc/timers/clock_probe.hpp) is embedded PTX too; it needs
+  // the current context's device's multiprocessor count and rated SM clock
+  // (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16, CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13, kHz).
+  static constexpr bool kEmbedsClockProbe = true;
+  Status sm_count_and_clock(int* sms, int* khz) const {
+    Device device = 0;
+    if (Result r = cuCtxGetDevice(&device)) return {r, "cuCtxGetDevice"};
+    if (Result r = cuDeviceGetAttribute(sms, 16, device)) return {r, "cuDeviceGetAttribute"};
+    return {cuDeviceGetAttribute(khz, 13, device), "cuDeviceGetAttribute"};
+  }
 
  protected:
   uintptr_t allocate(uintptr_t context, size_t bytes) override;

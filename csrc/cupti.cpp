@@ -333,6 +333,10 @@ void CuptiKernelTrace::on_driver_call(void* userdata, int domain, uint32_t callb
   int status;
   std::memcpy(&status, call->function_return_value, sizeof status);
   if (status != 0) return;
+  if (trace->skipped_ > 0) {
+    --trace->skipped_;
+    return;
+  }
   if (trace->seen_ < trace->correlation_ids_.size()) trace->correlation_ids_[trace->seen_] = call->correlation_id;
   ++trace->seen_;
 }
@@ -341,6 +345,7 @@ void CuptiKernelTrace::expect(size_t launches) {
   buffer_pool().prepare(launches);
   correlation_ids_.assign(launches, 0);
   seen_ = 0;
+  skipped_ = 0;
 }
 
 void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, const std::string& which,

@@ -186,6 +186,8 @@ class CuptiKernelTrace : public CuptiTrace {
 
   // Before a chunk: the next `launches` kernel launches from the constructing thread are the chunk's.
   void expect(size_t launches);
+  // The next launch from the constructing thread is not the chunk's (the clock probe's stamp after it).
+  void skip_next_launch() { ++skipped_; }
 
   // Call once the chunk's launches have completed on the GPU. Flushes CUPTI
   // and writes launch k's start and end on the GPU clock (ns) into
@@ -201,6 +203,7 @@ class CuptiKernelTrace : public CuptiTrace {
 
   std::vector<uint32_t> correlation_ids_;  // launch k's correlation id, written by the callback
   size_t seen_ = 0;                        // launches seen by the callback
+  size_t skipped_ = 0;                     // launches still to pass uncounted (skip_next_launch)
 };
 
 // Tracing of calls: every kernel, memcpy and memset issued by a driver or

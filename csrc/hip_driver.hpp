@@ -182,6 +182,8 @@ class HipDriver final : public Driver {
   // caller compiles one for its device (pyhipbench/kernels/amdgpu.ll, `spin`)
   // and passes its function handle.
   static constexpr bool kEmbedsSpinKernel = false;
+  // No clock probe on AMD yet (csrc/timers/clock_probe.hpp): runs report no clock.
+  static constexpr bool kEmbedsClockProbe = false;
 
   // One work-item of `function` with `params` on `stream`.
   Status launch_single(Function function, void** params, Stream stream) const {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace pyhipbench {
 
@@ -38,6 +39,8 @@ void StopRule::validate() const {
   require(max_samples >= min_samples, "max_samples", max_samples, "an integer >= " + std::to_string(min_samples));
   require(warmup_chunk >= 1, "warmup_chunk", warmup_chunk, "an integer >= 1");
   require(first_chunk >= 1, "first_chunk", first_chunk, "an integer >= 1");
+  require(std::isfinite(throttle_threshold) && throttle_threshold >= 0 && throttle_threshold < 1, "throttle_threshold",
+          throttle_threshold, "a fraction of the rated SM clock >= 0 and < 1 (0 = off)");
 }
 
 std::string StopRule::stop_reason(const Summary& summary, double elapsed_s) const {
@@ -93,18 +96,33 @@ static Measurement measure_runs(Timer& timer, const std::string& timed, size_t s
   rule.validate();
   Measurement m;
   size_t next_set = 0;
+  const auto started = std::chrono::steady_clock::now();
+  auto throttled = [&](const Timings& run) {
+    return rule.throttle_threshold > 0 && run.clock_mhz > 0 && run.default_clock_mhz > 0 &&
+           run.clock_mhz < rule.throttle_threshold * run.default_clock_mhz;
+  };
+  // One run of `samples`, taken again (after a pause) while its clock is below the threshold.
+  size_t retakes = 0;
   auto take = [&](size_t samples) {
-    Timings taken = run_timer(samples, next_set);
-    if (taken.times_us.size() != samples) {
-      throw MeasurementError("the " + timer.name() + " timer returned " + std::to_string(taken.times_us.size()) +
-                             " samples of " + timed + " where " + std::to_string(samples) + " were asked for");
+    for (;;) {
+      Timings taken = run_timer(samples, next_set);
+      if (taken.times_us.size() != samples) {
+        throw MeasurementError("the " + timer.name() + " timer returned " + std::to_string(taken.times_us.size()) +
+                               " samples of " + timed + " where " + std::to_string(samples) + " were asked for");
+      }
+      next_set = (next_set + samples * taken.launches_per_sample) % sets;
+      m.launches_per_sample = taken.launches_per_sample;
+      if (taken.default_clock_mhz > 0) m.default_clock_mhz = taken.default_clock_mhz;
+      if (!throttled(taken) || retakes == kThrottleRetakes || seconds_since(started) >= rule.max_time_s) {
+        retakes = 0;
+        return taken;
+      }
+      ++retakes;
+      m.throttled_samples += samples;
+      std::this_thread::sleep_for(std::chrono::duration<double>(kThrottleRecoveryS));
     }
-    next_set = (next_set + samples * taken.launches_per_sample) % sets;
-    m.launches_per_sample = taken.launches_per_sample;
-    return taken;
   };
   // Appends the timed part of a run (its samples from `from` on) and says why to stop, if it is time.
-  const auto started = std::chrono::steady_clock::now();
   Summary summary;
   // Never past max_samples: a settled warm-up chunk, timed, may hold more than a fixed count asks for.
   auto keep = [&](const Timings& run, size_t from) {
@@ -130,6 +148,10 @@ static Measurement measure_runs(Timer& timer, const std::string& timed, size_t s
       m.activities.back().sample = kept + (a.sample - from);
     }
     m.host_us += run.host_us * static_cast<double>(to - from) / static_cast<double>(n);
+    if (run.clock_mhz > 0) {
+      m.clock_mhz.push_back(run.clock_mhz);
+      m.clock_samples.push_back(to - from);
+    }
     summary = summarize(m.times_us);
     m.stop_reason = rule.stop_reason(summary, seconds_since(started));
     m.precision_reached = summary.rel_ci();

@@ -43,7 +43,7 @@ from ._measure.bench import bench, bench_chain
 from ._measure.callable import bench_callable
 from ._measure.do_bench import do_bench
 from ._measure.options import BenchOptions
-from ._measure.result import KernelTime, Result
+from ._measure.result import Clock, KernelTime, Result
 from ._measure.rotation import Rotation, RotationCapped, plan_rotation
 from .errors import (
     BenchError,
@@ -85,7 +85,7 @@ __all__ = [
     "bench", "bench_chain", "bench_callable", "do_bench", "Launch", "module_launches", "KernelTime",
     "BenchOptions", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module",
     "Kernel", "LaunchConfig",
-    "Result", "Rotation", "RotationCapped", "plan_rotation", "shared", "Pointer", "Scalar",
+    "Result", "Clock", "Rotation", "RotationCapped", "plan_rotation", "shared", "Pointer", "Scalar",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",
     "Error", "BenchError", "IRError", "CodegenError", "VerificationError", "ToolchainError",

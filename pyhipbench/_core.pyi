@@ -248,7 +248,7 @@ class StopRule:
     def __init__(self, *, precision: float = 0.01, min_samples: int = 10, max_samples: int = 10000,
                  max_time_s: float = 2.0, settle: float = 0.02, max_warmup_samples: int = 1000,
                  warmup_chunk: int = 8, first_chunk: int = 16, tick_us: float = 0.032,
-                 slower_than_us: float = 0.0) -> None:
+                 slower_than_us: float = 0.0, throttle_threshold: float = 0.75) -> None:
         """Raises BenchError naming the first field out of range."""
     @property
     def precision(self) -> float:
@@ -276,6 +276,9 @@ class StopRule:
     @property
     def slower_than_us(self) -> float:
         """Racing: stop once the median's CI is wholly above this, µs; 0: never."""
+    @property
+    def throttle_threshold(self) -> float:
+        """A run below this fraction of the rated SM clock is taken again; 0: never."""
     def stop_reason(self, summary: Summary, elapsed_s: float) -> str | None:
         """Why to stop after a chunk ('precision', 'slower', 'max-samples', 'max-time'), or None to go on."""
     def next_chunk(self, summary: Summary) -> int:
@@ -312,6 +315,18 @@ class Measurement:
     @property
     def precision_reached(self) -> float:
         """The median CI's relative half-width at the stop."""
+    @property
+    def clock_mhz(self) -> npt.NDArray[np.float64]:
+        """The SM clock of each run whose samples were kept, MHz (CUDA's clock probe; empty where not read)."""
+    @property
+    def clock_samples(self) -> list[int]:
+        """Samples kept from each of those runs."""
+    @property
+    def default_clock_mhz(self) -> float:
+        """The device's rated SM clock, MHz (0: unread)."""
+    @property
+    def throttled_samples(self) -> int:
+        """Samples discarded as taken below the throttle threshold."""
 
 @overload
 def measure(timer: Timer, plan: LaunchPlan, rule: StopRule, warmup: int | None = None) -> Measurement:

@@ -102,6 +102,7 @@ class BatchedTimer final : public TimerBase<Driver> {
     size_t set = first_set % sets;
     void* spin_params[] = {&spin_flag_, &spin_target_, &timeout_ns_, &spin_timed_out_};
 
+    this->stamp_clock(false, stream, plan.name());
     const auto start = std::chrono::steady_clock::now();
     for (size_t j = 0; j < samples; ++j) {
       spin_target_ = ++generation_;  // the launch copies the value: one variable serves every sample
@@ -118,6 +119,7 @@ class BatchedTimer final : public TimerBase<Driver> {
       if (status != 0) this->fail(plan.name(), Driver::kEventRecord, status);
     }
     timings.host_us = Base::elapsed_us(start);
+    this->stamp_clock(true, stream, plan.name());
     timings.times_us = this->read_event_pairs(plan.name(), samples, launches_);
     if (const uint32_t gave_up = __atomic_load_n(timed_out_, __ATOMIC_ACQUIRE)) stalled(plan, gave_up);
   }

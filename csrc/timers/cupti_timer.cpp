@@ -51,6 +51,7 @@ void CuptiTimer::time(LaunchPlan& plan, size_t samples, size_t first_set, Timing
   }
   if (!session_open_) own_trace = std::make_unique<CuptiKernelTrace>(cupti_, reinterpret_cast<uintptr_t>(context_));
   CuptiKernelTrace& trace = session_open_ ? *session_trace_ : *own_trace;
+  stamp_clock(false, stream, plan.name());  // before expect(): not one of the run's launches
   trace.expect(samples * cycle.size());
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < samples; ++i) {
@@ -59,6 +60,8 @@ void CuptiTimer::time(LaunchPlan& plan, size_t samples, size_t first_set, Timing
     set = set + 1 == sets ? 0 : set + 1;
   }
   timings.host_us = elapsed_us(start);
+  if (clock_probed()) trace.skip_next_launch();
+  stamp_clock(true, stream, plan.name());
   // CUPTI's flush does not wait for the GPU: the last kernel must have ended
   // before its record is complete.
   check(plan, CudaDriver::kEventRecord, driver.event_record(done, stream));
@@ -104,6 +107,7 @@ void CuptiTimer::time(CallPlan& call, size_t samples, Timings& timings) {
   if (!session_open_) own_trace = std::make_unique<CuptiCallTrace>(cupti_, traced_context, call.graph_launch_only());
   CuptiCallTrace& trace = session_open_ ? *session_call_trace_ : *own_trace;
   trace.expect(samples);
+  stamp_clock(false, stream, call.name());  // outside every call: not attributed to one
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < samples; ++i) {
     prepare_call(call, stream);
@@ -115,6 +119,7 @@ void CuptiTimer::time(CallPlan& call, size_t samples, Timings& timings) {
     call.call();
   }
   timings.host_us = elapsed_us(start);
+  stamp_clock(true, stream, call.name());
   // The call may have used any stream of the context: wait for them all.
   const int synchronized = driver.cuCtxSynchronize();
   if (synchronized != 0) fail(call.name(), "cuCtxSynchronize", synchronized);

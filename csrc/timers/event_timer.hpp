@@ -33,6 +33,7 @@ class EventTimer final : public TimerBase<Driver> {
     size_t set = first_set % sets;
     if (LaunchPlan* clean = plan.clean_step()) this->driver_->check_plan(*clean);
 
+    this->stamp_clock(false, stream, plan.name());
     const auto start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < samples; ++i) {
       this->prepare_sample(plan, set, stream);  // before the start event: not timed
@@ -40,6 +41,7 @@ class EventTimer final : public TimerBase<Driver> {
       set = set + 1 == sets ? 0 : set + 1;
     }
     timings.host_us = Base::elapsed_us(start);
+    this->stamp_clock(true, stream, plan.name());
     timings.times_us = this->read_event_pairs(plan.name(), samples, 1);
   }
 
@@ -49,6 +51,7 @@ class EventTimer final : public TimerBase<Driver> {
     this->grow_event_pool(2 * samples);
     const auto stream = reinterpret_cast<typename Base::Stream>(call.stream());
     const auto* events = this->events_.data();
+    this->stamp_clock(false, stream, call.name());
     const auto start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < samples; ++i) {
       this->prepare_call(call, stream);
@@ -59,6 +62,7 @@ class EventTimer final : public TimerBase<Driver> {
       if (status != 0) this->fail(call.name(), Driver::kEventRecord, status);
     }
     timings.host_us = Base::elapsed_us(start);
+    this->stamp_clock(true, stream, call.name());
     timings.times_us = this->read_event_pairs(call.name(), samples, 1);
   }
 };

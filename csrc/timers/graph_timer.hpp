@@ -68,6 +68,7 @@ class GraphTimer final : public TimerBase<Driver> {
     const GraphExec* execs = execs_.data();
     start_set = first_set % sets;
 
+    this->stamp_clock(false, stream, plan.name());
     const auto start = std::chrono::steady_clock::now();
     for (size_t j = 0; j < samples; ++j) {
       int status = driver.event_record(events[2 * j], stream);
@@ -80,6 +81,7 @@ class GraphTimer final : public TimerBase<Driver> {
       if (start_set >= sets) start_set -= sets;
     }
     timings.host_us = Base::elapsed_us(start);
+    this->stamp_clock(true, stream, plan.name());
     timings.times_us = this->read_event_pairs(plan.name(), samples, nodes_);
   }
 

@@ -14,6 +14,7 @@
 #include "pyhipbench/launch_plan.hpp"
 #include "pyhipbench/timer.hpp"
 #include "status.hpp"
+#include "timers/clock_probe.hpp"
 
 namespace pyhipbench {
 
@@ -47,6 +48,7 @@ class TimerBase : public Timer {
     if (samples == 0) return timings;
     CurrentContext current(*driver_, context_);
     time(plan, samples, first_set, timings);
+    read_clock(timings);
     return timings;
   }
 
@@ -58,6 +60,7 @@ class TimerBase : public Timer {
     if (samples == 0) return timings;
     CurrentContext current(*driver_, context_);
     time(call, samples, timings);
+    read_clock(timings);
     return timings;
   }
 
@@ -70,6 +73,21 @@ class TimerBase : public Timer {
     throw std::invalid_argument("the " + name_ +
                                 " timer times launches it issues itself, not a callable's: time calls with "
                                 "the 'cupti' or 'events' timer");
+  }
+
+  // The clock stamps around a run (clock_probe.hpp): each timer's time() stamps
+  // before its first sample and after its last, before it synchronizes.
+  void stamp_clock(bool end, Stream stream, const std::string& timed) {
+    if (!probe_) probe_ = std::make_unique<ClockProbe<Driver>>(*driver_);  // the context is current
+    if (!probe_->available()) return;
+    const Status status = probe_->stamp(end, stream);
+    if (status.code != 0) fail("clock stamp around " + timed, status.call, status.code);
+  }
+  bool clock_probed() const { return probe_ && probe_->available(); }  // whether stamp_clock launches
+  void read_clock(Timings& timings) const {
+    if (!probe_ || !probe_->available()) return;
+    timings.clock_mhz = probe_->clock_mhz();
+    timings.default_clock_mhz = probe_->default_mhz();
   }
 
   // The clean step before a call, on the call's stream.
@@ -126,10 +144,11 @@ class TimerBase : public Timer {
     }
   }
 
-  // Frees the pool; for destructors, which run with the context made current.
+  // Frees the pool and the clock probe; for destructors, which run with the context made current.
   void destroy_events() {
     for (Event event : events_) driver_->event_destroy(event);
     events_.clear();
+    probe_.reset();
   }
 
   // Samples spanning several chains (graph, batched) would time the untimed
@@ -232,7 +251,8 @@ class TimerBase : public Timer {
   std::vector<Event> events_;
 
  private:
-  std::recursive_mutex running_;  // run(), and a session's thread for the whole session
+  std::unique_ptr<ClockProbe<Driver>> probe_;  // made on the first run, with the context current
+  std::recursive_mutex running_;               // run(), and a session's thread for the whole session
 };
 
 }  // namespace pyhipbench

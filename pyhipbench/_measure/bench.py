@@ -44,7 +44,7 @@ from ..errors import BenchError
 from .cache import clean_step
 from .expect import Expect, Expectation
 from .options import BenchOptions
-from .result import KernelTime, Result
+from .result import Clock, KernelTime, Result
 from .rotation import plan_rotation
 from .timers import default_timer, min_launches_per_sample, timer_for
 
@@ -52,13 +52,15 @@ from .timers import default_timer, min_launches_per_sample, timer_for
 def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
           timer: str = "auto", cache: str = "auto", precision: float = 0.01, max_time_s: float = 1.0,
           iterations: int | None = None, warmup: int | None = None, rotate: int | str = "auto",
-          slower_than_us: float | None = None, shared_bytes: int = 0, stream: Stream | None = None,
-          expect: Expect = None, atol: float | None = None, rtol: float | None = None) -> Result:
+          slower_than_us: float | None = None, throttle_threshold: float = 0.75, shared_bytes: int = 0,
+          stream: Stream | None = None, expect: Expect = None, atol: float | None = None,
+          rtol: float | None = None) -> Result:
     """Times `kernel` (µs per launch) until its median is known to ±`precision` (95 % CI).
 
     `timer`, `cache`, `precision`, `max_time_s` (s), `iterations`, `warmup`,
-    `rotate` and `slower_than_us` (µs) are the measurement's options
-    (`BenchOptions` documents each). Arrays wrapped in `shared()` never rotate.
+    `rotate`, `slower_than_us` (µs) and `throttle_threshold` (a fraction of
+    the rated SM clock) are the measurement's options (`BenchOptions`
+    documents each). Arrays wrapped in `shared()` never rotate.
     `shared_bytes`: dynamic shared memory, bytes.
     `stream`: a `Device.stream()` (None = the default stream).
     `expect`: reference outputs (a list aligned with `args`, or a dict
@@ -68,16 +70,18 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     raising OutputMismatch if wrong (expect.py).
     """
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
-                           iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us)
+                           iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us,
+                           throttle_threshold=throttle_threshold)
     return bench_with([Launch(kernel, grid, block, args, shared_bytes)], options, stream=stream, expect=expect,
                       atol=atol, rtol=rtol)
 
 
 def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str = "auto", precision: float = 0.01,
                 max_time_s: float = 1.0, iterations: int | None = None, warmup: int | None = None,
-                rotate: int | str = "auto", slower_than_us: float | None = None, stream: Stream | None = None,
-                expect: Expect = None, atol: float | None = None, rtol: float | None = None,
-                reset_to_zero: Sequence[DeviceArray] = (), restore_value: Sequence[DeviceArray] = ()) -> Result:
+                rotate: int | str = "auto", slower_than_us: float | None = None, throttle_threshold: float = 0.75,
+                stream: Stream | None = None, expect: Expect = None, atol: float | None = None,
+                rtol: float | None = None, reset_to_zero: Sequence[DeviceArray] = (),
+                restore_value: Sequence[DeviceArray] = ()) -> Result:
     """Times a chain of launches run in order as one sample (µs per chain), as bench() times one.
 
     The chain's kernels rotate together: set s of every launch holds set s's
@@ -92,7 +96,8 @@ def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str =
     once more after the last (the arrays end as a reset step leaves them).
     """
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
-                           iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us)
+                           iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us,
+                           throttle_threshold=throttle_threshold)
     return bench_with(launches, options, stream=stream, expect=expect, atol=atol, rtol=rtol,
                       reset_to_zero=reset_to_zero, restore_value=restore_value)
 
@@ -152,7 +157,8 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
                   target=first_kernel.module.target, slower_than_us=options.slower_than_us,
                   ran="chain" if len(checked) > 1 else "kernel",
                   kernels=_kernel_times(checked, taken.kernel_times_us),
-                  span_us=taken.span_us if len(taken.span_us) else None)
+                  span_us=taken.span_us if len(taken.span_us) else None,
+                  clock=Clock.of(taken), throttled_samples=taken.throttled_samples)
 
 
 def _kernel_times(checked: list[tuple[Kernel, LaunchConfig, list[Argument]]],

@@ -39,7 +39,7 @@ from ..errors import BenchError, Error
 from .bench import _device_facts
 from .cache import clean_step
 from .options import BenchOptions
-from .result import KernelTime, Result
+from .result import Clock, KernelTime, Result
 from .rotation import Rotation
 from .timers import TIMERS, core_timer, default_timer
 
@@ -50,13 +50,14 @@ _devices: dict[int, Device] = {}  # the Device of each index, made once: its tim
 
 def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str = "auto", precision: float = 0.01,
                    max_time_s: float = 1.0, iterations: int | None = None, warmup: int | None = None,
-                   slower_than_us: float | None = None, graph: bool | str = "auto", stream: int | None = None,
+                   slower_than_us: float | None = None, throttle_threshold: float = 0.75,
+                   graph: bool | str = "auto", stream: int | None = None,
                    device: Device | None = None, name: str | None = None) -> Result:
     """Times what `fn()` launches on the GPU (µs per call) until its median is known to ±`precision`.
 
     `timer` ("auto": cupti where it works, else events), `cache` ("auto":
-    clean-cold; or warm), `precision`, `max_time_s` (s), `iterations`, `warmup`
-    and `slower_than_us` (µs): as bench() (`BenchOptions`). `graph`: "auto"
+    clean-cold; or warm), `precision`, `max_time_s` (s), `iterations`, `warmup`,
+    `slower_than_us` (µs) and `throttle_threshold`: as bench() (`BenchOptions`). `graph`: "auto"
     replays a captured graph where capture works and calls `fn` otherwise;
     True requires the graph; False always calls. `stream`: the stream handle
     `fn` issues its work on (None: torch's current stream when torch is
@@ -74,7 +75,7 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
                          f"{' or '.join(CALL_TIMERS)} or 'auto'")
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=1 if cache == "warm" else "auto",
-                           slower_than_us=slower_than_us)
+                           slower_than_us=slower_than_us, throttle_threshold=throttle_threshold)
     if options.cache_state == "dirty-cold":
         raise BenchError("cache='dirty-cold': a callable's buffers are its own, so pyhipbench cannot rotate "
                          "them; expected 'clean-cold' or 'warm'")
@@ -106,7 +107,8 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
                   target=None, slower_than_us=options.slower_than_us,
                   ran="call" if note else "graph", kernels=_activity_times(taken.activities, len(times_us)),
                   span_us=taken.span_us if len(taken.span_us) else None, call_note=note or None,
-                  first_call_s=first_call_s)
+                  first_call_s=first_call_s,
+                  clock=Clock.of(taken), throttled_samples=taken.throttled_samples)
 
 
 def _device(device: Device | None) -> Device:

@@ -49,7 +49,9 @@ class BenchOptions:
     `rotate`: dirty-cold's set count R ("auto": from the last-level cache and
     free memory; 1 = warm). `slower_than_us`: racing, for tuners: stop
     (stop_reason "slower") as soon as the median's 95 % CI lies wholly above
-    this time, µs.
+    this time, µs. `throttle_threshold`: a run of samples whose SM clock is
+    below this fraction of the device's rated clock is discarded and taken
+    again after a pause (`Result.throttled_samples` counts them); 0 = off.
     """
     timer: str = "auto"
     cache: str = "auto"
@@ -59,6 +61,7 @@ class BenchOptions:
     warmup: int | None = None
     rotate: int | str = "auto"
     slower_than_us: float | None = None
+    throttle_threshold: float = 0.75
 
     def __post_init__(self) -> None:
         if not (isinstance(self.timer, str) and self.timer in TIMERS + ("auto",)):
@@ -73,6 +76,7 @@ class BenchOptions:
         if self.warmup is not None:
             self._set("warmup", integer("warmup", self.warmup, 0, MAX_LAUNCHES))
         self._set("rotate", checked_rotate(self.rotate))
+        self._set("throttle_threshold", real("throttle_threshold", self.throttle_threshold, minimum=0, below=1))
         if self.slower_than_us is not None:
             self._set("slower_than_us", real("slower_than_us", self.slower_than_us, above=0))
             if self.iterations is not None:
@@ -102,12 +106,13 @@ class BenchOptions:
         """The stopping rule these options ask for."""
         if self.iterations is None:
             if self.slower_than_us is None:
-                return StopRule(precision=self.precision, max_time_s=self.max_time_s)
-            return StopRule(precision=self.precision, max_time_s=self.max_time_s,
-                            slower_than_us=self.slower_than_us, **RACING_CHUNKS)
+                return StopRule(precision=self.precision, max_time_s=self.max_time_s,
+                                throttle_threshold=self.throttle_threshold)
+            return StopRule(precision=self.precision, max_time_s=self.max_time_s, slower_than_us=self.slower_than_us,
+                            throttle_threshold=self.throttle_threshold, **RACING_CHUNKS)
         n = self.iterations
         return StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n,
-                        max_time_s=_FIXED_COUNT_TIME_CAP_S)
+                        max_time_s=_FIXED_COUNT_TIME_CAP_S, throttle_threshold=self.throttle_threshold)
 
     def replace(self, **changes: Any) -> BenchOptions:
         """A copy with `changes` applied (and checked)."""

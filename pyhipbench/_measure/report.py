@@ -30,7 +30,7 @@ from ..errors import BenchError
 FORMATS = (".json", ".csv", ".md")
 COLUMNS = ("kernel", "grid", "block", "timer", "cache_state", "median_us", "ci_low_us", "ci_high_us",
            "rel_ci", "p10_us", "p90_us", "outliers", "samples", "stop_reason", "sets", "host_us_per_kernel",
-           "wall_s", "device", "verified", "target")
+           "wall_s", "device", "verified", "target", "clock_mhz", "throttled_samples")
 
 
 CALLABLE = ("call", "graph")  # a result's `ran` for a callable: no launch of its own, grid and block None
@@ -50,7 +50,10 @@ def _row(result: dict[str, Any]) -> dict[str, Any]:
             "sets": result["rotation"]["sets"], "host_us_per_kernel": result["host_us_per_kernel"],
             "wall_s": result["wall_s"], "device": result["device"]["name"],
             "verified": result.get("verified", False),  # reports written before verification existed lack it
-            "target": result.get("target")}  # reports written before the target was recorded have none
+            "target": result.get("target"),  # reports written before the target was recorded have none
+            # the SM clock's mean (MHz; none where not read, or in reports written before it was)
+            "clock_mhz": (result.get("clock_mhz") or {}).get("mean"),
+            "throttled_samples": result.get("throttled_samples", 0)}
 
 
 def to_csv(results: list[dict[str, Any]]) -> str:
@@ -62,12 +65,13 @@ def to_csv(results: list[dict[str, Any]]) -> str:
 
 
 def to_markdown(results: list[dict[str, Any]]) -> str:
-    lines = ["| kernel | grid | block | timer | cache | median µs | 95 % CI µs | samples | stopped |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| kernel | grid | block | timer | cache | median µs | 95 % CI µs | samples | stopped | SM clock MHz |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in map(_row, results):
+        clock = "-" if r["clock_mhz"] is None else f"{r['clock_mhz']:.0f}"
         lines.append(f"| {r['kernel']} | {r['grid']} | {r['block']} | {r['timer']} | {r['cache_state']} | "
                      f"{r['median_us']:.3f} | {r['ci_low_us']:.3f}–{r['ci_high_us']:.3f} | {r['samples']} | "
-                     f"{r['stop_reason']} |")
+                     f"{r['stop_reason']} | {clock} |")
     return "\n".join(lines) + "\n"
 
 

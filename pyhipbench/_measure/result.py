@@ -30,6 +30,30 @@ class KernelTime:
 
 
 @dataclass(frozen=True)
+class Clock:
+    """The SM clock the timed samples ran at, MHz: over their runs (each run's clock from the clock
+    probe's stamps around it), the mean weighted by samples, the lowest and the highest run; and the
+    device's rated SM clock. docs/measurement.md#the-clock says how it is read."""
+
+    mean_mhz: float
+    min_mhz: float
+    max_mhz: float
+    rated_mhz: float
+
+    @classmethod
+    def of(cls, taken: Any) -> "Clock | None":
+        """From a core Measurement; None where no run reported a clock (AMD, or no stamp)."""
+        clocks, counts = np.asarray(taken.clock_mhz), np.asarray(taken.clock_samples, dtype=np.float64)
+        if not len(clocks) or not counts.sum():
+            return None
+        return cls(float(np.average(clocks, weights=counts)), float(clocks.min()), float(clocks.max()),
+                   float(taken.default_clock_mhz))
+
+    def to_dict(self) -> dict[str, float]:
+        return {"mean": self.mean_mhz, "min": self.min_mhz, "max": self.max_mhz, "rated": self.rated_mhz}
+
+
+@dataclass(frozen=True)
 class Result:
     """One benchmark: samples (µs per sample), with the timer, cache state, rotation,
     device and launch that made them, and why the run stopped.
@@ -62,6 +86,8 @@ class Result:
     span_us: np.ndarray | None = field(default=None, repr=False)  # per sample, first kernel start to last end
     call_note: str | None = None  # a callable: why it was called rather than replayed as a graph, or None
     first_call_s: float | None = None  # a callable: wall time of its first, untimed call (which may compile), s
+    clock: Clock | None = None    # the SM clock the samples ran at; None where not read (AMD)
+    throttled_samples: int = 0    # samples taken below the throttle threshold, discarded and taken again
 
     @cached_property
     def stats(self) -> Summary:
@@ -92,8 +118,18 @@ class Result:
                 f"p10–p90 {s.p10:.3f}–{s.p90:.3f}, {s.outliers} outliers, {s.count} samples "
                 f"(stopped: {self.stop_reason}{raced}); timer {self.timer}, cache {self.cache_state}, "
                 f"{self.rotation.sets} set(s): {self.rotation.reason}; host {self.host_us_per_kernel:.2f} "
-                f"µs/launch, {1e3 * self.wall_s:.1f} ms wall" + ("; outputs verified" if self.verified else "")
-                + self._parts())
+                f"µs/launch, {1e3 * self.wall_s:.1f} ms wall" + self._clock_text()
+                + ("; outputs verified" if self.verified else "") + self._parts())
+
+    def _clock_text(self) -> str:
+        if self.clock is None:
+            return "; SM clock not read"
+        c = self.clock
+        spread = f" ({c.min_mhz:.0f}–{c.max_mhz:.0f})" if c.max_mhz - c.min_mhz >= 1 else ""
+        text = f"; SM clock {c.mean_mhz:.0f} MHz{spread} of {c.rated_mhz:.0f} rated"
+        if self.throttled_samples:
+            text += f", {self.throttled_samples} throttled samples taken again"
+        return text
 
     def _parts(self) -> str:
         """The chain's or call's kernels and span, and how a callable ran, for summary()."""
@@ -133,6 +169,8 @@ class Result:
             "host_us_per_kernel": self.host_us_per_kernel,
             "wall_s": self.wall_s,
             "verified": self.verified,
+            "clock_mhz": None if self.clock is None else self.clock.to_dict(),
+            "throttled_samples": self.throttled_samples,
             "stats_us": {"median": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high, "rel_ci": s.rel_ci,
                          "mean": s.mean, "stdev": s.stdev, "min": s.min, "max": s.max, "p10": s.p10,
                          "p90": s.p90, "outliers": s.outliers},

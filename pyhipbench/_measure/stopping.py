@@ -30,6 +30,7 @@ class StopRule:
     # interval one tick wide is as narrow as a sub-µs kernel's samples can show.
     tick_us: float = _DEFAULT.tick_us
     slower_than_us: float = _DEFAULT.slower_than_us  # racing: stop once the CI is wholly above this, µs; 0 = never
+    throttle_threshold: float = _DEFAULT.throttle_threshold  # runs below this fraction of the rated clock: again
     core: _core.StopRule = field(init=False, repr=False, compare=False)  # the same rule, for the core
 
     def __post_init__(self) -> None:

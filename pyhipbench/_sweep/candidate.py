@@ -89,6 +89,9 @@ def _launch_arg(where: str, value: object) -> LaunchArgSpec:
     raise BenchError(f"{where}={show(value)}: expected an argument spec's text ({ARG_FORMS} or {REF_FORM})")
 
 
+# Bench options hashed into a candidate's id only when they differ from these.
+_ID_NEUTRAL = {"slower_than_us": None, "throttle_threshold": BenchOptions().throttle_threshold}
+
 @dataclass(frozen=True)
 class LaunchSpec:
     """One launch of a chain candidate: `kernel` (a name in the candidate's source; for C++ source a
@@ -313,9 +316,9 @@ class Candidate:
             object.__setattr__(self, name, value)
 
     def _fields(self) -> dict[str, Any]:
-        bench = self.bench.to_json()
-        if bench["slower_than_us"] is None:  # left out when unset, so a candidate's id does not change with it
-            del bench["slower_than_us"]
+        # Options left at a value that adds nothing are left out, so a candidate's id (what a database
+        # resumes by) stays what it was before the option existed.
+        bench = {k: v for k, v in self.bench.to_json().items() if _ID_NEUTRAL.get(k, ...) != v}
         rest = {"bench": bench, "timeout_s": self.timeout_s, "tags": thaw(self.tags)}
         if isinstance(self.launches, tuple):  # a chain's launches hold its kernels, grids, blocks and args
             return {"launches": [launch.to_json() for launch in self.launches], **rest}

@@ -80,6 +80,9 @@ def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str 
     parser.add_argument("--slower-than", type=values.number, metavar="US",
                         help="racing: stop (reason 'slower') once the median's 95%% CI lies wholly above this "
                              "many µs, e.g. the best candidate's CI upper bound so far")
+    parser.add_argument("--throttle-threshold", type=values.number, default=0.75, metavar="FRACTION",
+                        help="a run of samples whose SM clock is below this fraction of the rated clock is "
+                             "discarded and taken again (default 0.75; 0 = off)")
     parser.add_argument("--rotate", type=values.count_or_word, default="auto",
                         help="dirty-cold's argument-set count: 'auto' or a number (1 = warm)")
     parser.add_argument("--expect", type=values.expect, action="append", default=[], metavar="N=FILE.npy",
@@ -112,7 +115,7 @@ def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -
     # checks, its messages) before a file is read, a device opened or anything compiled.
     options = BenchOptions(timer=args.timer, cache=args.cache, precision=args.precision, max_time_s=args.max_time,
                            iterations=args.iterations, warmup=args.warmup, rotate=args.rotate,
-                           slower_than_us=args.slower_than)
+                           slower_than_us=args.slower_than, throttle_threshold=args.throttle_threshold)
     if args.chain is None:
         grid, block = dims("grid", args.grid), dims("block", args.block)  # the device's own limits come later
     for path in args.out:

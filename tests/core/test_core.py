@@ -82,8 +82,9 @@ def test_cuda_records_events_around_each_launch(fake_libraries, fake_driver_cuda
     timer = events_timer(fake_libraries, "cuda")
     timer.run(make_plan(2), 3, 0)
     calls = [r.call.decode() for r in fake_driver_cuda.records() if r.call != b"cuEventSynchronize"]
-    assert calls == ["cuCtxPushCurrent_v2"] + ["cuEventRecord", "cuLaunchKernel", "cuEventRecord"] * 3 + [
-        "cuCtxPopCurrent_v2"]
+    assert calls == ["cuCtxPushCurrent_v2"] + ["clock probe cuModuleLoadData", "clock probe cuModuleGetFunction",
+                                               "clock probe cuMemHostAlloc", "clock stamp"] \
+        + ["cuEventRecord", "cuLaunchKernel", "cuEventRecord"] * 3 + ["clock stamp", "cuCtxPopCurrent_v2"]
     launches = fake_driver_cuda.records("cuLaunchKernel")
     assert [list(r.grid) for r in launches] == [[4, 2, 1]] * 3     # blocks, not threads
 

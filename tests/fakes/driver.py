@@ -34,6 +34,8 @@ class LaunchConfig(ctypes.Structure):
 _ARGTYPES = {
     "fake_runtime_launch_kernel": [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p],
     "fake_set_copy_ms": [ctypes.c_double],
+    "fake_set_sm_clock_mhz": [ctypes.c_double],
+    "fake_throttle_stamps": [ctypes.c_int, ctypes.c_double],
     "fake_set_function_name": [ctypes.c_size_t, ctypes.c_char_p],
     "cuLaunchKernel": [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3,
     "cuLaunchKernelEx": [ctypes.POINTER(LaunchConfig), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p],
@@ -95,13 +97,15 @@ class FakeDriver:
         return [r for r in all_records if call is None or r.call.decode() == call]
 
     def work(self) -> list[FakeRecord]:
-        """Every record but the calls that only make a context current.
+        """Every record but the calls that only make a context current, and the clock probe's
+        ("clock probe ..." set-up, "clock stamp" launches: fake_driver.c records them so).
 
         A timer makes its context current to free its events when Python
         collects it, which may be during a later test: "nothing was launched"
         is checked on this.
         """
-        return [r for r in self.records() if r.call.decode() not in CONTEXT_CALLS]
+        return [r for r in self.records() if r.call.decode() not in CONTEXT_CALLS
+                and not r.call.decode().startswith("clock ")]
 
     def live_allocations(self) -> int:
         """Device allocations the fake holds now (made through it, not the host backend's)."""

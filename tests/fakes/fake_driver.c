@@ -58,6 +58,13 @@ static fake_record records[MAX_RECORDS];
 static int record_count;
 static int arg_count_to_read = 0;
 static double clock_ms;
+/* The clock probe's stamp kernel (see launch_stamp). */
+#define FAKE_RATED_SM_KHZ 1980000
+#define FAKE_SM_COUNT 4
+static uintptr_t stamp_function;
+static double sm_mhz, throttled_mhz, stamp_ms, stamp_cycles;
+static int throttled_stamps;
+static int fake_stamps;          /* stamps written since fake_reset, for the tests */
 static double launch_ms = 0.004; /* each launch takes 4 µs on the fake clock */
 static double launch_ms_step;    /* ... plus this much more than the launch before it */
 static double copy_ms = 0.001;   /* each memcpy or memset takes 1 µs, whatever its size */
@@ -103,6 +110,10 @@ void fake_reset(void) {
   spin_queue_limit = 0;
   kernel_body = NULL;
   forget_spin(); /* a spin an earlier test left pending */
+  sm_mhz = FAKE_RATED_SM_KHZ / 1000.0;
+  throttled_stamps = 0;
+  stamp_ms = stamp_cycles = 0;
+  fake_stamps = 0;
 }
 int fake_record_count(void) { return record_count; }
 const fake_record* fake_get_record(int i) { return &records[i]; }
@@ -451,6 +462,7 @@ typedef struct {
   char* host;
   size_t bytes;
   int mapped;
+  int probe; /* the clock probe's words */
 } host_allocation;
 static host_allocation host_allocations[MAX_HOST_ALLOCATIONS];
 static int live_host_allocations;
@@ -465,6 +477,7 @@ static int host_alloc(const char* call, void** host, size_t bytes, int mapped) {
       host_allocations[i].host = calloc(1, bytes);
       host_allocations[i].bytes = bytes;
       host_allocations[i].mapped = mapped;
+      host_allocations[i].probe = 0;
       *host = host_allocations[i].host;
       ++live_host_allocations;
       record(call)->value = bytes;
@@ -509,14 +522,40 @@ int fake_host_allocation_range(uintptr_t address, uintptr_t* start, size_t* byte
 
 /* The host word behind a device address of live mapped memory, or NULL (not
  * such an address, or its allocation was freed). */
-static uint32_t* mapped_word(uintptr_t device) {
+static void* mapped_range(uintptr_t device, size_t bytes) {
   if (device < DEVICE_BASE) return NULL;
   const uintptr_t slot = (device - DEVICE_BASE) / DEVICE_SLOT_BYTES;
   const uintptr_t offset = (device - DEVICE_BASE) % DEVICE_SLOT_BYTES;
   if (slot >= MAX_HOST_ALLOCATIONS) return NULL;
   host_allocation* a = &host_allocations[slot];
-  if (!a->host || !a->mapped || offset + 4 > a->bytes) return NULL;
-  return (uint32_t*)(a->host + offset);
+  if (!a->host || !a->mapped || offset + bytes > a->bytes) return NULL;
+  return a->host + offset;
+}
+static uint32_t* mapped_word(uintptr_t device) { return mapped_range(device, 4); }
+
+/* ---- the clock probe's stamp kernel (pyhipbench_clock_stamp) ----
+ * A launch writes (%globaltimer ns, SM 0's cycles) into the mapped memory its
+ * argument points to: the fake's clock (plus 1 s: a real globaltimer is never
+ * 0) and cycles counted at `sm_mhz` since the last stamp, or at
+ * `throttled_mhz` for the next `throttled_stamps` stamps (a run is two). The
+ * rated clock (CU_DEVICE_ATTRIBUTE_CLOCK_RATE) is FAKE_RATED_SM_KHZ. */
+void fake_set_sm_clock_mhz(double mhz) { sm_mhz = mhz; }
+void fake_throttle_stamps(int stamps, double mhz) {
+  throttled_stamps = stamps;
+  throttled_mhz = mhz;
+}
+int fake_stamp_count(void) { return fake_stamps; }
+static int launch_stamp(void** params) {
+  uint64_t* out = mapped_range(*(uintptr_t*)params[0], 16);
+  if (!out) return 1; /* not mapped memory */
+  const double mhz = throttled_stamps > 0 ? throttled_mhz : sm_mhz;
+  if (throttled_stamps > 0) --throttled_stamps;
+  stamp_cycles += (clock_ms - stamp_ms) * 1e3 * mhz;
+  stamp_ms = clock_ms;
+  out[0] = (uint64_t)(clock_ms * 1e6) + 1000000000ull;
+  out[1] = (uint64_t)stamp_cycles;
+  ++fake_stamps;
+  return 0;
 }
 
 /* ---- the spin kernel ----
@@ -702,6 +741,15 @@ static int misbehave(uintptr_t f) {
 static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3], const uint32_t block[3],
                          uint64_t shared, uintptr_t stream, void** params, fake_event* start, fake_event* stop,
                          uint32_t correlation_id) {
+  if (stamp_function && f == stamp_function) {
+    int err = injected("clock stamp");
+    if (!err) err = launch_stamp(params);
+    if (err) return err;
+    /* No kernel record for the fake CUPTI: the traces skip the stamps' records by their correlation ids. */
+    (void)correlation_id;
+    record("clock stamp")->stream = stream;
+    return 0;
+  }
   int err = injected(call);
   if (err) return err;
   err = implicit_capture_dependency(stream);
@@ -963,23 +1011,44 @@ int cuGraphLaunch(fake_graph* exec, void* stream) {
 }
 int cuGraphExecDestroy(fake_graph* exec) { return graph_destroy(exec, &live_graph_execs); }
 int cuGraphDestroy(fake_graph* graph) { return graph_destroy(graph, &live_graphs); }
+/* The clock probe's calls (its module, stamp function and mapped words, made
+ * in that order) are recorded as "clock probe <call>", and its stamps as
+ * "clock stamp", so a test of a timer's own calls can leave them out
+ * (FakeDriver.work) and an injected failure of a call names the timer's. */
+static int probe_alloc_next; /* the stamp function was just looked up: the next host allocation is the probe's */
 int cuMemHostAlloc(void** host, size_t bytes, unsigned flags) {
-  return host_alloc("cuMemHostAlloc", host, bytes, (flags & 0x02) != 0); /* CU_MEMHOSTALLOC_DEVICEMAP */
+  const int probe = probe_alloc_next;
+  probe_alloc_next = 0;
+  const int err = host_alloc(probe ? "clock probe cuMemHostAlloc" : "cuMemHostAlloc", host, bytes,
+                             (flags & 0x02) != 0); /* CU_MEMHOSTALLOC_DEVICEMAP */
+  if (!err && probe) find_host_allocation((uintptr_t)*host)->probe = 1;
+  return err;
 }
 int cuMemHostGetDevicePointer_v2(void** device, void* host, unsigned flags) {
   (void)flags;
   return host_device_pointer("cuMemHostGetDevicePointer_v2", device, host);
 }
-int cuMemFreeHost(void* host) { return host_free("cuMemFreeHost", host); }
+int cuMemFreeHost(void* host) {
+  const host_allocation* a = host ? find_host_allocation((uintptr_t)host) : NULL;
+  return host_free(a && a->probe ? "clock probe cuMemFreeHost" : "cuMemFreeHost", host);
+}
+static int declares_entry(const char* ptx, const char* name);
+static const char* probe_call(const char* ptx, const char* call, char* named, size_t size) {
+  if (!ptx || !declares_entry(ptx, "pyhipbench_clock_stamp")) return call;
+  snprintf(named, size, "clock probe %s", call);
+  return named;
+}
 int cuModuleLoadData(fake_module** module, const char* image) {
-  int err = injected("cuModuleLoadData");
+  char named[40];
+  const char* call = probe_call(image, "cuModuleLoadData", named, sizeof named);
+  int err = injected(call);
   if (err) return err;
   if (!image || !strstr(image, ".entry ")) return 200; /* CUDA_ERROR_INVALID_IMAGE */
   *module = calloc(1, sizeof **module);
   (*module)->ptx = strdup(image);
   remember_module(*module, NULL);
   ++live_modules;
-  record("cuModuleLoadData")->value = (uintptr_t)*module;
+  record(call)->value = (uintptr_t)*module;
   return 0;
 }
 /* Whether the PTX declares `.entry name(` (or `.entry name (`). */
@@ -992,7 +1061,9 @@ static int declares_entry(const char* ptx, const char* name) {
   return 0;
 }
 int cuModuleGetFunction(void** function, fake_module* module, const char* name) {
-  int err = injected("cuModuleGetFunction");
+  char named[40];
+  const char* call = probe_call(module ? module->ptx : NULL, "cuModuleGetFunction", named, sizeof named);
+  int err = injected(call);
   if (err) return err;
   if (!module || !name || strlen(name) >= sizeof module->functions[0] || !declares_entry(module->ptx, name)) {
     return 500; /* CUDA_ERROR_NOT_FOUND */
@@ -1005,14 +1076,20 @@ int cuModuleGetFunction(void** function, fake_module* module, const char* name) 
   strcpy(module->functions[slot], name);
   *function = module->functions[slot];
   if (strcmp(name, "pyhipbench_spin") == 0) spin_function = (uintptr_t)*function;
-  record("cuModuleGetFunction")->value = (uintptr_t)*function;
+  if (strcmp(name, "pyhipbench_clock_stamp") == 0) {
+    stamp_function = (uintptr_t)*function;
+    probe_alloc_next = 1;
+  }
+  record(call)->value = (uintptr_t)*function;
   return 0;
 }
 int cuModuleUnload(fake_module* module) {
   if (!module) return 400;
   const uintptr_t first = (uintptr_t)module->functions, end = first + sizeof module->functions;
   if (spin_function >= first && spin_function < end) spin_function = 0;
-  record("cuModuleUnload")->value = (uintptr_t)module;
+  if (stamp_function >= first && stamp_function < end) stamp_function = 0;
+  char named[40];
+  record(probe_call(module->ptx, "cuModuleUnload", named, sizeof named))->value = (uintptr_t)module;
   remember_module(NULL, module);
   free(module->ptx);
   free(module);
@@ -1173,9 +1250,19 @@ int cuDeviceGetAttribute(int* value, int attribute, int device) {
   int err = injected("cuDeviceGetAttribute");
   if (err) return err;
   if (device < 0 || device >= cuda_device_count()) return 101; /* CUDA_ERROR_INVALID_DEVICE */
-  if (attribute != 38) return 1;
-  *value = FAKE_CUDA_L2_BYTES;
-  return 0;
+  switch (attribute) {
+    case 38:
+      *value = FAKE_CUDA_L2_BYTES;
+      return 0; /* L2_CACHE_SIZE */
+    case 13:
+      *value = FAKE_RATED_SM_KHZ;
+      return 0; /* CLOCK_RATE, kHz */
+    case 16:
+      *value = FAKE_SM_COUNT;
+      return 0; /* MULTIPROCESSOR_COUNT */
+    default:
+      return 1;
+  }
 }
 /* Whether [address, address + bytes) lies inside one live allocation. */
 static int device_range(uint64_t address, size_t bytes) {

@@ -24,6 +24,15 @@
 //        tuner passes the best candidate's CI upper bound so far: a candidate
 //        that is surely slower stops without reaching the precision.
 //
+// The clock: a run whose SM clock (Timings::clock_mhz, the clock probe's
+// reading over its samples) is below `throttle_threshold` times the device's
+// rated clock did not run at the GPU's own speed: its samples are discarded
+// (counted in Measurement::throttled_samples) and the run taken again after a
+// 50 ms recovery pause, as nvbench does, up to kThrottleRetakes times in a row
+// (then kept: the clocks in the result show it). So a warm-up settles only
+// once the clock is up, and a timed sample below it never counts. Runs that
+// report no clock (AMD, or no stamp) are kept as they are.
+//
 // Each run costs a synchronisation (and for the cupti timer a flush of its
 // records) beside its samples, so fewer, well-sized runs cost less wall time.
 //
@@ -57,7 +66,8 @@ struct PYHIPBENCH_API StopRule {
   // sub-µs kernel's samples take a few values one tick apart, and an interval
   // one tick wide is as narrow as such data can show.
   double tick_us = 0.032;
-  double slower_than_us = 0;  // racing: stop once the median's CI is wholly above this, µs; 0 = never
+  double slower_than_us = 0;         // racing: stop once the median's CI is wholly above this, µs; 0 = never
+  double throttle_threshold = 0.75;  // a run below this fraction of the rated SM clock is taken again; 0 = never
 
   // Throws std::invalid_argument naming the first field out of range and its value.
   void validate() const;
@@ -86,7 +96,17 @@ struct PYHIPBENCH_API Measurement {
   size_t launches_per_sample = 1;
   double host_us = 0;            // host µs spent issuing the timed samples' launches
   double precision_reached = 0;  // the median CI's relative half-width at the stop
+  // The SM clock of each run whose samples were kept (MHz; runs that reported
+  // one) and how many of its samples were kept; the device's rated SM clock
+  // (MHz, 0 if unread); samples discarded as taken below the throttle threshold.
+  std::vector<double> clock_mhz;
+  std::vector<size_t> clock_samples;
+  double default_clock_mhz = 0;
+  size_t throttled_samples = 0;
 };
+
+inline constexpr size_t kThrottleRetakes = 3;       // throttled runs taken again in a row, at most
+inline constexpr double kThrottleRecoveryS = 0.05;  // the pause before taking a throttled run again, s
 
 // Times `plan` with `timer` until `rule` says stop (see the top of this file).
 // `warmup`: that many untimed samples (0: none) instead of warming up until

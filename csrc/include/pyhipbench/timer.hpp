@@ -88,6 +88,10 @@ struct Timings {
   std::vector<Activity> activities;
   size_t launches_per_sample = 1;  // chains per sample: 1 for events and cupti; the batch/graph length otherwise
   double host_us = 0;              // host wall time spent issuing the launches, µs, all samples
+  // The SM clock over the run, first sample to last (a clock probe's stamps
+  // around them: CUDA), and the device's rated SM clock, MHz; 0 where not read.
+  double clock_mhz = 0;
+  double default_clock_mhz = 0;
 };
 
 class PYHIPBENCH_API Timer {  // one way of timing launches of a LaunchPlan
