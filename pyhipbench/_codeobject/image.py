@@ -8,6 +8,7 @@ them.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import struct
@@ -238,6 +239,7 @@ def _ptx_param(kernel: str, declaration: str) -> tuple[str, int, int]:
     return tokens[-1], element * count, alignment or element
 
 
+@functools.lru_cache(maxsize=8)  # loading a module reads its parameters and its target from the same PTX
 def _without_comments(ptx: str) -> str:
     """`ptx` with each comment replaced by the newlines it held (line numbers stay right), in one pass."""
     pieces, position = [], 0
