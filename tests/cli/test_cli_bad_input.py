@@ -78,6 +78,7 @@ OPTION_ERRORS = [
     (["run", "k.ptx", *RUN, "--precision", "%"], "argument --precision: '%': expected a number"),
     (["run", "k.ptx", *RUN, "--max-time", "1s"], "argument --max-time: '1s': expected a number such as 2.5 or 1e-3"),
     (["run", "k.ptx", *RUN, "--slower-than", "5us"], "argument --slower-than: '5us': expected a number"),
+    (["run", "k.ptx", *RUN, "--throttle-threshold", "high"], "argument --throttle-threshold: 'high': expected a number"),
     (["run", "k.ptx", *RUN, "--timer", "clock"], "argument --timer: invalid choice: 'clock'"),
     (["run", "k.ptx", *RUN, "--cache", "cold"], "argument --cache: invalid choice: 'cold'"),
     # the --arg language (class 6/7), refused while parsing the options
@@ -147,6 +148,9 @@ OPTIONS_REFUSED = [  # (run's flags, the BenchOptions keywords they give, the st
     (["--slower-than", "nan"], {"slower_than_us": float("nan")}, "slower_than_us=nan: out of range"),
     (["--iterations", "8", "--slower-than", "3.5"], {"iterations": 8, "slower_than_us": 3.5},
      "slower_than_us=3.5 with iterations=8: racing stops a run early"),
+    (["--throttle-threshold", "1"], {"throttle_threshold": 1}, "throttle_threshold=1: out of range, expected a "
+     "finite number >= 0 and < 1"),
+    (["--throttle-threshold", "-0.5"], {"throttle_threshold": -0.5}, "throttle_threshold=-0.5: out of range"),
     (["--rotate", "3", "--cache", "warm"], {"rotate": 3, "cache": "warm"}, "rotate=3 with cache='warm'"),
     (["--cache", "clean-cold", "--timer", "graph"], {"cache": "clean-cold", "timer": "graph"},
      "cache='clean-cold' with timer='graph'"),
