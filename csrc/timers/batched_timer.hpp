@@ -81,7 +81,7 @@ class BatchedTimer final : public TimerBase<Driver> {
   ~BatchedTimer() override {
     this->release_in_context([this] {
       release();
-      this->destroy_events();
+      this->release_pool_and_probe();
     });
   }
 

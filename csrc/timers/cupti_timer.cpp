@@ -11,7 +11,7 @@ CuptiTimer::CuptiTimer(std::shared_ptr<CudaDriver> driver, uintptr_t context, co
 CuptiTimer::~CuptiTimer() {
   session_trace_.reset();
   session_call_trace_.reset();
-  release_in_context([this] { destroy_events(); });
+  release_in_context([this] { release_pool_and_probe(); });
 }
 
 void CuptiTimer::open_session() { session_open_ = true; }

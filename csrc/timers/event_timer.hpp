@@ -21,7 +21,7 @@ class EventTimer final : public TimerBase<Driver> {
   EventTimer(std::shared_ptr<Driver> driver, uintptr_t context) : Base("events", std::move(driver), context) {}
 
   ~EventTimer() override {
-    this->release_in_context([this] { this->destroy_events(); });
+    this->release_in_context([this] { this->release_pool_and_probe(); });
   }
 
  private:

@@ -42,7 +42,7 @@ class GraphTimer final : public TimerBase<Driver> {
     this->release_in_context([this] {
       destroy_graphs();
       if (capture_stream_ != nullptr) this->driver_->stream_destroy(capture_stream_);
-      this->destroy_events();
+      this->release_pool_and_probe();
     });
   }
 

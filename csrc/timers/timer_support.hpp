@@ -85,7 +85,7 @@ class TimerBase : public Timer {
   }
   bool clock_probed() const { return probe_ && probe_->available(); }  // whether stamp_clock launches
   void read_clock(Timings& timings) const {
-    if (!probe_ || !probe_->available()) return;
+    if (!clock_probed()) return;
     timings.clock_mhz = probe_->clock_mhz();
     timings.default_clock_mhz = probe_->default_mhz();
   }
@@ -144,8 +144,8 @@ class TimerBase : public Timer {
     }
   }
 
-  // Frees the pool and the clock probe; for destructors, which run with the context made current.
-  void destroy_events() {
+  // Frees the event pool and the clock probe; for destructors, which run with the context made current.
+  void release_pool_and_probe() {
     for (Event event : events_) driver_->event_destroy(event);
     events_.clear();
     probe_.reset();
