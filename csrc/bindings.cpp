@@ -401,14 +401,24 @@ PYBIND11_MODULE(_core, m) {
       py::arg("sorted_times_us"), py::arg("confidence") = 0.95,
       "The median's distribution-free confidence interval from ascending samples, µs.");
 
+  m.attr("DEFAULT_THRESHOLD") = kDefaultThreshold;
+  m.def(
+      "judge",
+      [](double difference, double low, double high, double threshold) {
+        return std::string(to_string(judge(difference, low, high, threshold)));
+      },
+      py::arg("difference"), py::arg("low"), py::arg("high"), py::arg("threshold") = kDefaultThreshold,
+      "How B compares with A ('faster', 'slower', 'same' or \"can't tell\") from the relative difference "
+      "of their medians B / A - 1, its 95 % confidence interval [low, high], and the smallest difference "
+      "that matters, `threshold` (a fraction).");
+
   const StopRule defaults;
   py::class_<StopRule>(m, "StopRule", "Targets and caps of one measurement (pyhipbench/stopping.hpp).")
       .def(py::init([](double precision, size_t min_samples, size_t max_samples, double max_time_s, double settle,
                        size_t max_warmup_samples, size_t warmup_chunk, size_t first_chunk, double tick_us,
-                       double slower_than_us, double throttle_threshold) {
-             StopRule rule{precision, min_samples,        max_samples,       max_time_s,
-                           settle,    max_warmup_samples, warmup_chunk,      first_chunk,
-                           tick_us,   slower_than_us,     throttle_threshold};
+                       double slower_than_us, double race_threshold, double throttle_threshold) {
+             StopRule rule{precision,    min_samples, max_samples, max_time_s,     settle,         max_warmup_samples,
+                           warmup_chunk, first_chunk, tick_us,     slower_than_us, race_threshold, throttle_threshold};
              rule.validate();
              return rule;
            }),
@@ -417,6 +427,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("settle") = defaults.settle, py::arg("max_warmup_samples") = defaults.max_warmup_samples,
            py::arg("warmup_chunk") = defaults.warmup_chunk, py::arg("first_chunk") = defaults.first_chunk,
            py::arg("tick_us") = defaults.tick_us, py::arg("slower_than_us") = defaults.slower_than_us,
+           py::arg("race_threshold") = defaults.race_threshold,
            py::arg("throttle_threshold") = defaults.throttle_threshold)
       .def_readonly("precision", &StopRule::precision)
       .def_readonly("min_samples", &StopRule::min_samples)
@@ -428,6 +439,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("first_chunk", &StopRule::first_chunk)
       .def_readonly("tick_us", &StopRule::tick_us)
       .def_readonly("slower_than_us", &StopRule::slower_than_us)
+      .def_readonly("race_threshold", &StopRule::race_threshold)
       .def_readonly("throttle_threshold", &StopRule::throttle_threshold)
       .def(
           "stop_reason",

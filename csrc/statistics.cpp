@@ -177,4 +177,25 @@ Summary summarize(std::vector<double> times_us, double confidence) {
   return s;
 }
 
+Verdict judge(double difference, double low, double high, double threshold) {
+  if (low >= -threshold && high <= threshold) return Verdict::kSame;
+  if (low > 0 && difference > threshold) return Verdict::kSlower;
+  if (high < 0 && difference < -threshold) return Verdict::kFaster;
+  return Verdict::kCantTell;
+}
+
+const char* to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kFaster:
+      return "faster";
+    case Verdict::kSlower:
+      return "slower";
+    case Verdict::kSame:
+      return "same";
+    case Verdict::kCantTell:
+      break;
+  }
+  return "can't tell";
+}
+
 }  // namespace pyhipbench

@@ -35,6 +35,8 @@ void StopRule::validate() const {
   require(std::isfinite(tick_us) && tick_us >= 0, "tick_us", tick_us, "a finite number >= 0");
   require(std::isfinite(slower_than_us) && slower_than_us >= 0, "slower_than_us", slower_than_us,
           "a finite number >= 0 (µs; 0 = no racing)");
+  require(std::isfinite(race_threshold) && race_threshold >= 0 && race_threshold < 1, "race_threshold", race_threshold,
+          "a fraction >= 0 and < 1");
   require(min_samples >= 1, "min_samples", min_samples, "an integer >= 1");
   require(max_samples >= min_samples, "max_samples", max_samples, "an integer >= " + std::to_string(min_samples));
   require(warmup_chunk >= 1, "warmup_chunk", warmup_chunk, "an integer >= 1");
@@ -48,7 +50,11 @@ std::string StopRule::stop_reason(const Summary& summary, double elapsed_s) cons
   if (precision > 0 && summary.count >= min_samples && (summary.rel_ci() <= precision || half_width <= tick_us / 2)) {
     return "precision";
   }
-  if (slower_than_us > 0 && summary.count >= min_samples && summary.ci_low > slower_than_us) return "slower";
+  if (slower_than_us > 0 && summary.count >= min_samples &&
+      judge(summary.median / slower_than_us - 1, summary.ci_low / slower_than_us - 1,
+            summary.ci_high / slower_than_us - 1, race_threshold) == Verdict::kSlower) {
+    return "slower";
+  }
   if (summary.count >= max_samples) return "max-samples";
   if (elapsed_s >= max_time_s) return "max-time";
   return "";
@@ -73,7 +79,7 @@ size_t StopRule::next_chunk(const Summary& summary) const {
     // must get under the median's distance above the bound. Not the half-width:
     // a CI longer below the median than above (two clock states, the lower
     // one rarer) would read as clear already and ask for only first_chunk / 2.
-    if (slower_than_us > 0 && summary.median > slower_than_us) {
+    if (slower_than_us > 0 && summary.median > slower_than_us * (1 + race_threshold)) {
       ratio = std::min(ratio, (summary.median - summary.ci_low) / (summary.median - slower_than_us));
     }
     // In doubles until capped: a tiny target can make the estimate overflow a size_t.

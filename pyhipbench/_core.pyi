@@ -242,13 +242,21 @@ def summarize(times_us: npt.ArrayLike, confidence: float = 0.95) -> Summary:
 def median_ci(sorted_times_us: npt.ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
     """The median's distribution-free confidence interval from ascending samples, µs."""
 
+DEFAULT_THRESHOLD: float  # 0.02: the smallest relative difference judge() and racing count
+
+def judge(difference: float, low: float, high: float, threshold: float = 0.02) -> str:
+    """How B compares with A ('faster', 'slower', 'same' or "can't tell") from the relative difference of their
+    medians B / A - 1, its 95 % confidence interval [low, high], and the smallest difference that matters,
+    `threshold` (a fraction)."""
+
 class StopRule:
     """Targets and caps of one measurement (pyhipbench/stopping.hpp)."""
 
     def __init__(self, *, precision: float = 0.01, min_samples: int = 10, max_samples: int = 10000,
                  max_time_s: float = 2.0, settle: float = 0.02, max_warmup_samples: int = 1000,
                  warmup_chunk: int = 8, first_chunk: int = 16, tick_us: float = 0.032,
-                 slower_than_us: float = 0.0, throttle_threshold: float = 0.75) -> None:
+                 slower_than_us: float = 0.0, race_threshold: float = 0.02,
+                 throttle_threshold: float = 0.75) -> None:
         """Raises BenchError naming the first field out of range."""
     @property
     def precision(self) -> float:
@@ -275,7 +283,10 @@ class StopRule:
         """A CI no wider than one tick of the timer's clock counts as precise, µs."""
     @property
     def slower_than_us(self) -> float:
-        """Racing: stop once the median's CI is wholly above this, µs; 0: never."""
+        """Racing: stop once the median is surely slower than this (judge, at race_threshold), µs; 0: never."""
+    @property
+    def race_threshold(self) -> float:
+        """Racing: "slower" means by more than this fraction."""
     @property
     def throttle_threshold(self) -> float:
         """A run below this fraction of the rated SM clock is taken again; 0: never."""

@@ -1,12 +1,16 @@
 """Shared fixtures: the fake driver libraries, and a Device over them."""
 from __future__ import annotations
 
+import ctypes
+from pathlib import Path
+
 import pytest
 
 import pyhipbench as hb
 from pyhipbench import _core
+from pyhipbench._device import nvml
 
-from fakes.build import build_fake
+from fakes.build import NVML_LIBRARY_NAME, build_fake
 from fakes.cupti import FakeCupti
 from fakes.driver import FakeDriver, mapped_libraries
 from fakes.host_backend import HostBackend
@@ -30,6 +34,38 @@ def no_real_cupti(tmp_path_factory, monkeypatch):
     depends on the machine. Without it the probe fails the same way everywhere.
     """
     monkeypatch.setenv("PYHIPBENCH_CUPTI_LIBRARY", str(tmp_path_factory.getbasetemp() / "no-libcupti" / "libcupti.so"))
+
+
+@pytest.fixture(autouse=True)
+def no_real_nvml(request, tmp_path_factory, monkeypatch):
+    """Points PYHIPBENCH_NVML_LIBRARY at an NVML that does not exist, outside tests/gpu.
+
+    A fake device's environment must not depend on the machine's NVML (which
+    knows none of its devices): without one, every NVML field reads as not
+    loaded, everywhere. `fake_nvml` points it at the fake instead.
+    """
+    if "gpu" in Path(str(request.node.fspath)).parent.parts[-1:]:
+        yield
+        return
+    monkeypatch.setenv(nvml.LIBRARY_ENV, str(tmp_path_factory.getbasetemp() / "no-nvml" / nvml.LIBRARY_NAME))
+    nvml.nvml.cache_clear()
+    yield
+    nvml.nvml.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def fake_nvml_library(tmp_path_factory):
+    return build_fake(tmp_path_factory.mktemp("fake-nvml"), NVML_LIBRARY_NAME)
+
+
+@pytest.fixture
+def fake_nvml(fake_nvml_library, monkeypatch):
+    """The fake NVML (fake_nvml.c), reset, and named by PYHIPBENCH_NVML_LIBRARY; its ctypes handle."""
+    monkeypatch.setenv(nvml.LIBRARY_ENV, str(fake_nvml_library))
+    nvml.nvml.cache_clear()
+    library = ctypes.CDLL(str(fake_nvml_library))
+    library.fake_nvml_reset()
+    return library
 
 
 @pytest.fixture(params=["cuda", "hip"])

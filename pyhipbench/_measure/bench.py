@@ -42,8 +42,9 @@ from .._launch.launch_config import Dims, LaunchConfig
 from .._values import show
 from ..errors import BenchError
 from .cache import clean_step
+from .energy import energy_counter, measure_energy, sample_s
 from .expect import Expect, Expectation
-from .options import BenchOptions
+from .options import BenchOptions, fixed_count
 from .result import Clock, KernelTime, Result
 from .rotation import plan_rotation
 from .timers import default_timer, min_launches_per_sample, timer_for
@@ -52,15 +53,15 @@ from .timers import default_timer, min_launches_per_sample, timer_for
 def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
           timer: str = "auto", cache: str = "auto", precision: float = 0.01, max_time_s: float = 1.0,
           iterations: int | None = None, warmup: int | None = None, rotate: int | str = "auto",
-          slower_than_us: float | None = None, throttle_threshold: float = 0.75, shared_bytes: int = 0,
-          stream: Stream | None = None, expect: Expect = None, atol: float | None = None,
+          slower_than_us: float | None = None, throttle_threshold: float = 0.75, energy: bool = False,
+          shared_bytes: int = 0, stream: Stream | None = None, expect: Expect = None, atol: float | None = None,
           rtol: float | None = None) -> Result:
     """Times `kernel` (µs per launch) until its median is known to ±`precision` (95 % CI).
 
     `timer`, `cache`, `precision`, `max_time_s` (s), `iterations`, `warmup`,
-    `rotate`, `slower_than_us` (µs) and `throttle_threshold` (a fraction of
-    the rated SM clock) are the measurement's options (`BenchOptions`
-    documents each). Arrays wrapped in `shared()` never rotate.
+    `rotate`, `slower_than_us` (µs), `throttle_threshold` (a fraction of
+    the rated SM clock) and `energy` are the measurement's options
+    (`BenchOptions` documents each). Arrays wrapped in `shared()` never rotate.
     `shared_bytes`: dynamic shared memory, bytes.
     `stream`: a `Device.stream()` (None = the default stream).
     `expect`: reference outputs (a list aligned with `args`, or a dict
@@ -71,7 +72,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     """
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us,
-                           throttle_threshold=throttle_threshold)
+                           throttle_threshold=throttle_threshold, energy=energy)
     return bench_with([Launch(kernel, grid, block, args, shared_bytes)], options, stream=stream, expect=expect,
                       atol=atol, rtol=rtol)
 
@@ -79,7 +80,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
 def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str = "auto", precision: float = 0.01,
                 max_time_s: float = 1.0, iterations: int | None = None, warmup: int | None = None,
                 rotate: int | str = "auto", slower_than_us: float | None = None, throttle_threshold: float = 0.75,
-                stream: Stream | None = None, expect: Expect = None, atol: float | None = None,
+                energy: bool = False, stream: Stream | None = None, expect: Expect = None, atol: float | None = None,
                 rtol: float | None = None, reset_to_zero: Sequence[DeviceArray] = (),
                 restore_value: Sequence[DeviceArray] = ()) -> Result:
     """Times a chain of launches run in order as one sample (µs per chain), as bench() times one.
@@ -97,7 +98,7 @@ def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str =
     """
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us,
-                           throttle_threshold=throttle_threshold)
+                           throttle_threshold=throttle_threshold, energy=energy)
     return bench_with(launches, options, stream=stream, expect=expect, atol=atol, rtol=rtol,
                       reset_to_zero=reset_to_zero, restore_value=restore_value)
 
@@ -119,6 +120,7 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
     rotation = plan_rotation(sum(a.nbytes for a in rotated_arrays(all_args)), device.properties.llc_bytes,
                              free, total, rotate if cache == "dirty-cold" else 1, max(launches_made, 2))
     core_timer = timer_for(device, timer, rotation.sets)
+    counter = energy_counter(device) if options.energy else None  # refused before anything runs
 
     started = time.perf_counter()
     saved: list[DeviceArray] = []
@@ -140,6 +142,8 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
             if cache == "clean-cold":
                 clean_step(device).attach(plan)
             taken = _core.measure(core_timer, plan, rule.core, options.warmup)
+            energy = None if counter is None else measure_energy(
+                counter, lambda n: _core.measure(core_timer, plan, fixed_count(n, 0).core, 0), sample_s(taken))
             for (array, _), values in zip(resets, contents):  # the arrays as a reset step leaves them
                 array.copy_from(values)
     finally:
@@ -158,7 +162,7 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
                   ran="chain" if len(checked) > 1 else "kernel",
                   kernels=_kernel_times(checked, taken.kernel_times_us),
                   span_us=taken.span_us if len(taken.span_us) else None,
-                  clock=Clock.of(taken), throttled_samples=taken.throttled_samples)
+                  clock=Clock.of(taken), throttled_samples=taken.throttled_samples, energy=energy)
 
 
 def _kernel_times(checked: list[tuple[Kernel, LaunchConfig, list[Argument]]],

@@ -38,7 +38,8 @@ from .._values import show
 from ..errors import BenchError, Error
 from .bench import _device_facts
 from .cache import clean_step
-from .options import BenchOptions
+from .energy import energy_counter, measure_energy, sample_s
+from .options import BenchOptions, fixed_count
 from .result import Clock, KernelTime, Result
 from .rotation import Rotation
 from .timers import TIMERS, core_timer, default_timer
@@ -50,14 +51,14 @@ _devices: dict[int, Device] = {}  # the Device of each index, made once: its tim
 
 def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str = "auto", precision: float = 0.01,
                    max_time_s: float = 1.0, iterations: int | None = None, warmup: int | None = None,
-                   slower_than_us: float | None = None, throttle_threshold: float = 0.75,
+                   slower_than_us: float | None = None, throttle_threshold: float = 0.75, energy: bool = False,
                    graph: bool | str = "auto", stream: int | None = None,
                    device: Device | None = None, name: str | None = None) -> Result:
     """Times what `fn()` launches on the GPU (µs per call) until its median is known to ±`precision`.
 
     `timer` ("auto": cupti where it works, else events), `cache` ("auto":
     clean-cold; or warm), `precision`, `max_time_s` (s), `iterations`, `warmup`,
-    `slower_than_us` (µs) and `throttle_threshold`: as bench() (`BenchOptions`). `graph`: "auto"
+    `slower_than_us` (µs), `throttle_threshold` and `energy`: as bench() (`BenchOptions`). `graph`: "auto"
     replays a captured graph where capture works and calls `fn` otherwise;
     True requires the graph; False always calls. `stream`: the stream handle
     `fn` issues its work on (None: torch's current stream when torch is
@@ -75,7 +76,7 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
                          f"{' or '.join(CALL_TIMERS)} or 'auto'")
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=1 if cache == "warm" else "auto",
-                           slower_than_us=slower_than_us, throttle_threshold=throttle_threshold)
+                           slower_than_us=slower_than_us, throttle_threshold=throttle_threshold, energy=energy)
     if options.cache_state == "dirty-cold":
         raise BenchError("cache='dirty-cold': a callable's buffers are its own, so pyhipbench cannot rotate "
                          "them; expected 'clean-cold' or 'warm'")
@@ -86,6 +87,7 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
     stream = _stream(stream)
     timer = default_timer(device) if options.timer == "auto" else options.timer
     rule = options.stop_rule()
+    counter = energy_counter(device) if options.energy else None  # refused before anything runs
 
     started = time.perf_counter()
     fn()  # untimed: it may compile
@@ -94,7 +96,10 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
     plan, note, keep = _call_plan(fn, device, stream, label, graph)
     if options.cache_state == "clean-cold":
         clean_step(device).attach(plan)
-    taken = _core.measure(core_timer(device, timer), plan, rule.core, options.warmup)
+    timing = core_timer(device, timer)
+    taken = _core.measure(timing, plan, rule.core, options.warmup)
+    energy = None if counter is None else measure_energy(
+        counter, lambda n: _core.measure(timing, plan, fixed_count(n, 0).core, 0), sample_s(taken))
     del keep  # the captured graph's owner (torch's CUDAGraph), alive until the replays are done
     times_us = taken.times_us
     llc = device.properties.llc_bytes
@@ -108,7 +113,7 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
                   ran="call" if note else "graph", kernels=_activity_times(taken.activities, len(times_us)),
                   span_us=taken.span_us if len(taken.span_us) else None, call_note=note or None,
                   first_call_s=first_call_s,
-                  clock=Clock.of(taken), throttled_samples=taken.throttled_samples)
+                  clock=Clock.of(taken), throttled_samples=taken.throttled_samples, energy=energy)
 
 
 def _device(device: Device | None) -> Device:

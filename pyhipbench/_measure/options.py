@@ -62,6 +62,7 @@ class BenchOptions:
     rotate: int | str = "auto"
     slower_than_us: float | None = None
     throttle_threshold: float = 0.75
+    energy: bool = False
 
     def __post_init__(self) -> None:
         if not (isinstance(self.timer, str) and self.timer in TIMERS + ("auto",)):
@@ -82,6 +83,12 @@ class BenchOptions:
             if self.iterations is not None:
                 raise BenchError(f"slower_than_us={show(self.slower_than_us)} with iterations={self.iterations}: "
                                  "racing stops a run early, a fixed count never does; expected one of them")
+        if not isinstance(self.energy, bool):
+            raise BenchError(f"energy={show(self.energy)}: expected True or False")
+        if self.energy and self.cache_state == "clean-cold":
+            raise BenchError("energy=True with cache='clean-cold'" + (" (the default)" if self.cache == "auto" else "")
+                             + ": each sample's clean step would count in its energy; expected cache='warm' or "
+                             "'dirty-cold' with energy=True")
         if isinstance(self.rotate, int) and self.cache != "auto" and (self.cache == "dirty-cold") != (self.rotate > 1):
             raise BenchError(f"rotate={self.rotate} with cache={self.cache!r}: only dirty-cold rotates argument "
                              "sets (rotate > 1); rotate=1 is warm")
@@ -110,9 +117,7 @@ class BenchOptions:
                                 throttle_threshold=self.throttle_threshold)
             return StopRule(precision=self.precision, max_time_s=self.max_time_s, slower_than_us=self.slower_than_us,
                             throttle_threshold=self.throttle_threshold, **RACING_CHUNKS)
-        n = self.iterations
-        return StopRule(precision=0, min_samples=n, max_samples=n, first_chunk=n,
-                        max_time_s=_FIXED_COUNT_TIME_CAP_S, throttle_threshold=self.throttle_threshold)
+        return fixed_count(self.iterations, self.throttle_threshold)
 
     def replace(self, **changes: Any) -> BenchOptions:
         """A copy with `changes` applied (and checked)."""
@@ -136,3 +141,9 @@ class BenchOptions:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def fixed_count(samples: int, throttle_threshold: float) -> StopRule:
+    """The rule that takes exactly `samples` timed samples, in one run."""
+    return StopRule(precision=0, min_samples=samples, max_samples=samples, first_chunk=samples,
+                    max_time_s=_FIXED_COUNT_TIME_CAP_S, throttle_threshold=throttle_threshold)

@@ -1,10 +1,13 @@
-"""Results as JSON, CSV and markdown, and the comparison of two sets of results.
+"""Results as JSON, CSV and markdown, read back and checked.
 
-A report is a list of results, each `Result.to_dict()`. `write_report` picks
-the format from the file's suffix (.json, .csv, .md). `compare` matches
-results by kernel and launch (kernel name, grid, block, cache state, timer)
-and calls each pair faster, slower or the same from their medians' 95 %
-confidence intervals: the same when the intervals overlap.
+A JSON report is an object: the environment the results were taken in
+(environment.py: schema version, package version, time, host, devices) and
+"results", a list of `Result.to_dict()`; docs/reports.md is its schema. CSV
+and markdown hold a row per result. `render` picks the format from the
+file's suffix (.json, .csv, .md); `read` also takes schema version 1, a
+bare list of results. `match_key` is the
+kernel and launch (kernel name, grid, block, cache state, timer) by which
+comparison.py pairs the results of two reports.
 
 `load` (and `check_results`, for a sweep database's results) refuses a
 report before anything is compared: each entry must hold every field
@@ -22,15 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .._launch.launch_config import dims
 from .._textfile import parse_json, read_text
 from .._values import integer, real, show
 from ..errors import BenchError
+from .environment import SCHEMA_VERSION
 
 FORMATS = (".json", ".csv", ".md")
 COLUMNS = ("kernel", "grid", "block", "timer", "cache_state", "median_us", "ci_low_us", "ci_high_us",
            "rel_ci", "p10_us", "p90_us", "outliers", "samples", "stop_reason", "sets", "host_us_per_kernel",
-           "wall_s", "device", "verified", "target", "clock_mhz", "throttled_samples")
+           "wall_s", "device", "verified", "target", "clock_mhz", "throttled_samples", "energy_mj_per_sample",
+           "mean_power_w")
 
 
 CALLABLE = ("call", "graph")  # a result's `ran` for a callable: no launch of its own, grid and block None
@@ -53,7 +60,10 @@ def _row(result: dict[str, Any]) -> dict[str, Any]:
             "target": result.get("target"),  # reports written before the target was recorded have none
             # the SM clock's mean (MHz; none where not read, or in reports written before it was)
             "clock_mhz": (result.get("clock_mhz") or {}).get("mean"),
-            "throttled_samples": result.get("throttled_samples", 0)}
+            "throttled_samples": result.get("throttled_samples", 0),
+            # energy=True's figures (none without it, or in reports written before it existed)
+            "energy_mj_per_sample": (result.get("energy") or {}).get("mj_per_sample"),
+            "mean_power_w": (result.get("energy") or {}).get("mean_w")}
 
 
 def to_csv(results: list[dict[str, Any]]) -> str:
@@ -75,17 +85,22 @@ def to_markdown(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(path: Path, results: list[dict[str, Any]]) -> str:
-    """The report for `path`'s format (its suffix: .json, .csv or .md)."""
+def check_format(path: Path) -> str:
+    """`path`'s report format (its suffix: .json, .csv or .md); BenchError for any other."""
     suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise BenchError(f"{path}: unknown report format {suffix or '(no suffix)'!r}; expected one of "
+                         f"{', '.join(FORMATS)}")
+    return suffix
+
+
+def render(path: Path, results: list[dict[str, Any]], environment: dict[str, Any]) -> str:
+    """The report for `path`'s format: JSON, the environment (environment.py) with the results under
+    "results"; CSV and markdown, a row per result."""
+    suffix = check_format(path)
     if suffix == ".json":
-        return json.dumps(results, indent=2) + "\n"
-    if suffix == ".csv":
-        return to_csv(results)
-    if suffix == ".md":
-        return to_markdown(results)
-    raise BenchError(f"{path}: unknown report format {suffix or '(no suffix)'!r}; expected one of "
-                     f"{', '.join(FORMATS)}")
+        return json.dumps({**environment, "results": results}, indent=2) + "\n"
+    return to_csv(results) if suffix == ".csv" else to_markdown(results)
 
 
 REPORT = "the JSON `pyhipbench run --out FILE.json` writes"
@@ -94,10 +109,37 @@ FIELDS = ("kernel", "grid", "block", "timer", "cache_state", "stats_us", "sample
 STATS = ("median", "ci_low", "ci_high", "rel_ci", "p10", "p90", "outliers")
 
 
-def load(path: Path) -> list[dict[str, Any]]:
-    """Results from a JSON report (a list of results, or one result), each checked (`check_results`)."""
+@dataclass(frozen=True)
+class Report:
+    """A JSON report read back: its results, checked, and the environment they were taken in (None for
+    a report of schema version 1: a bare list of results, or one result)."""
+    results: list[dict[str, Any]]
+    environment: dict[str, Any] | None
+
+
+def read(path: Path) -> Report:
+    """A JSON report; BenchError naming the file and what in it is not a report (`check_results`)."""
     data = parse_json(read_text(path, REPORT), str(path), REPORT, what="a JSON report")
-    return check_results(data if isinstance(data, list) else [data], str(path))
+    if isinstance(data, dict) and ("schema_version" in data or "results" in data):
+        version = data.get("schema_version")
+        if type(version) is not int or not 2 <= version <= SCHEMA_VERSION:
+            raise BenchError(f"{path}: schema_version={show(version)}: expected 2 to {SCHEMA_VERSION}, the "
+                             "versions this pyhipbench reads (a newer one needs a newer pyhipbench)")
+        for name, kind in (("results", list), ("devices", list), ("host", dict)):
+            if not isinstance(data.get(name), kind):
+                raise BenchError(f"{path}: {name}={show(data.get(name))}: expected "
+                                 f"{'a list' if kind is list else 'an object'}, as `run --out` writes it")
+        for i, device in enumerate(data["devices"]):
+            if not isinstance(device, dict):
+                raise BenchError(f"{path}: devices[{i}]={show(device)}: expected an object")
+        environment = {k: v for k, v in data.items() if k != "results"}
+        return Report(check_results(data["results"], str(path)), environment)
+    return Report(check_results(data if isinstance(data, list) else [data], str(path)), None)
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    """The results of a JSON report (`read`)."""
+    return read(path).results
 
 
 def _real(label: str, value: object, **bounds: float) -> float:
@@ -145,7 +187,13 @@ def _check_fields(r: dict[str, Any]) -> None:
     for name in ("rel_ci", "p10", "p90"):
         _real(f"stats_us.{name}", s[name], minimum=0)
     integer("stats_us.outliers", s["outliers"], 0)
-    integer("samples", r["samples"], 1)
+    samples = integer("samples", r["samples"], 1)
+    if r.get("times_us") is not None:  # a sweep database's results hold none
+        _check_times(r["times_us"], samples)
+        sampled = float(np.median(r["times_us"]))
+        if not np.isclose(sampled, median, rtol=1e-9, atol=0):
+            raise BenchError(f"stats_us.median={show(s['median'])}: not the median of times_us ({sampled:g}); "
+                             "expected the statistics of the samples beside them")
     integer("rotation.sets", _object("rotation", r["rotation"], ("sets",))["sets"], 1)
     _real("host_us_per_kernel", r["host_us_per_kernel"], minimum=0)
     _real("wall_s", r["wall_s"], minimum=0)
@@ -154,6 +202,19 @@ def _check_fields(r: dict[str, Any]) -> None:
         raise BenchError(f"verified={show(r['verified'])}: expected true or false")
     if r.get("target") is not None:
         _string("target", r["target"], "the code object's target")
+
+
+def _check_times(times: object, samples: int) -> None:
+    expected = f"a list of {samples} sample times (µs, finite, >= 0), one per sample"
+    if not isinstance(times, list) or len(times) != samples:
+        raise BenchError(f"times_us={show(times)}: expected {expected}")
+    # One pass, not a check per sample of 10000 (parse_json refused integers beyond a float's range).
+    if all(type(t) in (int, float) for t in times):
+        values = np.asarray(times, dtype=np.float64)
+        if bool(np.all(np.isfinite(values) & (values >= 0))):
+            return
+    for i, t in enumerate(times):  # the first that is not, named
+        _real(f"times_us[{i}]", t, minimum=0)
 
 
 def check_results(results: list[Any], name: str) -> list[dict[str, Any]]:
@@ -175,7 +236,7 @@ def check_results(results: list[Any], name: str) -> list[dict[str, Any]]:
             _check_fields(r)
         except BenchError as e:
             raise BenchError(f"{name}: entry {i}: {e}") from None
-        key = _key(r)
+        key = match_key(r)
         if key in first:
             raise BenchError(f"{name}: entries {first[key]} and {i} are both {key}; expected each kernel and "
                              "launch once (compare matches results by kernel name, grid, block, cache state and "
@@ -184,20 +245,7 @@ def check_results(results: list[Any], name: str) -> list[dict[str, Any]]:
     return results
 
 
-@dataclass(frozen=True)
-class Comparison:
-    key: str              # kernel, launch, cache state and timer
-    a_median_us: float
-    b_median_us: float
-    verdict: str          # "faster", "slower" or "same": how B compares with A
-
-    @property
-    def ratio(self) -> float:
-        """B's median over A's."""
-        return self.b_median_us / self.a_median_us
-
-
-def _key(result: dict[str, Any]) -> str:
+def match_key(result: dict[str, Any]) -> str:
     """The kernel and launch compare matches by: grid and block as three dimensions ([1024] is [1024, 1, 1])."""
     kernel, cache_state, timer = (_printable(result[name]) for name in ("kernel", "cache_state", "timer"))
     if result.get("ran") in CALLABLE:
@@ -209,17 +257,3 @@ def _key(result: dict[str, Any]) -> str:
 def _printable(text: str) -> str:
     """`text`, or its repr where it holds a line break or another unprintable character (one line a row)."""
     return text if text.isprintable() else repr(text)
-
-
-def compare(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[Comparison]:
-    """B against A for every kernel and launch in both; faster/slower only when the CIs do not overlap."""
-    in_a = {_key(r): r["stats_us"] for r in a}
-    out = []
-    for r in b:
-        key = _key(r)
-        if key not in in_a:
-            continue
-        sa, sb = in_a[key], r["stats_us"]
-        verdict = "faster" if sb["ci_high"] < sa["ci_low"] else "slower" if sb["ci_low"] > sa["ci_high"] else "same"
-        out.append(Comparison(key, sa["median"], sb["median"], verdict))
-    return out

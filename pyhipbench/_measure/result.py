@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._launch.launch_config import LaunchConfig
+from .energy import Energy
 from .rotation import Rotation
 from .stats import Summary, summarize
 
@@ -88,6 +89,7 @@ class Result:
     first_call_s: float | None = None  # a callable: wall time of its first, untimed call (which may compile), s
     clock: Clock | None = None    # the SM clock the samples ran at; None where not read (AMD)
     throttled_samples: int = 0    # samples taken below the throttle threshold, discarded and taken again
+    energy: Energy | None = None  # energy=True: mJ per sample and mean W from NVML's counter; else None
 
     @cached_property
     def stats(self) -> Summary:
@@ -119,7 +121,14 @@ class Result:
                 f"(stopped: {self.stop_reason}{raced}); timer {self.timer}, cache {self.cache_state}, "
                 f"{self.rotation.sets} set(s): {self.rotation.reason}; host {self.host_us_per_kernel:.2f} "
                 f"µs/launch, {1e3 * self.wall_s:.1f} ms wall" + self._clock_text()
-                + ("; outputs verified" if self.verified else "") + self._parts())
+                + self._energy_text() + ("; outputs verified" if self.verified else "") + self._parts())
+
+    def _energy_text(self) -> str:
+        if self.energy is None:
+            return ""
+        e = self.energy
+        return (f"; energy {e.mj_per_sample:.4g} mJ per sample, {e.mean_w:.1f} W mean over {e.samples} samples "
+                f"(NVML counter, 1 mJ unit, stepping every {e.counter_step_ms:.1f} ms)")
 
     def _clock_text(self) -> str:
         if self.clock is None:
@@ -171,6 +180,7 @@ class Result:
             "verified": self.verified,
             "clock_mhz": None if self.clock is None else self.clock.to_dict(),
             "throttled_samples": self.throttled_samples,
+            "energy": None if self.energy is None else self.energy.to_dict(),
             "stats_us": {"median": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high, "rel_ci": s.rel_ci,
                          "mean": s.mean, "stdev": s.stdev, "min": s.min, "max": s.max, "p10": s.p10,
                          "p90": s.p90, "outliers": s.outliers},

@@ -2,8 +2,9 @@
 
 The core applies the rule (csrc/include/pyhipbench/stopping.hpp; `measure`
 takes chunks of samples and, after each, asks the rule whether to go on): a
-run stops at the median's 95 % CI within ±`precision` ("precision"), wholly
-above `slower_than_us` ("slower", racing), `max_samples` or `max_time_s`.
+run stops at the median's 95 % CI within ±`precision` ("precision"), surely
+slower than `slower_than_us` by more than `race_threshold` ("slower",
+racing: compare's rule), `max_samples` or `max_time_s`.
 docs/measurement.md explains the warm-up, the run sizing and each stop.
 """
 from __future__ import annotations
@@ -29,7 +30,8 @@ class StopRule:
     # CUPTI's timestamps tick every 32 ns on the H200 (docs/measurement.md): an
     # interval one tick wide is as narrow as a sub-µs kernel's samples can show.
     tick_us: float = _DEFAULT.tick_us
-    slower_than_us: float = _DEFAULT.slower_than_us  # racing: stop once the CI is wholly above this, µs; 0 = never
+    slower_than_us: float = _DEFAULT.slower_than_us  # racing: stop once surely slower than this, µs; 0 = never
+    race_threshold: float = _DEFAULT.race_threshold  # racing: "slower" by more than this fraction (compare's 2 %)
     throttle_threshold: float = _DEFAULT.throttle_threshold  # runs below this fraction of the rated clock: again
     core: _core.StopRule = field(init=False, repr=False, compare=False)  # the same rule, for the core
 

@@ -114,8 +114,10 @@ def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = Fal
             executor = LocalPool(backend, gpus, standby=standby)
         done = len(store.done_ids() & {c.id for c in candidates})
         bar = Progress(len({c.id for c in candidates}), done, show=progress)
-        return run(candidates, store, executor, progress=bar, timeout_floor_s=timeout_floor_s,
-                   compile_workers=compile_workers, race=race)
+        summary = run(candidates, store, executor, progress=bar, timeout_floor_s=timeout_floor_s,
+                      compile_workers=compile_workers, race=race)
+        store.finish_environment(read_here=cluster is None)
+        return summary
     except SweepInterrupted:
         raise
     except KeyboardInterrupt:  # before the scheduler ran (a Ray cluster connecting)

@@ -90,7 +90,7 @@ def _launch_arg(where: str, value: object) -> LaunchArgSpec:
 
 
 # Bench options hashed into a candidate's id only when they differ from these.
-_ID_NEUTRAL = {"slower_than_us": None, "throttle_threshold": BenchOptions().throttle_threshold}
+_ID_NEUTRAL = {"slower_than_us": None, "throttle_threshold": BenchOptions().throttle_threshold, "energy": False}
 
 @dataclass(frozen=True)
 class LaunchSpec:

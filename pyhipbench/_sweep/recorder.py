@@ -7,6 +7,7 @@ sweep's summary and a step of the progress bar.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .candidate import MODULE, Candidate
 from .progress import Progress
@@ -52,6 +53,11 @@ class Recorder:
     def __init__(self, store: Store, progress: Progress, summary: SweepSummary, count: int) -> None:
         self.store, self.progress, self.summary = store, progress, summary
         self.remaining = count
+
+    def opened(self, device: dict[str, Any]) -> None:
+        """A worker opened its device: the record a report keeps of it (environment.device_record)."""
+        if device:
+            self.store.add_device(device)
 
     def measured(self, done: Running, outcome: Outcome, device: str) -> None:
         candidate = done.attempt.candidate

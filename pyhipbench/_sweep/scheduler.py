@@ -164,6 +164,7 @@ class _Scheduler:
 
     def _ready(self, slot: WorkerSlot, facts: DeviceFacts) -> None:
         slot.facts = facts
+        self.recorder.opened(facts.record)
         if self.compiles.target is None:
             self._compiled(self.compiles.start(facts.target))
             for extra in self.executor.more_slots(facts):

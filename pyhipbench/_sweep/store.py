@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .._measure.environment import environment, finish
 from .._measure.report import render
 from .._textfile import decode, parse_json
 from .._values import show
@@ -38,7 +39,7 @@ from ..errors import BenchError
 from .lock import WriterLock
 
 __all__ = ["Store", "SCHEMA_VERSION", "SQLITE_MAGIC", "is_results_db", "refuse_non_database", "load_results",
-           "export_best"]
+           "read_database", "export_best"]
 
 SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -168,6 +169,8 @@ class Store:
             version = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if version is None:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            if self._meta("environment") is None:  # a new database, or one written before it was recorded
+                self._set_meta("environment", environment([]))
             held = self.count()
         except sqlite3.Error as e:  # a damaged file behind the SQLite magic, a locked or read-only one
             if _code(e) in _STORAGE_FAILURES:  # a full disk or an I/O error: not the file's fault
@@ -182,6 +185,45 @@ class Store:
             raise BenchError(f"{self.path} already holds {held} results; pass --resume (resume=True) to "
                              "continue that sweep, or write to a new file")
         self.committed = held  # rows in the database: those it held, then each one recorded
+
+    def _meta(self, key: str) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def _set_meta(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+        self.db.commit()
+
+    def environment(self) -> dict[str, Any]:
+        """Where the sweep ran (environment.py): its start's package, host and time, and each device a
+        worker opened, as the worker read it; a resumed sweep's devices added."""
+        return self._meta("environment")
+
+    def add_device(self, record: dict[str, Any]) -> None:
+        """A worker's device (environment.device_record), unless already recorded (by backend, index, bus)."""
+        env = self.environment()
+        same = ("backend", "index", "pci_bus_id")
+        if any(all(d.get(k) == record.get(k) for k in same) for d in env["devices"]):
+            return
+        env["devices"].append(record)
+        try:
+            self._set_meta("environment", env)
+        except sqlite3.Error as e:
+            raise self._failure("could not record a device", e) from None
+
+    def finish_environment(self, read_here: bool) -> None:
+        """The devices' temperatures as the sweep ends: read here by NVML when `read_here` (the workers'
+        GPUs are this machine's), else recorded as not read (a Ray cluster's are on other hosts)."""
+        env = self.environment()
+        if read_here:
+            env = finish(env)
+        else:
+            for record in env["devices"]:
+                record["unreadable"]["temperature_end_c"] = "not read: the GPU is on a Ray cluster's host"
+        try:
+            self._set_meta("environment", env)
+        except sqlite3.Error as e:
+            raise self._failure("could not record the devices' end temperatures", e) from None
 
     def count(self, status: str | None = None) -> int:
         if status is None:
@@ -246,6 +288,11 @@ class Store:
 def load_results(path: Path) -> list[dict[str, Any]]:
     """The measured results of a sweep database, fastest first, as report.py reads them; BenchError
     naming the candidate whose result is not UTF-8 JSON (report.check_results checks the fields)."""
+    return read_database(path)[0]
+
+
+def read_database(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """`load_results`, and the environment the sweep recorded (None in a database written before it was)."""
     try:
         # As a URI, percent-encoded: a '#' or '?' in the name would end the path (and drop mode=ro).
         db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
@@ -253,11 +300,19 @@ def load_results(path: Path) -> list[dict[str, Any]]:
         try:
             rows = db.execute("SELECT candidate_id, result FROM results WHERE status = ? ORDER BY median_us",
                               (OK,)).fetchall()
+            env = db.execute("SELECT value FROM meta WHERE key = 'environment'").fetchone()
         finally:
             db.close()
     except sqlite3.Error as e:
         raise BenchError(f"{path}: not a sweep results database ({e})") from None
-    return [_result(path, candidate_id, result) for candidate_id, result in rows]
+    results = [_result(path, candidate_id, result) for candidate_id, result in rows]
+    if env is None:
+        return results, None
+    name, expected = f"{path}: the sweep's environment", "the JSON of an environment"
+    recorded = parse_json(decode(env[0], name, expected), name, expected)
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("devices"), list):
+        raise BenchError(f"{name} is {show(recorded)}; expected {expected} (an object with devices)")
+    return results, recorded
 
 
 def _result(path: Path, candidate_id: object, result: object) -> Any:
@@ -272,4 +327,4 @@ def _result(path: Path, candidate_id: object, result: object) -> Any:
 def export_best(store: Store, path: Path, count: int | None = None) -> str:
     """The `count` fastest candidates (all when None) as JSON, CSV or markdown by `path`'s suffix
     (report.render's formats); writes nothing, returns the text."""
-    return render(path, store.best(count))
+    return render(path, store.best(count), store.environment())

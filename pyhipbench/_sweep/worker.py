@@ -29,6 +29,7 @@ from .._launch.arg_spec import ArgSpec, LaunchArgSpec, materialize, materialize_
 from .._launch.args import Shared
 from .._launch.launch import Launch, module_launches
 from .._measure.bench import bench_with
+from .._measure.environment import device_record
 from .._measure.options import BenchOptions
 from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
 from .candidate import MODULE, Launches
@@ -89,6 +90,7 @@ class DeviceFacts:
     target: CompileTarget
     device_count: int  # devices the backend sees: how many workers the sweep starts by default
     place: str = ""    # where it is beyond this machine's device index (a Ray node and GPU id)
+    record: dict[str, Any] = field(default_factory=dict)  # the device as a report records it (environment.py)
 
     @property
     def label(self) -> str:
@@ -110,7 +112,8 @@ class Worker:
         backend = self.device.backend
         return DeviceFacts(backend.name, self.device.properties.index, self.device.name,
                            CompileTarget(self.device.arch, backend.compile_driver_version(),
-                                         backend.triton_target(self.device.arch)), backend.device_count)
+                                         backend.triton_target(self.device.arch)), backend.device_count,
+                           record=device_record(self.device))
 
     def _module(self, task: Task):
         if task.code_digest in self.modules:

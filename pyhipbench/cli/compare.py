@@ -1,37 +1,52 @@
-"""`pyhipbench compare`: B against A, kernel by kernel: faster, slower or the same."""
+"""`pyhipbench compare`: B against A, kernel by kernel: faster, slower, the same, or can't tell."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
-from typing import Any
 
 from .._measure import report
+from .._measure.comparison import DEFAULT_THRESHOLD, clock_differences, compare, environment_differences
 from ..errors import BenchError
+from . import values
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("compare", help="B against A, kernel by kernel: faster, slower or the "
-                                                 "same (95%% CIs of the medians overlap)")
+    parser = commands.add_parser("compare", help="B against A, kernel by kernel: faster, slower, the same, "
+                                                 "or can't tell")
     parser.add_argument("a", type=Path, help="a JSON report (run --out A.json) or a sweep's database")
     parser.add_argument("b", type=Path, help="another JSON report or sweep database")
+    parser.add_argument("--threshold", type=values.fraction, default=DEFAULT_THRESHOLD, metavar="FRACTION",
+                        help="the smallest difference that counts, as 0.02 or 2%% (default "
+                             f"{100 * DEFAULT_THRESHOLD:g}%%): within it is 'same'")
     parser.set_defaults(handler=run)
 
 
-def _load(path: Path) -> list[dict[str, Any]]:
-    """Results from a sweep's database or a JSON report, whichever `path` is, checked alike
-    (report.check_results: every field of every entry, no kernel and launch twice) before any comparing."""
-    from .._sweep.store import is_results_db, load_results  # SQLite and the sweep package only for a database
+def _load(path: Path) -> report.Report:
+    """The results and environment of a sweep's database or a JSON report, whichever `path` is, checked
+    alike (report.check_results: every field of every entry, no kernel and launch twice) before any comparing."""
+    from .._sweep.store import is_results_db, read_database  # SQLite and the sweep package only for a database
     if is_results_db(path):
-        return report.check_results(load_results(path), str(path))
-    return report.load(path)
+        results, environment = read_database(path)
+        return report.Report(report.check_results(results, str(path)), environment)
+    return report.read(path)
 
 
 def run(args: argparse.Namespace) -> int:
-    comparisons = report.compare(_load(args.a), _load(args.b))
+    a, b = _load(args.a), _load(args.b)
+    comparisons = compare(a.results, b.results, args.threshold)
     if not comparisons:
         raise BenchError(f"{args.a} and {args.b} have no kernel and launch in common (matched by kernel "
                          "name, grid, block, cache state and timer)")
-    print(f"{'kernel and launch':<60} {'A µs':>10} {'B µs':>10} {'B/A':>7}  B is")
+    print(f"B against A: 'same' within ±{100 * args.threshold:g} %, 'faster' or 'slower' by more and surely "
+          "(95 % CI of B/A clear of 1), else 'can't tell'")
+    print(f"{'kernel and launch':<60} {'A µs':>10} {'B µs':>10} {'B/A':>7} {'95 % CI of B/A':>15}  B is")
     for c in comparisons:
-        print(f"{c.key:<60} {c.a_median_us:>10.3f} {c.b_median_us:>10.3f} {c.ratio:>7.3f}  {c.verdict}")
+        interval = f"{c.ratio_low:.3f}–{c.ratio_high:.3f}"
+        print(f"{c.key:<60} {c.a_median_us:>10.3f} {c.b_median_us:>10.3f} {c.ratio:>7.3f} {interval:>15}  "
+              f"{c.verdict}" + ("" if c.method == "bootstrap" else " (from the CIs: no samples)"))
+    matched = {c.key for c in comparisons}
+    for line in environment_differences(a.environment, b.environment) + clock_differences(
+            [r for r in a.results if report.match_key(r) in matched], b.results, args.threshold):
+        print(f"pyhipbench compare: warning: {line}", file=sys.stderr)
     return 0

@@ -21,8 +21,9 @@ from .._launch.launch import Launch, module_launches
 from .._launch.launch_config import dims
 from .._measure.bench import bench_with
 from .._measure.cache import CACHE_STATES
+from .._measure.environment import environment, finish
 from .._measure.options import MAX_LAUNCHES, BenchOptions
-from .._measure.report import render
+from .._measure.report import check_format, render
 from .._measure.timers import TIMERS
 from .._sweep.candidate import LAUNCH_FIELDS, MODULE, Launches, checked_chain
 from .._textfile import parse_json, parse_yaml, read_text
@@ -83,6 +84,9 @@ def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str 
     parser.add_argument("--throttle-threshold", type=values.number, default=0.75, metavar="FRACTION",
                         help="a run of samples whose SM clock is below this fraction of the rated clock is "
                              "discarded and taken again (default 0.75; 0 = off)")
+    parser.add_argument("--energy", action="store_true",
+                        help="also read NVML's energy counter over a 1 s window of samples: mJ per sample and "
+                             "mean W (NVIDIA; not with clean-cold)")
     parser.add_argument("--rotate", type=values.count_or_word, default="auto",
                         help="dirty-cold's argument-set count: 'auto' or a number (1 = warm)")
     parser.add_argument("--expect", type=values.expect, action="append", default=[], metavar="N=FILE.npy",
@@ -115,14 +119,15 @@ def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -
     # checks, its messages) before a file is read, a device opened or anything compiled.
     options = BenchOptions(timer=args.timer, cache=args.cache, precision=args.precision, max_time_s=args.max_time,
                            iterations=args.iterations, warmup=args.warmup, rotate=args.rotate,
-                           slower_than_us=args.slower_than, throttle_threshold=args.throttle_threshold)
+                           slower_than_us=args.slower_than, throttle_threshold=args.throttle_threshold,
+                           energy=args.energy)
     if args.chain is None:
         grid, block = dims("grid", args.grid), dims("block", args.block)  # the device's own limits come later
     for path in args.out:
         check_output("--out", path, args.input)
         if args.chain is not None:
             check_output("--out", path, args.chain)
-        render(path, [])  # an unknown format is refused before any work
+        check_format(path)  # an unknown format is refused before any work
     chain, fields = read_chain(args) if args.chain is not None else (None, {})
     expected = load_expected(args.expect)
     # Flags that cannot apply are refused, not ignored, in the flags' own terms.
@@ -138,6 +143,7 @@ def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -
                          "is not one")
     module = ir.parse(source, name=str(args.input)) if kind == "ir" else None
     device = open_device(args.backend)
+    started = environment([device])
     kernels = [args.kernel] if chain is None else [] if chain == MODULE else [launch.kernel for launch in chain]
     lowered: dict[str, str] = {}  # a C++ name expression -> the name the module knows it by
     if module is not None:
@@ -160,7 +166,8 @@ def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -
                            launch_args, launch.shared_bytes) for launch, launch_args in zip(chain, made)]
     result = bench_with(launches, options, expect=expected or None, atol=args.atol, rtol=args.rtol)
     print(result.summary())
-    written = [write_or_print("run", path, render(path, [result.to_dict()])) for path in args.out]
+    env = finish(started)
+    written = [write_or_print("run", path, render(path, [result.to_dict()], env)) for path in args.out]
     return 0 if all(written) else 1
 
 

@@ -6,7 +6,7 @@ import shlex
 from pathlib import Path
 
 from .._device.backends import BACKEND_NAMES
-from .._measure.report import render
+from .._measure.report import check_format
 from .._sweep import Store, SweepInterrupted, SweepSummary, export_best, load_space, sweep
 from .._sweep.scheduler import TIMEOUT_FLOOR_S
 from .._sweep.store import refuse_non_database
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         check_output("--export", path, args.space)
         if path.resolve() == args.out.resolve():
             raise BenchError(f"--export {path}: is the --out database; writing it would overwrite the results")
-        render(path, [])  # an unknown format is refused before any work
+        check_format(path)  # an unknown format is refused before any work
     try:
         candidates = load_space(args.space)
         summary = sweep(candidates, args.out, resume=args.resume, gpus=args.gpus, backend=args.backend,

@@ -352,7 +352,8 @@ class Autotuner:
             return bench_callable(call, timer=timer, cache=options.cache, precision=options.precision,
                                   max_time_s=options.max_time_s, iterations=options.iterations,
                                   warmup=options.warmup, slower_than_us=options.slower_than_us,
-                                  throttle_threshold=options.throttle_threshold, graph=False,
+                                  throttle_threshold=options.throttle_threshold, energy=options.energy,
+                                  graph=False,
                                   stream=getattr(stream, "handle", stream), device=self.device,
                                   name=self.fn.__name__)
         except Error:

@@ -96,7 +96,7 @@ def test_run_a_code_object_on_the_fake(fake_gpu, tmp_path, capsys):
                      "--arg", "int64:1024", "--iterations", "12", "--rotate", "3", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "copy on Fake GPU" in printed and f"wrote {out}" in printed
-    [result] = json.loads(out.read_text())
+    [result] = json.loads(out.read_text())["results"]
     assert result["rotation"]["sets"] == 3 and result["samples"] == 12 and result["grid"] == [4, 1, 1]
 
 
@@ -108,7 +108,7 @@ def test_run_races_against_a_bound(fake_gpu, fake_driver, tmp_path, capsys):
     run = ["run", str(COPY_PTX), "--kernel", "copy", "--grid", "4", "--block", "256", "--arg",
            "array:float32:1024", "--arg", "array:float32:1024", "--arg", "int64:1024", "--cache", "warm"]
     assert cli.main([*run, "--warmup", "0", "--slower-than", "3.5", "--out", str(out)]) == 0
-    [result] = json.loads(out.read_text())
+    [result] = json.loads(out.read_text())["results"]
     assert result["stop_reason"] == "slower" and result["samples"] == 8 and result["stats_us"]["ci_low"] > 3.5
     assert result["slower_than_us"] == 3.5 and "(stopped: slower, racing 3.500 µs)" in capsys.readouterr().out
     assert cli.main([*run, "--iterations", "8", "--slower-than", "3.5"]) == 2
@@ -158,7 +158,7 @@ def test_run_expect_checks_the_output_of_every_set(fake_gpu, fake_driver, tmp_pa
     try:
         assert cli.main(run + ["--expect", f"1={right}", "--out", str(out)]) == 0
         assert capsys.readouterr().out.splitlines()[0].endswith("; outputs verified")
-        assert json.loads(out.read_text())[0]["verified"] is True
+        assert json.loads(out.read_text())["results"][0]["verified"] is True
         assert cli.main(run + ["--expect", f"1={wrong}", "--atol", "0.5"]) == 1
         assert capsys.readouterr().err == ("pyhipbench run: kernel 'copy', argument 1, set 0: element [0] is 0.0, "
                                            "expected 1.0 (rtol=1e-05, atol=0.5); 256 of 256 elements differ\n")

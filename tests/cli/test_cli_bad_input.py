@@ -388,7 +388,7 @@ def test_a_failed_json_write_prints_the_result_and_says_where(files, fake_gpu, c
     assert code == 1
     assert err == (f"pyhipbench run: could not write {target}: No space left on device; the report is "
                    "printed on stdout instead\n")
-    [result] = json.loads(out[out.index("["):])
+    [result] = json.loads(out[out.index("{"):])["results"]
     assert result["kernel"] == "copy" and result["samples"] == 3
     assert not target.exists()
 

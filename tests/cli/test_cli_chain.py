@@ -51,7 +51,7 @@ def test_run_a_chain_end_to_end_the_second_launch_reading_the_firsts_output(fake
     code, printed, err = call([*run, "--out", out], capsys)
     assert (code, err) == (0, "")
     assert "copy -> copy" in printed and "; outputs verified" in printed
-    result, = json.loads(out.read_text())
+    result, = json.loads(out.read_text())["results"]
     assert (result["ran"], result["kernel"], result["rotation"]["sets"], result["verified"]) == (
         "chain", "copy -> copy", 3, True)
     assert [(k["grid"], k["block"]) for k in result["kernels"]] == [([1, 1, 1], [256, 1, 1]), ([2, 1, 1], [128, 1, 1])]

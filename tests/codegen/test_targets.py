@@ -97,4 +97,4 @@ def test_run_compiles_wgmma_ir_for_sm_90a_on_an_sm_90_device(monkeypatch, fake_l
     assert cli.main(["run", str(WGMMA), "--kernel", "matmul_kernel", "--grid", "1", "--block", "128",
                      "--arg", "array:int32:4", "--iterations", "2", "--rotate", "1", "--out", str(out)]) == 0
     assert "target: sm_90a (ptx," in capsys.readouterr().out
-    assert json.loads(out.read_text())[0]["target"] == "sm_90a"
+    assert json.loads(out.read_text())["results"][0]["target"] == "sm_90a"

@@ -6,7 +6,8 @@ versions (fake_hip_runtime.c), so hip-python and the C++ core can both load it.
 `build_fake(tmpdir, "libcupti.so")` gives a fake CUPTI (fake_cupti.c), linked
 to the fake libcuda.so.1 that must already be in `tmpdir`, as the real libcupti
 is linked to the driver. `build_fake(tmpdir, "libhiprtc.so")` gives a fake hiprtc
-(fake_hiprtc.c). Any other name (e.g. "libcuda.so.1") gives the fake driver alone.
+(fake_hiprtc.c), `build_fake(tmpdir, "libnvidia-ml.so.1")` a fake NVML
+(fake_nvml.c). Any other name (e.g. "libcuda.so.1") gives the fake driver alone.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ HIP_LIBRARY_NAME = "libamdhip64.so"
 CUDA_LIBRARY_NAME = "libcuda.so.1"
 CUPTI_LIBRARY_NAME = "libcupti.so"
 HIPRTC_LIBRARY_NAME = "libhiprtc.so"
+NVML_LIBRARY_NAME = "libnvidia-ml.so.1"
 
 
 def sources_for(name: str) -> list[Path]:
@@ -29,6 +31,8 @@ def sources_for(name: str) -> list[Path]:
         return [FAKES / "fake_cupti.c"]
     if name == HIPRTC_LIBRARY_NAME:
         return [FAKES / "fake_hiprtc.c"]
+    if name == NVML_LIBRARY_NAME:
+        return [FAKES / "fake_nvml.c"]
     sources = [FAKES / "fake_driver.c"]
     if name == HIP_LIBRARY_NAME:
         sources.append(FAKES / "fake_hip_runtime.c")

@@ -269,6 +269,12 @@ int hipGetDevicePropertiesR0600(fake_device_prop* prop, int device) {
   prop->l2CacheSize = FAKE_HIP_L2_BYTES;
   prop->maxSharedMemoryPerMultiProcessor = 64 * 1024;
   prop->isLargeBar = 1;
+  prop->clockRate = 2100000; /* kHz */
+  prop->memoryClockRate = 1300000;
+  prop->ECCEnabled = 1;
+  prop->pciDomainID = 0;
+  prop->pciBusID = 0x1b;
+  prop->pciDeviceID = 0;
   return hipSuccess;
 }
 

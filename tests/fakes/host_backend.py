@@ -52,7 +52,7 @@ class HostBackend:
         self.device_count = 1
         # The vendor's own answers to what differs between vendors (bundled kernels, timers, ...).
         vendor = {"cuda": CudaBackend, "hip": HipBackend}[self.name]
-        for fact in ("kernel_timer", "spin_kernel", "icache_invalidation", "cuda_array_interface"):
+        for fact in ("kernel_timer", "spin_kernel", "device_monitor", "icache_invalidation", "cuda_array_interface"):
             setattr(self, fact, getattr(vendor, fact))
         self.bundled_code = vendor.bundled_code.__get__(self)
         self.triton_target = vendor.triton_target.__get__(self)
@@ -66,6 +66,12 @@ class HostBackend:
 
     def memory_info(self) -> tuple[int, int]:
         return self.free_bytes, self._properties.total_bytes
+
+    def facts(self) -> dict:
+        """As a driver reports them; the bus id is the fake NVML's device (fake_nvml.c)."""
+        return {"pci_bus_id": "0000:01:00.0", "rated_sm_clock_mhz": 1980, "memory_clock_mhz": 3201,
+                "ecc_enabled": True, "api_version": "CUDA 13.0" if self.name == "cuda" else "HIP 6.2.41134",
+                "bindings": "fake bindings 1.0"}
 
     def allocate(self, nbytes: int) -> int:
         buffer = ctypes.create_string_buffer(nbytes)

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
+from pyhipbench._measure.comparison import compare
+from pyhipbench._measure.environment import environment
 from pyhipbench.errors import BenchError, MeasurementError
 
 KERNEL_US = 4.0  # the fake driver's launch duration
@@ -270,8 +272,8 @@ def test_a_callables_result_writes_reads_back_and_compares(cuda, tmp_path, suffi
     record = res.to_dict()
     assert record["grid"] is None and record["ran"] == "call"
     path = tmp_path / f"r{suffix}"
-    path.write_text(report.render(path, [record]))
+    path.write_text(report.render(path, [record], environment([device])))
     assert "gemm op" in path.read_text()
     if suffix == ".json":
         loaded = report.load(path)
-        assert [c.key for c in report.compare(loaded, loaded)] == ["gemm op (a callable) (warm, cupti)"]
+        assert [c.key for c in compare(loaded, loaded)] == ["gemm op (a callable) (warm, cupti)"]

@@ -11,6 +11,8 @@ import pyhipbench as hb
 from pyhipbench import _core, cli
 from pyhipbench._measure import report
 from pyhipbench._measure.cache import clean_step
+from pyhipbench._measure.comparison import compare
+from pyhipbench._measure.environment import environment
 from pyhipbench._measure.timers import core_timer, default_timer
 
 from codegen_helpers import require_toolchain
@@ -200,21 +202,23 @@ def results(device, copy, launch_ms: float, fake_driver) -> list[dict]:
 
 def test_reports_in_every_format(device, copy, fake_driver, tmp_path):
     data = results(device, copy, 0.004, fake_driver)
-    assert json.loads(report.render(tmp_path / "r.json", data)) == data
-    csv_lines = report.render(tmp_path / "r.csv", data).splitlines()
+    env = environment([device])
+    written = json.loads(report.render(tmp_path / "r.json", data, env))
+    assert written == {**env, "results": data} and written["schema_version"] == 2
+    csv_lines = report.render(tmp_path / "r.csv", data, env).splitlines()
     assert csv_lines[0].split(",") == list(report.COLUMNS) and csv_lines[1].startswith("copy,4x1x1,256x1x1,events,warm,4.0")
-    markdown = report.render(tmp_path / "r.md", data).splitlines()
+    markdown = report.render(tmp_path / "r.md", data, env).splitlines()
     assert markdown[0].startswith("| kernel |") and markdown[2].startswith("| copy | 4x1x1 | 256x1x1 | events | warm | 4.000")
     with pytest.raises(hb.BenchError, match="r.txt: unknown report format '.txt'; expected one of .json, .csv, .md"):
-        report.render(tmp_path / "r.txt", data)
+        report.render(tmp_path / "r.txt", data, env)
 
 
 def test_compare_calls_faster_slower_same_from_the_intervals(device, copy, fake_driver, tmp_path):
     slow, fast = results(device, copy, 0.008, fake_driver), results(device, copy, 0.004, fake_driver)
-    [faster] = report.compare(slow, fast)
+    [faster] = compare(slow, fast)
     assert faster.verdict == "faster" and faster.ratio == pytest.approx(0.5, rel=1e-3)
-    assert report.compare(fast, slow)[0].verdict == "slower"
-    assert report.compare(fast, fast)[0].verdict == "same"
+    assert compare(fast, slow)[0].verdict == "slower"
+    assert compare(fast, fast)[0].verdict == "same"
 
 
 def test_compare_command(device, copy, fake_driver, tmp_path, capsys):
@@ -223,7 +227,7 @@ def test_compare_command(device, copy, fake_driver, tmp_path, capsys):
     b.write_text(json.dumps(results(device, copy, 0.004, fake_driver)))
     assert cli.main(["compare", str(a), str(b)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].startswith("copy grid 4x1x1 block 256x1x1 (warm, events)") and lines[1].endswith("faster")
+    assert lines[2].startswith("copy grid 4x1x1 block 256x1x1 (warm, events)") and lines[2].endswith("faster")
     (tmp_path / "bad.json").write_text("{")
     assert cli.main(["compare", str(a), str(tmp_path / "bad.json")]) == 2
     assert "bad.json: not a JSON report" in capsys.readouterr().err
@@ -243,7 +247,7 @@ def test_run_writes_every_format_asked_for(device, fake_driver, tmp_path, capsys
     for out in outs:
         argv += ["--out", str(out)]
     assert cli.main(argv) == 0
-    [result] = json.loads(outs[0].read_text())
+    [result] = json.loads(outs[0].read_text())["results"]
     assert result["timer"] == "events" and result["cache_state"] == "warm" and result["precision"] == 0.02
     assert outs[1].read_text().startswith("kernel,grid") and outs[2].read_text().startswith("| kernel |")
     assert cli.main(argv[:-2] + ["--out", str(tmp_path / "r.txt")]) == 2

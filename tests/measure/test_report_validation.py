@@ -143,7 +143,7 @@ def test_a_report_of_something_else_is_refused(tmp_path, data, message):
 
 def test_the_same_kernel_and_launch_twice_is_refused_naming_both_entries(tmp_path, capsys):
     bad = write(tmp_path / "twice.json", [entry(), entry(kernel="other"),
-                                          entry(grid=[1024], **{"stats_us.median": 4.05})])
+                                          entry(grid=[1024], **{"stats_us.median": 4.05}, times_us=[4.05] * 16)])
     good = write(tmp_path / "good.json", [entry()])
     line = refusal(["compare", good, bad], capsys)
     assert line == (f"pyhipbench compare: {bad}: entries 0 and 2 are both copy grid 1024x1x1 block 256x1x1 (warm, "
@@ -166,19 +166,19 @@ def test_what_a_result_may_leave_out_and_how_launches_match(tmp_path, capsys):
     """verified and target may be missing (older reports); extra fields go; one result object is a report;
     [1024] is the launch [1024, 1, 1]; integers are numbers."""
     a = write(tmp_path / "a.json", entry(verified=MISSING, target=MISSING, extra={"any": [1]}))
-    b = write(tmp_path / "b.json", [entry(grid=[1024], block=[256], target=None,
+    b = write(tmp_path / "b.json", [entry(grid=[1024], block=[256], target=None, times_us=[8] * 16,
                                           stats_us={**STATS, "median": 8, "ci_low": 7, "ci_high": 9})])
     assert cli.main(["compare", a, b]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 and lines[1].startswith("copy grid 1024x1x1 block 256x1x1 (warm, events)")
-    assert lines[1].split()[-2:] == ["2.000", "slower"]
+    assert len(lines) == 3 and lines[2].startswith("copy grid 1024x1x1 block 256x1x1 (warm, events)")
+    assert lines[2].split()[-3:] == ["2.000", "2.000–2.000", "slower"]
 
 
 def test_a_kernel_name_with_a_line_break_stays_on_one_line(tmp_path, capsys):
     a = write(tmp_path / "a.json", [entry(kernel="co\npy")])
     assert cli.main(["compare", a, a]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 and lines[1].startswith("'co\\npy' grid 1024x1x1")
+    assert len(lines) == 3 and lines[2].startswith("'co\\npy' grid 1024x1x1")
 
 
 def _database(path, results: list[dict]):

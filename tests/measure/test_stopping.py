@@ -176,3 +176,18 @@ def test_samples_one_clock_tick_apart_stop_once_the_interval_is_one_tick():
     assert reason == "precision" and len(samples) <= 32
     s = summarize(samples)
     assert s.ci_high - s.ci_low == pytest.approx(0.032) and s.rel_ci > 0.01
+
+
+def test_racing_measures_a_kernel_within_the_threshold_of_the_bound_to_the_end():
+    # 3 % above the bound, ±3 % noise: surely slower by more than the default 2 % after a chunk or two,
+    # long before the ±1 % precision; within a 5 % threshold it is compare's "same", so racing lets it run.
+    rng = np.random.default_rng(8)
+    samples, reason = simulate(StopRule(slower_than_us=9.7), lambda n: rng.normal(10.0, 0.3, n))
+    assert reason == "slower" and len(samples) <= 32
+    samples, reason = simulate(StopRule(slower_than_us=9.7, race_threshold=0.05), lambda n: rng.normal(10.0, 0.3, n))
+    assert reason == "precision" and summarize(samples).ci_low > 9.7
+
+
+def test_a_bad_race_threshold_is_refused_by_the_core():
+    with pytest.raises(hb.BenchError, match="race_threshold=1.5: out of range, expected a fraction >= 0 and < 1"):
+        StopRule(race_threshold=1.5)

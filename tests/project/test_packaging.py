@@ -27,7 +27,7 @@ def api_names() -> set[str]:
     names = set()
     for header in PUBLIC_HEADERS.glob("*.hpp"):
         text = header.read_text()
-        names.update(re.findall(r"^(?:class|struct) (?:PYHIPBENCH_API )?(\w+)", text, re.M))
+        names.update(re.findall(r"^(?:enum )?(?:class|struct) (?:PYHIPBENCH_API )?(\w+)", text, re.M))
         names.update(re.findall(r"^PYHIPBENCH_API [^(;]*?\b(\w+)\(", text, re.M))
     return names
 

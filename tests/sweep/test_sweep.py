@@ -29,6 +29,7 @@ from pyhipbench import (
     Source,
     Store,
     candidates_from_json,
+    export_best,
     load_results,
     load_space,
     sweep,
@@ -36,7 +37,7 @@ from pyhipbench import (
 )
 from pyhipbench._launch.arg_spec import parse_arg
 from pyhipbench._sweep.progress import Progress
-from pyhipbench._sweep.store import Row, now
+from pyhipbench._sweep.store import Row, now, read_database
 
 from codegen_helpers import require_toolchain
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
@@ -98,7 +99,7 @@ def test_bad_candidate_names_the_field(fields, message):
     ({"precision": 1.5}, "precision=1.5: out of range"),
     ({"iterations": 0}, "iterations=0: out of range"),
     ({"rotate": "many"}, "rotate='many': expected 'auto' or a set count >= 1"),
-    ({"iters": 5}, r"bench option\(s\) 'iters' unknown; expected cache, iterations"),
+    ({"iters": 5}, r"bench option\(s\) 'iters' unknown; expected cache, energy, iterations"),
 ])
 def test_a_candidates_bad_bench_options_name_the_option(options, message):
     with pytest.raises(BenchError, match=message):
@@ -288,6 +289,29 @@ def test_faults_cost_one_candidate_each(fake_gpus, tmp_path):
     assert summary.busy_s > 0 and summary.wall_s > 0
 
 
+def test_the_database_and_its_exports_record_each_device_the_workers_opened(fake_gpus, tmp_path):
+    db = tmp_path / "r.db"
+    summary = sweep(candidates_from_json(space(6, bad=())), db, progress=False)
+    assert summary.gpus == 2
+    results, env = read_database(db)
+    assert len(results) == 6 and env["schema_version"] == 2 and env["pyhipbench_version"] == hb.__version__
+    # Each worker that opened its GPU before the sweep ended, once (a quick sweep may end before the second).
+    devices = env["devices"]
+    assert sorted(d["index"] for d in devices) in ([0], [1], [0, 1])
+    assert {(d["name"], d["pci_bus_id"]) for d in devices} == {("AMD Instinct MI300X (fake)", "0000:1b:00.0")}
+    for d in devices:
+        assert d["api_version"].startswith("HIP ") and d["rated_sm_clock_mhz"] == 2100 and d["ecc_enabled"]
+        assert d["uuid"] is None and "through HIP only" in d["unreadable"]["uuid"]
+        assert "through HIP only" in d["unreadable"]["temperature_end_c"]  # the end read too: AMD has no NVML here
+    store = Store(db, resume=True)
+    try:
+        exported = json.loads(export_best(store, tmp_path / "best.json", 3))
+        assert [r["candidate_id"] for r in exported["results"]] == [r["candidate_id"] for r in store.best(3)]
+    finally:
+        store.close()
+    assert exported["devices"] == env["devices"] and exported["schema_version"] == 2
+
+
 def test_without_standby_a_fault_still_costs_one_candidate(fake_gpus, tmp_path):
     summary = sweep(candidates_from_json(space(4, bad=("fault",))), tmp_path / "r.db", timeout_floor_s=1.5,
                     progress=False, standby=False)
@@ -350,8 +374,8 @@ def test_kill_9_halfway_and_resume_equals_an_uninterrupted_run(fake_gpus, tmp_pa
     compared = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "compare", str(tmp_path / "whole.db"),
                                str(db)], capture_output=True, text=True, env={**os.environ, **env})
     assert compared.returncode == 0, compared.stderr
-    rows = compared.stdout.splitlines()[1:]
-    assert len(rows) == 40 and all(r.endswith("same") for r in rows)
+    rows = compared.stdout.splitlines()[2:]  # after the rule and the header
+    assert len(rows) == 40 and all(r.endswith("same (from the CIs: no samples)") for r in rows)
     assert len(load_results(db)) == 40
 
 

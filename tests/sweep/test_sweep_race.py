@@ -260,4 +260,4 @@ def test_a_racing_sweep_stops_the_slower_candidate_early_and_the_cli_reads_its_d
     compared = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "compare", str(full_db), str(raced_db)],
                               capture_output=True, text=True, env=env, timeout=120)
     assert compared.returncode == 0, compared.stderr
-    assert len(compared.stdout.splitlines()) == 3  # the header, and both launches compared
+    assert len(compared.stdout.splitlines()) == 4  # the rule, the header, and both launches compared

@@ -52,4 +52,20 @@ PYHIPBENCH_API std::pair<double, double> median_ci(const std::vector<double>& so
 // for no samples, a sample that is not finite, or `confidence` outside (0, 1).
 PYHIPBENCH_API Summary summarize(std::vector<double> times_us, double confidence = 0.95);
 
+// How B compares with A, judged from the relative difference of their medians,
+// d = B / A - 1: its estimate `difference` and its 95 % confidence interval
+// [`low`, `high`], against the smallest difference that matters, `threshold`
+// (0.02 = 2 %):
+//   kSame:     the whole interval within ±threshold (any difference is smaller);
+//   kSlower:   the interval wholly above 0 and the estimate above +threshold;
+//   kFaster:   the interval wholly below 0 and the estimate below -threshold;
+//   kCantTell: anything else (too few or too noisy samples to say either).
+// nvbench's compare script (SAME / FAST / SLOW / AMBG) is the anchor. The one
+// rule for `pyhipbench compare` and for racing (StopRule::race_threshold).
+enum class Verdict { kFaster, kSlower, kSame, kCantTell };
+inline constexpr double kDefaultThreshold = 0.02;
+PYHIPBENCH_API Verdict judge(double difference, double low, double high, double threshold = kDefaultThreshold);
+// "faster", "slower", "same" or "can't tell".
+PYHIPBENCH_API const char* to_string(Verdict verdict);
+
 }  // namespace pyhipbench

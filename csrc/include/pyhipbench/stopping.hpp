@@ -19,10 +19,13 @@
 //        `min_samples` are in;
 //      - "max-samples": `max_samples` taken;
 //      - "max-time": `max_time_s` of wall time spent, warm-up included;
-//      - "slower" (racing, when `slower_than_us` is set): the median's 95 % CI
-//        lies wholly above `slower_than_us`, once `min_samples` are in. A
+//      - "slower" (racing, when `slower_than_us` is set): compare's rule
+//        (statistics.hpp's judge, at `race_threshold`) calls the median slower
+//        than `slower_than_us`: its 95 % CI wholly above it and the median
+//        more than `race_threshold` above it, once `min_samples` are in. A
 //        tuner passes the best candidate's CI upper bound so far: a candidate
-//        that is surely slower stops without reaching the precision.
+//        that is surely slower stops without reaching the precision, and one
+//        within the threshold of the best is measured to the end.
 //
 // The clock: a run whose SM clock (Timings::clock_mhz, the clock probe's
 // reading over its samples) is below `throttle_threshold` times the device's
@@ -66,7 +69,8 @@ struct PYHIPBENCH_API StopRule {
   // sub-µs kernel's samples take a few values one tick apart, and an interval
   // one tick wide is as narrow as such data can show.
   double tick_us = 0.032;
-  double slower_than_us = 0;         // racing: stop once the median's CI is wholly above this, µs; 0 = never
+  double slower_than_us = 0;                  // racing: stop once the median is surely slower than this, µs; 0 = never
+  double race_threshold = kDefaultThreshold;  // racing: "slower" means by more than this fraction
   double throttle_threshold = 0.75;  // a run below this fraction of the rated SM clock is taken again; 0 = never
 
   // Throws std::invalid_argument naming the first field out of range and its value.
@@ -75,7 +79,7 @@ struct PYHIPBENCH_API StopRule {
   std::string stop_reason(const Summary& summary, double elapsed_s) const;
   // Samples to ask for next, given the timed samples so far (`summary`): enough
   // to reach `precision` (or, racing, to lift the CI's lower end above
-  // `slower_than_us`, if that takes fewer) by the 1/sqrt(n) law, within
+  // `slower_than_us` when the median is past the threshold, if that takes fewer) by the 1/sqrt(n) law, within
   // [first_chunk / 2, taken], or the rest of min_samples; doubling if
   // precision is 0; never past max_samples.
   size_t next_chunk(const Summary& summary) const;

@@ -8,7 +8,7 @@ form the C++ core takes them in. Every failing driver call raises
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -85,6 +85,9 @@ class Backend(Protocol):
     # The bundled kernel the batched timer queues its launches behind; None where the C++ core
     # brings its own (CUDA: a PTX spin kernel compiled into the core).
     spin_kernel: str | None
+    # The library a report reads the device's facts, temperature and energy from ("nvml"); None where
+    # this version reads none (AMD: no amdsmi).
+    device_monitor: str | None
     icache_invalidation: bool    # the code can invalidate its instruction cache (AMD's s_icache_inv)
     cuda_array_interface: bool   # device arrays can export __cuda_array_interface__ (CUDA only)
 
@@ -93,6 +96,12 @@ class Backend(Protocol):
         pyhipbench/kernels/) for `arch`: PTX on NVIDIA, AMD's amdgpu.ll compiled for `arch`."""
     def triton_target(self, arch: str) -> tuple[str, int | str, int]:
         """Triton's GPUTarget fields for `arch`: (backend, capability or processor, warp size)."""
+    def facts(self) -> dict[str, Any]:
+        """What a report records of the device beyond DeviceProperties: pci_bus_id ("0000:3b:00.0"),
+        rated_sm_clock_mhz, memory_clock_mhz, ecc_enabled, api_version ("CUDA 13.0", "HIP 6.2.41134"),
+        bindings (the Python binding and its version); HIP also driver_version."""
+        ...
+
     def compile_driver_version(self) -> int | None:
         """The driver version that limits what a compiler may emit for this device (CUDA: the newest
         PTX the driver loads follows from it), or None where the driver limits nothing (AMD)."""

@@ -35,6 +35,7 @@ class CudaBackend:
     formats = ("ptx", "cubin", "fatbin")
     kernel_timer = "cupti"
     spin_kernel = None            # the core's batched timer brings its own PTX spin kernel
+    device_monitor = "nvml"
     icache_invalidation = False   # neither PTX nor the driver API exposes one
     cuda_array_interface = True
 
@@ -105,6 +106,17 @@ class CudaBackend:
     def driver_version(self) -> int:
         """The driver's CUDA version, as 1000 x major + 10 x minor (13000 = CUDA 13.0)."""
         return int(self._check("cuDriverGetVersion", self._cu.cuDriverGetVersion()))
+
+    def facts(self) -> dict[str, Any]:
+        """What a report records of the device beyond DeviceProperties (environment.py): from the
+        driver's attributes and versions."""
+        bus_id = _text(self._check("cuDeviceGetPCIBusId", self._cu.cuDeviceGetPCIBusId(64, self._device)))
+        version = self.driver_version()
+        return {"pci_bus_id": bus_id, "rated_sm_clock_mhz": self._attribute("CLOCK_RATE") // 1000,
+                "memory_clock_mhz": self._attribute("MEMORY_CLOCK_RATE") // 1000,
+                "ecc_enabled": bool(self._attribute("ECC_ENABLED")),
+                "api_version": f"CUDA {version // 1000}.{version % 1000 // 10}",
+                "bindings": f"cuda-bindings {_bindings_version()}"}
 
     def compile_driver_version(self) -> int:
         """The driver's version: a compiler emits no PTX newer than the driver loads."""
@@ -213,6 +225,14 @@ class CudaBackend:
     def synchronize(self) -> None:
         self.make_current()
         self._check("cuCtxSynchronize", self._cu.cuCtxSynchronize())
+
+
+def _bindings_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("cuda-bindings")
+    except PackageNotFoundError:  # cuda-python before the split into cuda-bindings
+        return version("cuda-python")
 
 
 def _text(value: bytes | str) -> str:

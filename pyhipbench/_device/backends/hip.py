@@ -169,6 +169,7 @@ class HipBackend:
     formats = ("hsaco",)
     kernel_timer = None           # no kernel tracer yet: events bracket the dispatch itself
     spin_kernel = "spin"          # amdgpu.ll's, launched by the batched timer
+    device_monitor = None         # amdsmi is not read in this version
     icache_invalidation = True    # s_icache_inv, injected at each kernel's entry (pyhipbench.codegen)
     cuda_array_interface = False
 
@@ -259,6 +260,17 @@ class HipBackend:
             # A runtime that leaves the opt-in field 0 offers no opt-in.
             max_shared_bytes_optin=max(prop.sharedMemPerBlockOptin, prop.sharedMemPerBlock),
         )
+
+    def facts(self) -> dict[str, Any]:
+        """What a report records of the device beyond DeviceProperties (environment.py): from
+        hipGetDeviceProperties and the runtime's versions."""
+        prop = self._check("hipGetDeviceProperties", self._bindings.get_device_properties(self.index))
+        driver = int(self._check("hipDriverGetVersion", self._hip.hipDriverGetVersion()))
+        return {"pci_bus_id": f"{prop.pciDomainID:04x}:{prop.pciBusID:02x}:{prop.pciDeviceID:02x}.0",
+                "rated_sm_clock_mhz": prop.clockRate // 1000, "memory_clock_mhz": prop.memoryClockRate // 1000,
+                "ecc_enabled": bool(prop.ECCEnabled), "driver_version": "%d.%d.%d" % decode_hip_version(driver),
+                "api_version": "HIP %d.%d.%d" % decode_hip_version(self._runtime_version()),
+                "bindings": f"hip-python {self._bindings.release}"}
 
     def _check(self, call: str, result: tuple, context: str = "") -> Any:
         """The values after the error code in hip-python's `result`; raises DriverError if the code is an error.
