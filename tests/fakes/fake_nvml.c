@@ -9,8 +9,14 @@
 
 typedef int nvmlReturn_t;
 typedef void* nvmlDevice_t;
-enum { NVML_SUCCESS = 0, NVML_ERROR_UNINITIALIZED = 1, NVML_ERROR_INVALID_ARGUMENT = 2,
-       NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_NOT_FOUND = 6, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
+enum {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7
+};
 typedef struct {
   unsigned long long total, free, used;
 } nvmlMemory_t;
@@ -26,7 +32,7 @@ static unsigned long long energy_mj = 1000000;
 static unsigned long long power_mw;
 static unsigned long long period_us = 20000;
 static double power_since_us;
-static int device_token;                    // the one device's handle points here
+static int device_token;  // the one device's handle points here
 
 void fake_nvml_reset(void) {
   initialised = init_calls = fail_init = 0;
@@ -59,8 +65,8 @@ static int is_unsupported(const char* name) {
   return strstr(list, needle) != NULL;
 }
 
-#define GUARD(name)                                     \
-  if (!initialised) return NVML_ERROR_UNINITIALIZED;    \
+#define GUARD(name)                                                \
+  if (!initialised) return NVML_ERROR_UNINITIALIZED;               \
   if (device != &device_token) return NVML_ERROR_INVALID_ARGUMENT; \
   if (is_unsupported(name)) return NVML_ERROR_NOT_SUPPORTED;
 
@@ -76,13 +82,20 @@ nvmlReturn_t nvmlShutdown(void) {
 }
 const char* nvmlErrorString(nvmlReturn_t result) {
   switch (result) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case 9: return "Driver Not Loaded";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case 9:
+      return "Driver Not Loaded";
+    default:
+      return "Unknown Error";
   }
 }
 nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned length) {
