@@ -106,7 +106,9 @@ def compare_cases(device: hb.Device) -> list[dict]:
         src, dst = device.empty(round(n * 1.05)), device.empty(round(n * 1.05))
 
         def copy_run(count: int):
-            return lambda: hb.bench(copy, -(-count // 256), 256, [src, dst, hb.int64(count)]).to_dict()
+            # Each as the base case's launch, so compare pairs the variant with it.
+            return lambda: {**hb.bench(copy, -(-count // 256), 256, [src, dst, hb.int64(count)]).to_dict(),
+                            "grid": [-(-n // 256), 1, 1]}
         cases.append(compare_case(f"copy {mib} MiB", copy_run(n), copy_run(round(n * 1.05))))
         src.free()
         dst.free()

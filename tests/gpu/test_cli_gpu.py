@@ -28,7 +28,7 @@ def test_run_compiles_ir_and_times_it(cuda_device, tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "target: sm_90 (ptx" in printed and "copy on NVIDIA H200" in printed
-    [result] = json.loads(out_json.read_text())
+    [result] = json.loads(out_json.read_text())["results"]
     assert result["kernel"] == "copy" and result["samples"] == 50
     assert result["rotation"]["sets"] == 2 * -(-cuda_device.properties.llc_bytes // (8 * n))
     stats = result["stats_us"]
@@ -45,5 +45,5 @@ def test_run_compiles_cuda_source_with_nvrtc(cuda_device, tmp_path, capsys):
     printed = capsys.readouterr()
     assert code == 0, printed.err
     assert "target: sm_90a (cubin" in printed.out
-    [result] = json.loads(out_json.read_text())
+    [result] = json.loads(out_json.read_text())["results"]
     assert result["kernel"] == "_Z5scaleIfEvPKT_PS0_l" and result["target"] == "sm_90a"
