@@ -345,6 +345,10 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("call"), py::arg("samples"), "Takes `samples` calls, each a sample; as above.");
 
+  m.def("attach_rocprofiler", &attach_rocprofiler, py::arg("library") = "",
+        "Loads rocprofiler-sdk ($PYHIPBENCH_ROCPROFILER_LIBRARY, else librocprofiler-sdk.so, $ROCM_PATH/lib, "
+        "/opt/rocm/lib) and configures its kernel-dispatch trace, once per process, before HIP initialises; "
+        "why the rocprofiler timer cannot trace, or '' when it can.");
   m.def(
       "make_timer",
       [](const std::string& name, std::shared_ptr<Driver> driver, uintptr_t context, size_t launches_per_sample,
@@ -357,7 +361,8 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("name"), py::arg("driver"), py::arg("context"), py::kw_only(), py::arg("launches_per_sample") = 0,
       py::arg("spin_function") = 0, py::arg("spin_timeout_ms") = TimerOptions{}.spin_timeout_ms,
-      "A timer `name` ('events', 'graph', 'batched'; CUDA also 'cupti') on `driver`, running in "
+      "A timer `name` ('events', 'graph', 'batched'; CUDA also 'cupti', HIP also 'rocprofiler') on `driver`, running "
+      "in "
       "`context` (CUDA: a CUcontext handle; HIP: a device ordinal). 'cupti' loads libcupti: "
       "$PYHIPBENCH_CUPTI_LIBRARY, else libcupti.so.13 / .12 / .so by the loader's search, then under "
       "$CUDA_HOME and /usr/local/cuda. `launches_per_sample`: kernel nodes per graph, "

@@ -9,6 +9,7 @@
 #include "timers/cupti_timer.hpp"
 #include "timers/event_timer.hpp"
 #include "timers/graph_timer.hpp"
+#include "timers/rocprofiler_timer.hpp"
 
 namespace pyhipbench {
 
@@ -24,10 +25,15 @@ template <class VendorDriver>
 std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_ptr<VendorDriver> driver,
                                          uintptr_t context, const TimerOptions& options) {
   constexpr bool kCuda = std::is_same<VendorDriver, CudaDriver>::value;
-  const std::string names = kCuda ? "'events', 'graph', 'batched', 'cupti'" : "'events', 'graph', 'batched'";
+  const std::string names =
+      kCuda ? "'events', 'graph', 'batched', 'cupti'" : "'events', 'graph', 'batched', 'rocprofiler'";
   if (name == "cupti" && !kCuda) {
     throw std::invalid_argument("the cupti timer reads NVIDIA's CUPTI: the " + driver->backend() +
                                 " backend has no cupti timer; expected one of " + names);
+  }
+  if (name == "rocprofiler" && kCuda) {
+    throw std::invalid_argument("the rocprofiler timer reads AMD's rocprofiler-sdk: the " + driver->backend() +
+                                " backend has no rocprofiler timer; expected one of " + names);
   }
   const size_t launches = options.launches_per_sample;
   if (options.spin_function != 0 && name != "batched") {
@@ -36,14 +42,18 @@ std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_pt
                                 "batched timer takes a spin kernel, not '" +
                                 name + "'");
   }
-  if (name == "events" || name == "cupti") {
+  if (name == "events" || name == "cupti" || name == "rocprofiler") {
     if (launches > 1) {
       throw std::invalid_argument("launches_per_sample=" + std::to_string(launches) + ": the " + name +
                                   " timer times each launch on its own; expected 1 (or 0, "
                                   "the default), or use the 'graph' or 'batched' timer");
     }
     if (name == "events") return std::make_unique<EventTimer<VendorDriver>>(std::move(driver), context);
-    if constexpr (kCuda) return std::make_unique<CuptiTimer>(std::move(driver), context);
+    if constexpr (kCuda) {
+      return std::make_unique<CuptiTimer>(std::move(driver), context);
+    } else {
+      return std::make_unique<RocprofilerTimer>(std::move(driver), context);
+    }
   }
   const size_t per_sample = launches == 0 ? TimerOptions::kDefaultLaunchesPerSample : launches;
   if (name == "graph") return std::make_unique<GraphTimer<VendorDriver>>(std::move(driver), context, per_sample);
@@ -56,6 +66,8 @@ std::unique_ptr<Timer> make_vendor_timer(const std::string& name, std::shared_pt
 }
 
 }  // namespace
+
+std::string attach_rocprofiler(const std::string& library) { return RocprofilerTracer::instance().attach(library); }
 
 std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver, uintptr_t context,
                                   const TimerOptions& options) {

@@ -194,7 +194,7 @@ class Timer:
 
 def make_timer(name: str, driver: Driver, context: int, *, launches_per_sample: int = 0, spin_function: int = 0,
                spin_timeout_ms: float = 1000.0) -> Timer:
-    """A timer `name` ('events', 'graph', 'batched'; CUDA also 'cupti') on `driver`, running in `context`
+    """A timer `name` ('events', 'graph', 'batched'; CUDA also 'cupti', HIP also 'rocprofiler') on `driver`, running in `context`
     (CUDA: a CUcontext handle; HIP: a device ordinal). `launches_per_sample`: kernel nodes per graph, launches
     per batch (0: the default, 100). `spin_function` (batched, HIP only): the `spin` kernel's handle.
     `spin_timeout_ms` (batched): how long the spin kernel waits for a batch to be queued, ms."""
@@ -241,6 +241,11 @@ def summarize(times_us: npt.ArrayLike, confidence: float = 0.95) -> Summary:
 
 def median_ci(sorted_times_us: npt.ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
     """The median's distribution-free confidence interval from ascending samples, µs."""
+
+def attach_rocprofiler(library: str = "") -> str:
+    """Loads rocprofiler-sdk ($PYHIPBENCH_ROCPROFILER_LIBRARY, else librocprofiler-sdk.so, $ROCM_PATH/lib,
+    /opt/rocm/lib) and configures its kernel-dispatch trace, once per process, before HIP initialises; why the
+    rocprofiler timer cannot trace, or '' when it can."""
 
 DEFAULT_THRESHOLD: float  # 0.02: the smallest relative difference judge() and racing count
 

@@ -86,6 +86,8 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
         raise BenchError(f"name={show(label)}: expected a string")
     stream = _stream(stream)
     timer = default_timer(device) if options.timer == "auto" else options.timer
+    if timer not in CALL_TIMERS:  # auto on AMD: the rocprofiler timer times launches it issues, not calls
+        timer = "events"
     rule = options.stop_rule()
     counter = energy_counter(device) if options.energy else None  # refused before anything runs
 

@@ -39,8 +39,8 @@ _FIXED_COUNT_TIME_CAP_S = 1e9
 class BenchOptions:
     """A measurement's options, each checked on construction (BenchError naming the value).
 
-    `timer`: "cupti", "events", "graph", "batched", or "auto" (cupti where it
-    loads, else events). `cache`: "warm", "dirty-cold", "clean-cold", or
+    `timer`: "cupti", "rocprofiler", "events", "graph", "batched", or "auto"
+    (cupti on NVIDIA, rocprofiler on AMD, where it traces; else events). `cache`: "warm", "dirty-cold", "clean-cold", or
     "auto" (warm when rotate=1, dirty-cold when rotate > 1, else clean-cold).
     `precision`: target relative half-width of the median's 95 % CI, in (0, 1).
     `max_time_s`: wall-time cap of the measurement (warm-up included), seconds.

@@ -71,7 +71,7 @@ class Result:
     config: LaunchConfig | None   # the (first) kernel's launch; None for a callable
     rotation: Rotation
     times_us: np.ndarray = field(repr=False)  # per sample, µs per kernel
-    timer: str                    # "cupti", "events", "graph" or "batched"
+    timer: str                    # "cupti", "rocprofiler", "events", "graph" or "batched"
     cache_state: str              # "warm", "dirty-cold" or "clean-cold"
     stop_reason: str              # "precision", "slower" (racing), "max-time", "max-samples" or "iterations"
     precision: float              # the target: relative half-width of the median's 95 % CI (0: none)

@@ -3,15 +3,19 @@
     events   an event pair around each launch: launch time (the kernel plus
              1.5-4 µs of launch and event overhead on the H200)
     cupti    NVIDIA: the kernel's own start and end from CUPTI activity records
+    rocprofiler  AMD: the kernel's own start and end from rocprofiler-sdk's
+             kernel-dispatch records (not run on AMD hardware yet)
     batched  one event pair over N back-to-back launches queued behind a spin
              kernel; a sample is their mean
     graph    a graph of N launches (the rotation unrolled inside), one event
              pair per replay; a sample is their mean
 
-The default ("auto") is cupti where libcupti loads (NVIDIA), else events
-(on AMD the events hipExtModuleLaunchKernel records bracket the dispatch
-itself): the most faithful timer each machine offers, chosen from the H200
-study in docs/measurement.md.
+The default ("auto") is the backend's kernel timer where it traces a probe
+launch: cupti where libcupti loads (NVIDIA), rocprofiler where
+librocprofiler-sdk loads and was attached before HIP initialised (AMD);
+else events (on AMD the events hipExtModuleLaunchKernel records bracket the
+dispatch itself): the most faithful timer each machine offers, chosen from
+the H200 study in docs/measurement.md.
 """
 from __future__ import annotations
 
@@ -24,8 +28,8 @@ from ..errors import BenchError, Error
 if TYPE_CHECKING:
     from .._device.device import Device
 
-TIMERS = ("events", "cupti", "batched", "graph")
-PER_KERNEL_TIMERS = ("events", "cupti")   # one sample per launch; the only ones a clean step suits
+TIMERS = ("events", "cupti", "rocprofiler", "batched", "graph")
+PER_KERNEL_TIMERS = ("events", "cupti", "rocprofiler")  # one sample per launch; the only ones a clean step suits
 MIN_LAUNCHES_PER_SAMPLE = 16              # graph / batched: enough launches to amortise the event pair
 MAX_LAUNCHES_PER_SAMPLE = 512             # batched queues them all behind the spin kernel: stay well
                                           # under the driver's queue depth, or the host blocks
@@ -49,18 +53,18 @@ def core_timer(device: Device, name: str, launches_per_sample: int = 0) -> _core
 
 
 def default_timer(device: Device) -> str:
-    """The backend's kernel timer (cupti on NVIDIA) where it works on this device, else events:
-    it must trace one launch of the bundled empty kernel (CUPTI cannot while another profiler
-    holds it). Probed once per device."""
+    """The backend's kernel timer (cupti on NVIDIA, rocprofiler on AMD) where it works on this device,
+    else events: it must trace one launch of the bundled empty kernel (CUPTI cannot while another
+    profiler holds it; rocprofiler-sdk sees nothing if HIP initialised before it). Probed once per device."""
     timer = device.backend.kernel_timer
     if timer is None:
         return "events"
     key = (default_timer, timer)
     if key not in device.kept:
-        empty = device.bundled_kernel("empty")
-        plan = _core.LaunchPlan(empty.handle, "empty", (1, 1, 1), (1, 1, 1), 0, 0, [b""], [])
         try:
-            core_timer(device, timer).run(plan, 1, 0)
+            tracing = core_timer(device, timer)  # a library that does not load fails here, before any launch
+            empty = device.bundled_kernel("empty")
+            tracing.run(_core.LaunchPlan(empty.handle, "empty", (1, 1, 1), (1, 1, 1), 0, 0, [b""], []), 1, 0)
             device.kept[key] = True
         except Error:
             device.kept[key] = False

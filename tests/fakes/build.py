@@ -7,7 +7,9 @@ versions (fake_hip_runtime.c), so hip-python and the C++ core can both load it.
 to the fake libcuda.so.1 that must already be in `tmpdir`, as the real libcupti
 is linked to the driver. `build_fake(tmpdir, "libhiprtc.so")` gives a fake hiprtc
 (fake_hiprtc.c), `build_fake(tmpdir, "libnvidia-ml.so.1")` a fake NVML
-(fake_nvml.c). Any other name (e.g. "libcuda.so.1") gives the fake driver alone.
+(fake_nvml.c), `build_fake(tmpdir, "librocprofiler-sdk.so")` a fake
+rocprofiler-sdk (fake_rocprofiler.c), linked to the fake libamdhip64.so that
+must already be in `tmpdir`. Any other name (e.g. "libcuda.so.1") gives the fake driver alone.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ CUDA_LIBRARY_NAME = "libcuda.so.1"
 CUPTI_LIBRARY_NAME = "libcupti.so"
 HIPRTC_LIBRARY_NAME = "libhiprtc.so"
 NVML_LIBRARY_NAME = "libnvidia-ml.so.1"
+ROCPROFILER_LIBRARY_NAME = "librocprofiler-sdk.so"
 
 
 def sources_for(name: str) -> list[Path]:
@@ -33,6 +36,8 @@ def sources_for(name: str) -> list[Path]:
         return [FAKES / "fake_hiprtc.c"]
     if name == NVML_LIBRARY_NAME:
         return [FAKES / "fake_nvml.c"]
+    if name == ROCPROFILER_LIBRARY_NAME:
+        return [FAKES / "fake_rocprofiler.c"]
     sources = [FAKES / "fake_driver.c"]
     if name == HIP_LIBRARY_NAME:
         sources.append(FAKES / "fake_hip_runtime.c")
@@ -93,7 +98,8 @@ def build_fake(tmpdir: str | Path, name: str) -> Path:
     # The fake libcupti finds the fake driver as the real one does: by the
     # driver's soname, already loaded or beside it.
     link = {CUDA_LIBRARY_NAME: [f"-Wl,-soname,{CUDA_LIBRARY_NAME}"],
-            CUPTI_LIBRARY_NAME: [str(output.parent / CUDA_LIBRARY_NAME), "-Wl,-rpath,$ORIGIN"]}.get(name, [])
+            CUPTI_LIBRARY_NAME: [str(output.parent / CUDA_LIBRARY_NAME), "-Wl,-rpath,$ORIGIN"],
+            ROCPROFILER_LIBRARY_NAME: [str(output.parent / HIP_LIBRARY_NAME)]}.get(name, [])
     command = [compiler, "-std=gnu11", "-O1", "-Wall", "-shared", "-fPIC", *hip_python_defines(),
                "-o", str(output), *map(str, sources_for(name)), *link]
     result = subprocess.run(command, capture_output=True, text=True)

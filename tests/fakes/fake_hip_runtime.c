@@ -215,9 +215,14 @@ static int env_int(const char* name, int fallback) {
 static int device_count(void) { return env_int("FAKE_HIP_DEVICE_COUNT", 1); }
 
 /* ---- initialization, versions, devices ---- */
+static int initialized; /* hipInit succeeded: what a profiler configured later misses (fake_rocprofiler.c) */
+int fake_hip_initialized(void) { return initialized; }
+
 int hipInit(unsigned flags) {
   if (flags != 0) return hipErrorInvalidValue;
-  return env_int("FAKE_HIP_INIT_ERROR", hipSuccess);
+  const int err = env_int("FAKE_HIP_INIT_ERROR", hipSuccess);
+  if (err == hipSuccess) initialized = 1;
+  return err;
 }
 
 int hipRuntimeGetVersion(int* version) {

@@ -148,7 +148,7 @@ BAD = [
     (dict(rotate=4, cache="clean-cold"), "rotate=4 with cache='clean-cold': only dirty-cold rotates"),
     (dict(rotate=1, cache="dirty-cold"), "rotate=1 with cache='dirty-cold': only dirty-cold rotates .*rotate=1 is warm"),
     (dict(cache="cold"), "cache='cold': expected one of warm, dirty-cold, clean-cold or 'auto'"),
-    (dict(timer="clock"), "timer='clock': expected one of events, cupti, batched, graph or 'auto'"),
+    (dict(timer="clock"), "timer='clock': expected one of events, cupti, rocprofiler, batched, graph or 'auto'"),
     (dict(timer="graph", cache="clean-cold"), "cache='clean-cold' with timer='graph': a graph sample spans"),
     (dict(iterations=None, precision=1.5), "precision=1.5: out of range, expected a finite number > 0 and < 1"),
     (dict(iterations=None, max_time_s=0), "max_time_s=0: out of range, expected a finite number > 0"),

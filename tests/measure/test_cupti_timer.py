@@ -194,7 +194,7 @@ def test_two_timers_on_two_threads_trace_one_at_a_time(cuda_driver, fake_cupti, 
 def test_cupti_is_cuda_only_and_named_among_the_timers(fake_libraries, cuda_driver):
     hip = _core.load_driver("hip", str(fake_libraries["hip"]))
     with pytest.raises(BenchError, match="the cupti timer reads NVIDIA's CUPTI: the hip backend has no cupti timer; "
-                                         "expected one of 'events', 'graph', 'batched'$"):
+                                         "expected one of 'events', 'graph', 'batched', 'rocprofiler'$"):
         _core.make_timer("cupti", hip, 0)
     with pytest.raises(BenchError, match="unknown timer 'cuptii' for the cuda backend; "
                                          "expected one of 'events', 'graph', 'batched', 'cupti'$"):

@@ -268,8 +268,8 @@ def test_tiny_sets_on_a_large_cache_need_no_more_sets_than_launches(fake_librari
 
 
 @pytest.mark.parametrize("name, launches, message", [
-    ("clock", 0, "timer 'clock': expected one of events, cupti, batched, graph"),
-    (None, 0, "timer None: expected one of events, cupti, batched, graph"),
+    ("clock", 0, "timer 'clock': expected one of events, cupti, rocprofiler, batched, graph"),
+    (None, 0, "timer None: expected one of events, cupti, rocprofiler, batched, graph"),
     ("graph", -1, r"launches_per_sample=-1: out of range, expected an integer in \[0, 512\]"),
     ("graph", 4.0, r"launches_per_sample=4.0: expected an integer in \[0, 512\], got float"),
     ("events", 5, "launches_per_sample=5: the events timer times each launch on its own"),

@@ -11,7 +11,7 @@ from pyhipbench._measure.options import MAX_LAUNCHES
 
 # (options, the one line that refuses them)
 BAD = [
-    (dict(timer="clock"), "timer='clock': expected one of events, cupti, batched, graph or 'auto'"),
+    (dict(timer="clock"), "timer='clock': expected one of events, cupti, rocprofiler, batched, graph or 'auto'"),
     (dict(cache="cold"), "cache='cold': expected one of warm, dirty-cold, clean-cold or 'auto' (default clean-cold)"),
     (dict(precision=0), "precision=0: out of range, expected a finite number > 0 and < 1"),
     (dict(precision=1), "precision=1: out of range, expected a finite number > 0 and < 1"),

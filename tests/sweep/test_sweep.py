@@ -94,7 +94,7 @@ def test_bad_candidate_names_the_field(fields, message):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"timer": "clock"}, "timer='clock': expected one of events, cupti, batched, graph or 'auto'"),
+    ({"timer": "clock"}, "timer='clock': expected one of events, cupti, rocprofiler, batched, graph or 'auto'"),
     ({"cache": "cold"}, "cache='cold': expected one of"),
     ({"precision": 1.5}, "precision=1.5: out of range"),
     ({"iterations": 0}, "iterations=0: out of range"),

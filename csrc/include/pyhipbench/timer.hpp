@@ -157,4 +157,12 @@ struct TimerOptions {
 PYHIPBENCH_API std::unique_ptr<Timer> make_timer(const std::string& name, std::shared_ptr<Driver> driver,
                                                  uintptr_t context, const TimerOptions& options = {});
 
+// HIP's `rocprofiler` timer reads rocprofiler-sdk, which must be configured
+// before the HIP runtime initialises: call this before the process's first
+// HIP call. Loads `library` (empty: $PYHIPBENCH_ROCPROFILER_LIBRARY, else
+// librocprofiler-sdk.so by the loader's search, $ROCM_PATH/lib, /opt/rocm/lib)
+// and configures a kernel-dispatch trace, once per process; returns why the
+// rocprofiler timer cannot trace, or "" when it can.
+PYHIPBENCH_API std::string attach_rocprofiler(const std::string& library = "");
+
 }  // namespace pyhipbench

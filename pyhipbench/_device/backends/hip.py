@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _core
 from ...errors import BenchError, NoDeviceError, driver_error
 from ..archs import last_level_cache_bytes
 from .base import DeviceProperties, FunctionLimits, KernelParam, PointerMemory
@@ -167,7 +168,7 @@ class HipBackend:
 
     name = "hip"
     formats = ("hsaco",)
-    kernel_timer = None           # no kernel tracer yet: events bracket the dispatch itself
+    kernel_timer = "rocprofiler"  # where rocprofiler-sdk loads and attached before HIP initialised
     spin_kernel = "spin"          # amdgpu.ll's, launched by the batched timer
     device_monitor = None         # amdsmi is not read in this version
     icache_invalidation = True    # s_icache_inv, injected at each kernel's entry (pyhipbench.codegen)
@@ -178,6 +179,9 @@ class HipBackend:
         self._hip = self._bindings.hip
         self._bindings.use_library(hip_library())
         self.index = index
+        # rocprofiler-sdk must be configured before HIP initialises (csrc/rocprofiler.hpp): before the
+        # process's first HIP call, so here, once per process; why it cannot trace, or "".
+        self.tracer_unavailable = _core.attach_rocprofiler()
         runtime_version = self._runtime_version()
         if os.environ.get(SKIP_VERSION_CHECK_ENV) != "1":
             check_versions(self._bindings.release, self._bindings.generated_for, runtime_version)
