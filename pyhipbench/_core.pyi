@@ -194,7 +194,8 @@ class Timer:
 
 def make_timer(name: str, driver: Driver, context: int, *, launches_per_sample: int = 0, spin_function: int = 0,
                spin_timeout_ms: float = 1000.0) -> Timer:
-    """A timer `name` ('events', 'graph', 'batched'; CUDA also 'cupti', HIP also 'rocprofiler') on `driver`, running in `context`
+    """A timer `name` ('events', 'graph', 'batched'; CUDA also 'cupti', HIP also 'rocprofiler') on `driver`,
+    running in `context`
     (CUDA: a CUcontext handle; HIP: a device ordinal). `launches_per_sample`: kernel nodes per graph, launches
     per batch (0: the default, 100). `spin_function` (batched, HIP only): the `spin` kernel's handle.
     `spin_timeout_ms` (batched): how long the spin kernel waits for a batch to be queued, ms."""
