@@ -770,7 +770,7 @@ def child_code(case: Case, fixtures: Path, out: Path, tests: Path, libs: dict) -
         argv = [a.replace("{F}", str(fixtures)).replace("{O}", str(out)) for a in case.body]
         device = "" if case.device is None else \
             f"from pyhipbench import cli as _cli_for_device\n_dev = _device({case.device!r})\n" \
-            "_cli_for_device._open_device = lambda backend: _dev\n"
+            "_cli_for_device._open_device = lambda backend, index=0: _dev\n"
         setup = device + setup
         # The result file's option: --out.
         body = (f"from pyhipbench import cli\n_argv = {argv!r}\n"

@@ -37,8 +37,8 @@ Rotation plan_rotation(uint64_t set_bytes, uint64_t llc_bytes, uint64_t free_byt
     if (r == 0) throw std::invalid_argument("rotate=0: expected 'auto' or a set count >= 1");
     if (set_bytes == 0 && r > 1) {
       throw std::invalid_argument("rotate=" + std::to_string(r) +
-                                  ": no argument is a rotated device array, so "
-                                  "there is nothing to rotate; use rotate=1 or pass device arrays");
+                                  " with set_bytes=0: there is nothing to rotate; expected rotate=1, or the bytes "
+                                  "of the buffers that rotate");
     }
     if (r > fits) {
       throw std::invalid_argument("rotate=" + std::to_string(r) + " sets of " + std::to_string(set_bytes) +
@@ -65,7 +65,7 @@ Rotation plan_rotation(uint64_t set_bytes, uint64_t llc_bytes, uint64_t free_byt
   if (fits < 2) {
     throw std::invalid_argument("rotated sets cannot fit in device memory: a second set of " +
                                 std::to_string(set_bytes) + " bytes needs more than the " + memory +
-                                "; pass rotate=1 for a warm run, or use smaller arrays");
+                                "; expected rotate=1 (one set), or smaller buffers");
   }
   const size_t capped = static_cast<size_t>(fits);
   return {capped, wanted,

@@ -46,7 +46,8 @@ class DeviceProfile:
 
 # Keyed by the short names the CLI takes (--profile).
 PROFILES: dict[str, DeviceProfile] = {
-    "h200": DeviceProfile("NVIDIA H200", "cuda", "sm_90", 60 * MiB, 141 * 10**9),
+    # total_bytes: the H200's as its driver reports it (cuDeviceTotalMem); the others, the vendor's nominal size
+    "h200": DeviceProfile("NVIDIA H200", "cuda", "sm_90", 60 * MiB, 150_109_880_320),
     "h100": DeviceProfile("NVIDIA H100 80GB HBM3", "cuda", "sm_90", 50 * MiB, 80 * 10**9),
     "mi300x": DeviceProfile("AMD Instinct MI300X", "hip", "gfx942", 4 * MiB, 192 * 10**9),
     "mi355x": DeviceProfile("AMD Instinct MI355X", "hip", "gfx950", 4 * MiB, 288 * 10**9),

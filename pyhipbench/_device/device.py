@@ -13,7 +13,7 @@ from .._codeobject.code_object import CodeObject
 from .._values import integer, show
 from ..errors import BenchError, NoDeviceError
 from .backends import BACKEND_NAMES, open_backend
-from .backends.base import Backend, DeviceProperties
+from .backends.base import Backend, BindingsMissing, DeviceProperties
 from .memory import DeviceArray
 from .module import Kernel, Module
 from .stream import Stream
@@ -32,6 +32,15 @@ def available_backends() -> list[str]:
     return found
 
 
+def _reasons(failures: list[tuple[str, NoDeviceError]]) -> str:
+    """Why each backend found no GPU; a backend whose bindings are not installed said in a word, unless no
+    backend's are (then how to install them is the news)."""
+    if all(isinstance(e, BindingsMissing) for _, e in failures):
+        return "; ".join(f"{name}: {e}" for name, e in failures)
+    return "; ".join(f"{name}: {e.package} not installed" if isinstance(e, BindingsMissing) else f"{name}: {e}"
+                     for name, e in failures)
+
+
 class Device:
     """A GPU. `Device()` takes the first backend that works (HIP, then CUDA);
     `Device("cuda", 0)` asks for one."""
@@ -42,20 +51,21 @@ class Device:
                              "or None for the first that works")
         index = integer("index", index, 0)
         if backend is None:
-            reasons = []
+            failures: list[tuple[str, NoDeviceError]] = []
             for name in BACKEND_NAMES:
                 try:
                     self.backend: Backend = open_backend(name, index)
                     break
                 except NoDeviceError as e:
-                    reasons.append(f"{name}: {e}")
+                    failures.append((name, e))
             else:
-                raise NoDeviceError("no GPU found; " + "; ".join(reasons))
+                raise NoDeviceError("no GPU found; " + _reasons(failures))
         else:
             self.backend = open_backend(backend, index)
         self.properties: DeviceProperties = self.backend.properties()
         # The timers' driver library; dlopen returns the one the bindings loaded.
         self.driver = _core.load_driver(self.backend.name)
+        self.backend.check_same_driver()
         self.kept: dict[object, Any] = {}
 
     @classmethod

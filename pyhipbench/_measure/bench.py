@@ -24,6 +24,8 @@ A sample is the whole chain: one kernel (bench), or several in order
 """
 from __future__ import annotations
 
+import dataclasses
+import logging
 import time
 from collections.abc import Sequence
 
@@ -48,6 +50,8 @@ from .options import BenchOptions, fixed_count
 from .result import Clock, KernelTime, Result
 from .rotation import plan_rotation
 from .timers import default_timer, min_launches_per_sample, timer_for
+
+log = logging.getLogger(__name__)
 
 
 def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
@@ -117,8 +121,14 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
     free, total = device.memory_info()
     samples = (rule.max_warmup_samples if options.warmup is None else options.warmup) + rule.max_samples
     launches_made = samples * min_launches_per_sample(timer)  # a graph or batched sample spans several
-    rotation = plan_rotation(sum(a.nbytes for a in rotated_arrays(all_args)), device.properties.llc_bytes,
-                             free, total, rotate if cache == "dirty-cold" else 1, max(launches_made, 2))
+    set_bytes = sum(a.nbytes for a in rotated_arrays(all_args))
+    if set_bytes == 0 and isinstance(rotate, int) and rotate > 1:  # said in bench()'s terms, not the core's
+        raise BenchError(f"rotate={rotate}: no argument is a rotated device array, so there is nothing to rotate; "
+                         "expected rotate=1, or device arrays among the args")
+    rotation = plan_rotation(set_bytes, device.properties.llc_bytes, free, total,
+                             rotate if cache == "dirty-cold" else 1, max(launches_made, 2))
+    if cache != "dirty-cold" and rotate != 1:  # one set because of the cache state, not a rotate=1 asked for
+        rotation = dataclasses.replace(rotation, reason=f"one argument set: {cache} does not rotate")
     core_timer = timer_for(device, timer, rotation.sets)
     counter = energy_counter(device) if options.energy else None  # refused before anything runs
 
@@ -150,6 +160,9 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
         for array in saved:
             array.free()
     times_us = taken.times_us
+    log.info("%s: timer %s%s, cache %s%s, %d set(s) (%s); %d samples, stopped: %s", plan.name, timer,
+             " (auto)" if options.timer == "auto" else "", cache, " (auto)" if options.cache == "auto" else "",
+             rotation.sets, rotation.reason, len(times_us), taken.stop_reason)
     first_kernel, first_config, _ = checked[0]
     return Result(plan.name, _device_facts(device.properties), first_config, rotation, times_us,
                   timer=timer, cache_state="warm" if rotation.sets == 1 and cache == "dirty-cold" else cache,

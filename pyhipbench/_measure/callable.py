@@ -24,6 +24,7 @@ What a sample is, by timer:
 """
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections import Counter
@@ -45,6 +46,7 @@ from .rotation import Rotation
 from .timers import TIMERS, core_timer, default_timer
 
 CALL_TIMERS = ("cupti", "events")
+log = logging.getLogger(__name__)
 GRAPH_MODES = ("auto", True, False)
 _devices: dict[int, Device] = {}  # the Device of each index, made once: its timers and clean step are reused
 
@@ -104,6 +106,9 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
         counter, lambda n: _core.measure(timing, plan, fixed_count(n, 0).core, 0), sample_s(taken))
     del keep  # the captured graph's owner (torch's CUDAGraph), alive until the replays are done
     times_us = taken.times_us
+    log.info("%s: %s, timer %s%s, cache %s%s; %d samples, stopped: %s", label, "called" if note else "graph replayed",
+             timer, " (auto)" if options.timer == "auto" else "", options.cache_state,
+             " (auto)" if options.cache == "auto" else "", len(times_us), taken.stop_reason)
     llc = device.properties.llc_bytes
     return Result(label, _device_facts(device.properties), None,
                   Rotation(1, 0, llc, "a callable's buffers are its own: not rotated", 1), times_us,

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._values import real
-from .report import match_key
+from .._values import real, show
+from ..errors import BenchError
+from .report import ACROSS, match_key
 
-__all__ = ["Comparison", "compare", "environment_differences", "clock_differences", "DEFAULT_THRESHOLD",
-           "RESAMPLES"]
+__all__ = ["Comparison", "compare", "why_unmatched", "environment_differences", "clock_differences",
+           "DEFAULT_THRESHOLD", "RESAMPLES"]
 
 DEFAULT_THRESHOLD = _core.DEFAULT_THRESHOLD  # 0.02: the core's, so racing and compare agree
 RESAMPLES = 2000
@@ -53,16 +54,23 @@ class Comparison:
         return self.b_median_us / self.a_median_us
 
 
-def compare(a: list[dict[str, Any]], b: list[dict[str, Any]],
-            threshold: float = DEFAULT_THRESHOLD) -> list[Comparison]:
+def compare(a: list[dict[str, Any]], b: list[dict[str, Any]], threshold: float = DEFAULT_THRESHOLD,
+            across: tuple[str, ...] = ()) -> list[Comparison]:
     """B against A (checked results, `report.check_results`) for every kernel and launch in both, in B's
-    order; `threshold`: the smallest relative difference that counts (0.02 = 2 %), in [0, 1)."""
+    order; `threshold`: the smallest relative difference that counts (0.02 = 2 %), in [0, 1); `across`:
+    pair results whatever their cache state ("cache") or timer ("timer") too. BenchError where a side then
+    holds two results for one pairing."""
     threshold = real("threshold", threshold, minimum=0, below=1)
-    in_a = {match_key(r): r for r in a}
+    unknown = [name for name in across if name not in ACROSS]
+    if unknown:
+        raise BenchError(f"across={show(tuple(across))}: {', '.join(map(repr, unknown))} unknown; expected any of "
+                         f"{', '.join(ACROSS)}")
+    in_a = _by_key(a, across, "A")
+    _by_key(b, across, "B")
     rng = np.random.default_rng(0)
     out = []
     for rb in b:
-        key = match_key(rb)
+        key = match_key(rb, across)
         ra = in_a.get(key)
         if ra is None:
             continue
@@ -79,6 +87,35 @@ def compare(a: list[dict[str, Any]], b: list[dict[str, Any]],
         verdict = _core.judge(ratio - 1, low - 1, high - 1, threshold)
         out.append(Comparison(key, sa["median"], sb["median"], low, high, method, verdict))
     return out
+
+
+def _by_key(results: list[dict[str, Any]], across: tuple[str, ...], side: str) -> dict[str, dict[str, Any]]:
+    keyed: dict[str, dict[str, Any]] = {}
+    for r in results:
+        key = match_key(r, across)
+        if key in keyed:
+            raise BenchError(f"{side} holds two results for {key} across {' and '.join(across)}: "
+                             f"{match_key(keyed[key])} and {match_key(r)}; expected one each to compare")
+        keyed[key] = r
+    return keyed
+
+
+def why_unmatched(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str:
+    """Why no result of B pairs with one of A: the nearest pair and what differs, with the option that
+    would pair them where there is one."""
+    for across in (("cache",), ("timer",), ("cache", "timer")):
+        keys_a = {match_key(r, across): r for r in a}
+        for rb in b:
+            ra = keys_a.get(match_key(rb, across))
+            if ra is not None:
+                differ = " and ".join({"cache": "cache state", "timer": "timer"}[name] for name in across)
+                return (f"the nearest pair differs in {differ}: A {match_key(ra)}, B {match_key(rb)}; pass "
+                        f"{' '.join(f'--across {name}' for name in across)} to compare across {differ}")
+    kernels_a, kernels_b = sorted({r["kernel"] for r in a}), sorted({r["kernel"] for r in b})
+    common = sorted(set(kernels_a) & set(kernels_b))
+    if common:
+        return f"{common[0]} ran with other grids or blocks in A and B"
+    return f"A times {', '.join(kernels_a[:3])}, B {', '.join(kernels_b[:3])}: no kernel in common"
 
 
 # What makes two devices different for a comparison, as environment.py records them.
@@ -105,14 +142,15 @@ def environment_differences(a: dict[str, Any] | None, b: dict[str, Any] | None) 
     return lines
 
 
-def clock_differences(a: list[dict[str, Any]], b: list[dict[str, Any]], threshold: float) -> list[str]:
+def clock_differences(a: list[dict[str, Any]], b: list[dict[str, Any]], threshold: float,
+                      across: tuple[str, ...] = ()) -> list[str]:
     """The matched results whose mean SM clocks (MHz) differ by more than `threshold`, one line each."""
-    clocks = {match_key(r): (r.get("clock_mhz") or {}).get("mean") for r in a}
+    clocks = {match_key(r, across): (r.get("clock_mhz") or {}).get("mean") for r in a}
     lines = []
     for r in b:
-        mhz_a, mhz_b = clocks.get(match_key(r)), (r.get("clock_mhz") or {}).get("mean")
+        mhz_a, mhz_b = clocks.get(match_key(r, across)), (r.get("clock_mhz") or {}).get("mean")
         if mhz_a and mhz_b and abs(mhz_b / mhz_a - 1) > threshold:
-            lines.append(f"{match_key(r)}: SM clock A {mhz_a:.0f} MHz, B {mhz_b:.0f} MHz")
+            lines.append(f"{match_key(r, across)}: SM clock A {mhz_a:.0f} MHz, B {mhz_b:.0f} MHz")
     return lines
 
 

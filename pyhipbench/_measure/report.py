@@ -37,7 +37,7 @@ FORMATS = (".json", ".csv", ".md")
 COLUMNS = ("kernel", "grid", "block", "timer", "cache_state", "median_us", "ci_low_us", "ci_high_us",
            "rel_ci", "p10_us", "p90_us", "outliers", "samples", "stop_reason", "sets", "host_us_per_kernel",
            "wall_s", "device", "verified", "target", "clock_mhz", "throttled_samples", "energy_mj_per_sample",
-           "mean_power_w")
+           "mean_power_w", "candidate_id", "tags")
 
 
 CALLABLE = ("call", "graph")  # a result's `ran` for a callable: no launch of its own, grid and block None
@@ -63,7 +63,10 @@ def _row(result: dict[str, Any]) -> dict[str, Any]:
             "throttled_samples": result.get("throttled_samples", 0),
             # energy=True's figures (none without it, or in reports written before it existed)
             "energy_mj_per_sample": (result.get("energy") or {}).get("mj_per_sample"),
-            "mean_power_w": (result.get("energy") or {}).get("mean_w")}
+            "mean_power_w": (result.get("energy") or {}).get("mean_w"),
+            # a sweep's export: the candidate's id and its tags, as JSON (none for a run's result)
+            "candidate_id": result.get("candidate_id"),
+            "tags": None if result.get("tags") is None else json.dumps(result["tags"], sort_keys=True)}
 
 
 def to_csv(results: list[dict[str, Any]]) -> str:
@@ -95,9 +98,13 @@ def check_format(path: Path) -> str:
 
 
 def render(path: Path, results: list[dict[str, Any]], environment: dict[str, Any]) -> str:
-    """The report for `path`'s format: JSON, the environment (environment.py) with the results under
-    "results"; CSV and markdown, a row per result."""
-    suffix = check_format(path)
+    """The report for `path`'s format (`render_as`)."""
+    return render_as(check_format(path), results, environment)
+
+
+def render_as(suffix: str, results: list[dict[str, Any]], environment: dict[str, Any]) -> str:
+    """The report in the format `suffix` names (one of FORMATS): JSON, the environment (environment.py)
+    with the results under "results"; CSV and markdown, a row per result."""
     if suffix == ".json":
         return json.dumps({**environment, "results": results}, indent=2) + "\n"
     return to_csv(results) if suffix == ".csv" else to_markdown(results)
@@ -245,13 +252,20 @@ def check_results(results: list[Any], name: str) -> list[dict[str, Any]]:
     return results
 
 
-def match_key(result: dict[str, Any]) -> str:
-    """The kernel and launch compare matches by: grid and block as three dimensions ([1024] is [1024, 1, 1])."""
-    kernel, cache_state, timer = (_printable(result[name]) for name in ("kernel", "cache_state", "timer"))
+ACROSS = ("cache", "timer")  # what compare can be asked to pair results across (`match_key`'s `across`)
+
+
+def match_key(result: dict[str, Any], across: tuple[str, ...] = ()) -> str:
+    """The kernel and launch compare matches by: grid and block as three dimensions ([1024] is [1024, 1, 1]),
+    the cache state and the timer, less those named in `across` (of ACROSS)."""
+    kernel = _printable(result["kernel"])
+    conditions = ", ".join(_printable(result[field]) for name, field in (("cache", "cache_state"), ("timer", "timer"))
+                           if name not in across)
+    under = f" ({conditions})" if conditions else ""
     if result.get("ran") in CALLABLE:
-        return f"{kernel} (a callable) ({cache_state}, {timer})"
+        return f"{kernel} (a callable){under}"
     grid, block = ("x".join(map(str, dims(name, result[name]))) for name in ("grid", "block"))
-    return f"{kernel} grid {grid} block {block} ({cache_state}, {timer})"
+    return f"{kernel} grid {grid} block {block}{under}"
 
 
 def _printable(text: str) -> str:

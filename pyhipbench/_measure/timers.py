@@ -19,6 +19,7 @@ the H200 study in docs/measurement.md.
 """
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from .. import _core
@@ -27,6 +28,8 @@ from ..errors import BenchError, Error
 
 if TYPE_CHECKING:
     from .._device.device import Device
+
+log = logging.getLogger(__name__)
 
 TIMERS = ("events", "cupti", "rocprofiler", "batched", "graph")
 PER_KERNEL_TIMERS = ("events", "cupti", "rocprofiler")  # one sample per launch; the only ones a clean step suits
@@ -66,8 +69,10 @@ def default_timer(device: Device) -> str:
             empty = device.bundled_kernel("empty")
             tracing.run(_core.LaunchPlan(empty.handle, "empty", (1, 1, 1), (1, 1, 1), 0, 0, [b""], []), 1, 0)
             device.kept[key] = True
-        except Error:
+            log.info("timer auto on %s: %s (it traced a probe launch)", device.name, timer)
+        except Error as e:
             device.kept[key] = False
+            log.info("timer auto on %s: events (%s could not trace a probe launch: %s)", device.name, timer, e)
     return timer if device.kept[key] else "events"
 
 

@@ -444,3 +444,15 @@ def load_space(path: str | os.PathLike[str]) -> list[Candidate]:
         return candidates_from_json(space, path.parent)
     except BenchError as e:
         raise BenchError(f"{path}: {e}") from None
+
+
+def tags_text(tags: object) -> str:
+    """A candidate's tags as a person reads them, after a space: ` BLOCK_M=64 num_warps=4` for a mapping,
+    its JSON for anything else; "" for none."""
+    tags = thaw(tags)
+    if not tags:
+        return ""
+    if isinstance(tags, dict):
+        return "".join(f" {key}={json.dumps(value) if not isinstance(value, str) else value}"
+                       for key, value in tags.items())
+    return f" {json.dumps(tags)}"

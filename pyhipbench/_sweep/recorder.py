@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .candidate import MODULE, Candidate
+from .candidate import MODULE, Candidate, tags_text
 from .progress import Progress
 from .store import FAILED, OK, Row, Store, now
 from .worker import Outcome
@@ -67,7 +67,7 @@ class Recorder:
                               outcome.result, busy_s=outcome.busy_s, kernel=kernel))
         self.remaining -= 1
         self.summary.measured += 1
-        tags = f" {candidate.tags}" if candidate.tags else ""
+        tags = tags_text(candidate.tags)
         self.progress.measured(outcome.result["stats_us"]["median"], f"{kernel}{tags}")
 
     def failed(self, done: Running, reason: str, error: str, device: str) -> None:

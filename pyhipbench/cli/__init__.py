@@ -24,12 +24,13 @@ from .._device.device import Device
 from ..errors import BenchError, Error
 from . import compare, demo, info, run, sweep
 from . import compile as compile_
+from .command import EXAMPLES, HelpFormatter, add_verbosity, configure_logging
 
 
-def _open_device(backend: str | None) -> Device:
+def _open_device(backend: str | None, index: int = 0) -> Device:
     """The GPU a command runs on. main() hands it to the commands that need one, so a test or the
     bad-input census can give them a fake device by replacing this function."""
-    return Device(backend)
+    return Device(backend, index)
 
 
 class _PrintInstallPath(argparse.Action):
@@ -75,13 +76,22 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="pyhipbench", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="pyhipbench", formatter_class=HelpFormatter,
+                     description="Time GPU kernels as autotuners need them timed: kernel time, the cache state "
+                                 "chosen and named, no Python in the timed loop.",
+                     epilog=f"{EXAMPLES}\n"
+                            "  pyhipbench demo                      # time the bundled kernels (a plan without a GPU)\n"
+                            "  pyhipbench info --device 1           # the GPU, its caches and memory\n"
+                            "  pyhipbench run k.ptx --kernel k --grid 1024 --block 256 --arg ... --out r.json\n"
+                            "  pyhipbench compare before.json r.json\n"
+                            "  pyhipbench COMMAND --help            # a command's options and examples")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_verbosity(parser, None)
     parser.add_argument("--cmake-dir", action=_PrintInstallPath, locate=cpp.cmake_dir,
                         help="print the folder of the C++ core's CMake package (pyhipbench_DIR) and exit")
     parser.add_argument("--include-dir", action=_PrintInstallPath, locate=cpp.include_dir,
                         help="print the folder of the C++ core's headers and exit")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # _open_device is read now, at each main() call, so a replacement made before the call is used.
     info.add_parser(commands, _open_device)
     demo.add_parser(commands, _open_device)
@@ -95,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Runs the command; its exit status. Argparse exits 2 itself on malformed options."""
     args = build_parser().parse_args(argv)
+    configure_logging(args.verbose, args.quiet)
     prefix = f"pyhipbench {args.command}:"
     try:
         return args.handler(args)

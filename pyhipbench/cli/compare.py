@@ -6,19 +6,34 @@ import sys
 from pathlib import Path
 
 from .._measure import report
-from .._measure.comparison import DEFAULT_THRESHOLD, clock_differences, compare, environment_differences
+from .._measure.comparison import (
+    DEFAULT_THRESHOLD,
+    clock_differences,
+    compare,
+    environment_differences,
+    why_unmatched,
+)
+from .._measure.report import ACROSS
 from ..errors import BenchError
 from . import values
+from .command import add_command
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("compare", help="B against A, kernel by kernel: faster, slower, the same, "
-                                                 "or can't tell")
+    parser = add_command(
+        commands, "compare", "B against A, kernel by kernel: faster, slower, the same, or can't tell",
+        "Results are paired by kernel, grid, block, cache state and timer. A verdict needs the 95 % CI of B/A "
+        "(a bootstrap of the two sides' samples) clear of 1 and B/A beyond --threshold; within the threshold "
+        "is 'same'. Where the two ran on different devices, drivers or clocks, a warning says so.",
+        ["pyhipbench compare before.json after.json", "pyhipbench compare a.db b.db --threshold 5%"])
     parser.add_argument("a", type=Path, help="a JSON report (run --out A.json) or a sweep's database")
     parser.add_argument("b", type=Path, help="another JSON report or sweep database")
     parser.add_argument("--threshold", type=values.fraction, default=DEFAULT_THRESHOLD, metavar="FRACTION",
                         help="the smallest difference that counts, as 0.02 or 2%% (default "
                              f"{100 * DEFAULT_THRESHOLD:g}%%): within it is 'same'")
+    parser.add_argument("--across", choices=ACROSS, action="append", default=[],
+                        help="pair results whatever their cache state (cache) or timer (timer) too, e.g. a "
+                             "clean-cold run with a warm one; repeatable")
     parser.set_defaults(handler=run)
 
 
@@ -34,10 +49,11 @@ def _load(path: Path) -> report.Report:
 
 def run(args: argparse.Namespace) -> int:
     a, b = _load(args.a), _load(args.b)
-    comparisons = compare(a.results, b.results, args.threshold)
+    across = tuple(dict.fromkeys(args.across))
+    comparisons = compare(a.results, b.results, args.threshold, across)
     if not comparisons:
         raise BenchError(f"{args.a} and {args.b} have no kernel and launch in common (matched by kernel "
-                         "name, grid, block, cache state and timer)")
+                         f"name, grid, block, cache state and timer): {why_unmatched(a.results, b.results)}")
     print(f"B against A: 'same' within ±{100 * args.threshold:g} %, 'faster' or 'slower' by more and surely "
           "(95 % CI of B/A clear of 1), else 'can't tell'")
     print(f"{'kernel and launch':<60} {'A µs':>10} {'B µs':>10} {'B/A':>7} {'95 % CI of B/A':>15}  B is")
@@ -47,6 +63,6 @@ def run(args: argparse.Namespace) -> int:
               f"{c.verdict}" + ("" if c.method == "bootstrap" else " (from the CIs: no samples)"))
     matched = {c.key for c in comparisons}
     for line in environment_differences(a.environment, b.environment) + clock_differences(
-            [r for r in a.results if report.match_key(r) in matched], b.results, args.threshold):
+            [r for r in a.results if report.match_key(r, across) in matched], b.results, args.threshold, across):
         print(f"pyhipbench compare: warning: {line}", file=sys.stderr)
     return 0

@@ -10,6 +10,7 @@ from ..codegen import CodeObject, compile_ir, ir, triple_of
 from ..codegen.nvptx import TRIPLE as NVPTX_TRIPLE
 from ..errors import BenchError, Error
 from . import values
+from .command import add_command
 from .files import check_output, read_input
 
 PROLOGUE_HELP = (
@@ -34,10 +35,12 @@ def target(text: str) -> str:
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "compile", help="compile LLVM IR to a code object, with the instruction-cache flush on AMD",
-        description="Compile LLVM IR (text or bitcode) to an HSACO (gfx*) or PTX (sm_*). On AMD every kernel "
-                    "starts with s_icache_inv + 16 s_nop, proven by disassembly; a failed proof is an error.")
+    parser = add_command(
+        commands, "compile", "compile LLVM IR to a code object, with the instruction-cache flush on AMD",
+        "LLVM IR (text or bitcode) to an HSACO (gfx*) or PTX (sm_*), without a GPU. On AMD every kernel starts "
+        "with s_icache_inv + 16 s_nop, proven by disassembly; a failed proof is an error.",
+        ["pyhipbench compile kernels.ll --target gfx942 -o kernels.hsaco",
+         "pyhipbench compile kernels.ll --target sm_90a -o kernels.ptx --ptx-version 80"])
     parser.add_argument("input", type=Path, help="LLVM IR file (text or bitcode, told apart by content)")
     parser.add_argument("--target", type=target, required=True,
                         help="processor: gfx90a, gfx942, gfx950, gfx1100, sm_90, sm_90a, sm_100a, ...")

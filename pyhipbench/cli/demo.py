@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-from typing import Callable
 
 import numpy as np
 
 from .._device import archs
-from .._device.backends import BACKEND_NAMES, backend_class
+from .._device.backends import backend_class
 from .._device.device import Device
 from .._launch.args import int64
 from .._measure.bench import bench
@@ -17,24 +16,33 @@ from .._measure.result import Result
 from .._measure.rotation import plan_rotation
 from .._measure.timers import default_timer
 from ..errors import NoDeviceError
+from .command import OpenDevice, add_command, add_device_options
 
 MiB = archs.MiB
+GiB = 1 << 30
 BLOCK = 256  # threads per block of the copy
 # What the plan says of the timer a backend's default picks (timers.py describes each).
-TIMER_WORDS = {"cupti": "kernel time from CUPTI activity records", "events": "an event pair around each launch"}
+TIMER_WORDS = {"cupti": "kernel time from CUPTI activity records",
+               "rocprofiler": "kernel time from rocprofiler-sdk dispatch records",
+               "events": "an event pair around each launch"}
 
 
-def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str | None], Device]) -> None:
-    parser = commands.add_parser("demo", help="time the bundled kernels in each cache state")
-    parser.add_argument("--backend", choices=BACKEND_NAMES)
+def add_parser(commands: argparse._SubParsersAction, open_device: OpenDevice) -> None:
+    parser = add_command(
+        commands, "demo", "time the bundled kernels in each cache state",
+        "On a GPU: the bundled copy kernel at a size below and one above the last-level cache, warm, "
+        "dirty-cold and clean-cold, then the empty kernel, each to a ±1 % 95 % CI. Without a GPU: the plan "
+        "for --profile's device (sizes, rotation, timer), with nothing run.",
+        ["pyhipbench demo", "pyhipbench demo --device 1", "pyhipbench demo --profile mi300x   # without a GPU"])
+    add_device_options(parser)
     parser.add_argument("--profile", choices=sorted(archs.PROFILES), default="h200",
-                        help="device to plan for when no GPU is present (default h200)")
+                        help="the device to plan for when no GPU is present")
     parser.set_defaults(handler=functools.partial(run, open_device=open_device))
 
 
-def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -> int:
+def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
     try:
-        device = open_device(args.backend)
+        device = open_device(args.backend, args.device)
     except NoDeviceError as e:  # no GPU is no failure here: the plan is what the demo shows
         print_plan(e, args.profile)
         return 0
@@ -50,9 +58,10 @@ def copy_sizes(llc_bytes: int) -> list[int]:
 def print_plan(reason: Exception, profile_name: str) -> None:
     """What the demo would run on the profile's device, and why, without running anything."""
     profile = archs.PROFILES[profile_name]
-    print(f"no GPU here ({reason}); showing the plan for {profile.name} ({profile_name}), nothing is run")
+    print(f"no GPU here: the plan for {profile.name} (--profile {profile_name}), nothing is run")
+    print(f"  why no GPU: {reason}")
     print(f"  L2 {profile.l2_bytes / MiB:.0f} MiB, last-level cache {profile.llc_bytes / MiB:.0f} MiB, "
-          f"{profile.total_bytes / 1e9:.0f} GB")
+          f"{profile.total_bytes / GiB:.1f} GiB")
     print(f"  the copy kernel in each cache state: warm (one argument set), dirty-cold (rotated sets), "
           f"clean-cold (one set, a {CLEAN_BYTES_PER_LLC * profile.llc_bytes / MiB:.0f} MiB read before each launch)")
     print(f"  {'copy size':>12} {'set (src+dst)':>14} {'dirty-cold sets':>16}  why")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from .._codeobject import image as codeobject
 from .._textfile import MAX_IR_DEPTH, ir_nesting
@@ -68,9 +69,9 @@ def check_output(option: str, path: Path, input_path: Path | None = None) -> Non
         raise refuse(f"directory {parent} is not writable")
 
 
-def write_or_print(command: str, path: Path, text: str) -> bool:
-    """Writes a report; one that cannot be written is printed on stdout instead, so the results
-    are not lost. Whether it was written."""
+def write_or_print(command: str, path: Path, text: str, said: TextIO | None = None) -> bool:
+    """Writes a report and says so on `said` (None: stdout); one that cannot be written is printed on
+    stdout instead, so the results are not lost. Whether it was written."""
     try:
         path.write_text(text)
     except OSError as e:
@@ -78,5 +79,5 @@ def write_or_print(command: str, path: Path, text: str) -> bool:
         print(f"pyhipbench {command}: could not write {path}: {e.strerror or e}; the report is printed "
               "on stdout instead", file=sys.stderr)
         return False
-    print(f"wrote {path}")
+    print(f"wrote {path}", file=said or sys.stdout)
     return True

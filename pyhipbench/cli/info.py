@@ -3,21 +3,23 @@ from __future__ import annotations
 
 import argparse
 import functools
-from typing import Callable
 
 from .._device import archs
-from .._device.backends import BACKEND_NAMES
-from .._device.device import Device
 from .._measure.rotation import plan_rotation
 from ..errors import BenchError
 from . import values
+from .command import OpenDevice, add_command, add_device_options
 
 GiB = 1 << 30
 
 
-def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str | None], Device]) -> None:
-    parser = commands.add_parser("info", help="the GPU, its caches and memory, and the rotation for a size")
-    parser.add_argument("--backend", choices=BACKEND_NAMES)
+def add_parser(commands: argparse._SubParsersAction, open_device: OpenDevice) -> None:
+    parser = add_command(
+        commands, "info", "the GPU, its caches and memory, and the rotation for a size",
+        "The rotation is how many argument sets the dirty-cold cache state would rotate through for one "
+        "argument set of --size bytes, from the last-level cache and the free memory.",
+        ["pyhipbench info", "pyhipbench info --backend cuda --device 1 --size 1.5G"])
+    add_device_options(parser)
     parser.add_argument("--size", type=_size_as_written, default=("64M", 64 * archs.MiB),
                         help="bytes of one argument set, for the rotation shown: 4096, 64M, 1.5G (default 64M)")
     parser.set_defaults(handler=functools.partial(run, open_device=open_device))
@@ -28,9 +30,9 @@ def _size_as_written(text: str) -> tuple[str, int]:
     return text, values.size(text)
 
 
-def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -> int:
+def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
     text, size = args.size
-    device = open_device(args.backend)
+    device = open_device(args.backend, args.device)
     p = device.properties
     free, total = device.memory_info()
     try:

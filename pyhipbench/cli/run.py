@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from pathlib import Path
-from typing import Callable
+from typing import TextIO
 
 import numpy as np
 
 from .._codeobject import image as codeobject
-from .._device.backends import BACKEND_NAMES
 from .._device.device import Device
 from .._launch.arg_spec import DTYPES, FILLS, REF_FORM, materialize, materialize_chain
 from .._launch.launch import Launch, module_launches
@@ -23,14 +23,14 @@ from .._measure.bench import bench_with
 from .._measure.cache import CACHE_STATES
 from .._measure.environment import environment, finish
 from .._measure.options import MAX_LAUNCHES, BenchOptions
-from .._measure.report import check_format, render
-from .._measure.timers import TIMERS
+from .._measure.report import check_format, render, render_as
 from .._sweep.candidate import LAUNCH_FIELDS, MODULE, Launches, checked_chain
 from .._textfile import parse_json, parse_yaml, read_text
 from ..codegen import compile_for_device, ir
 from ..codegen.source import SOURCE_LANGUAGES, CompiledSource, compile_source
 from ..errors import BenchError
 from . import values
+from .command import OpenDevice, add_command, add_device_options
 from .compile import describe
 from .files import check_output, read_input, write_or_print
 
@@ -48,12 +48,22 @@ CHAIN_HELP = ("time a chain of the input's kernels, run in order as one sample, 
               "or {\"launches\": \"module\", \"grid\": ..., \"block\": ..., \"args\": [...]}: every kernel "
               "of the module in name order; instead of --kernel")
 CHAIN_FILE_FIELDS = ("launches", "grid", "block", "shared_bytes", "args")
+STDOUT = "-"  # --out -: the report on stdout
+# auto first, then the timers from the most faithful (docs/measurement.md#timers)
+TIMER_CHOICES = ("auto", "cupti", "rocprofiler", "events", "graph", "batched")
 FLAGS = {"grid": "--grid", "block": "--block", "shared_bytes": "--shared-bytes", "args": "--arg"}
 
 
-def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str | None], Device]) -> None:
-    parser = commands.add_parser("run", help="compile LLVM IR (or load a code object) and time a kernel, or a "
-                                                     "chain of kernels (--chain)")
+def add_parser(commands: argparse._SubParsersAction, open_device: OpenDevice) -> None:
+    parser = add_command(
+        commands, "run", "compile CUDA/HIP C++ or LLVM IR (or load a code object) and time a kernel, or a chain "
+        "of kernels (--chain)",
+        "The kernel is launched with the --arg arguments in the cache state asked for until the median's 95 % "
+        "CI is within --precision; one line sums the result up, and --out writes it in full.",
+        ["pyhipbench run copy.ptx --kernel copy --grid 1024 --block 256 --arg array:float32:262144 "
+         "--arg array:float32:262144 --arg int64:262144 --out r.json",
+         "pyhipbench run gemm.cu --kernel gemm --grid 64,64 --block 16,16 --arg ... --cache warm",
+         "pyhipbench run splitk.hsaco --chain splitk.json --out -    # the JSON report on stdout"])
     parser.add_argument("input", type=Path, help="CUDA C++ (.cu, compiled by NVRTC) or HIP C++ (.hip, by hiprtc) "
                                                  "source, or LLVM IR (text or bitcode) or a code object (PTX, "
                                                  "cubin, fatbin, HSACO), told apart by content")
@@ -64,10 +74,10 @@ def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str 
                         help="threads per block, e.g. 256 (required, unless --chain)")
     parser.add_argument("--arg", type=values.kernel_arg, action="append", default=[], help=ARG_HELP)
     parser.add_argument("--shared-bytes", type=values.integer, help="dynamic shared memory, bytes (default 0)")
-    parser.add_argument("--timer", choices=TIMERS + ("auto",), default="auto",
-                        help="cupti (kernel time, NVIDIA), events, graph, batched; auto: cupti where it works, "
-                             "else events")
-    parser.add_argument("--cache", choices=CACHE_STATES + ("auto",), default="auto",
+    parser.add_argument("--timer", choices=TIMER_CHOICES, default="auto",
+                        help="cupti (kernel time, NVIDIA), rocprofiler (kernel time, AMD), events, graph, batched; "
+                             "auto: the kernel timer where it works, else events")
+    parser.add_argument("--cache", choices=("auto", *CACHE_STATES), default="auto",
                         help="cache state at each timed launch; auto: clean-cold (warm with --rotate 1, "
                              "dirty-cold with --rotate N > 1)")
     parser.add_argument("--precision", type=values.fraction, default=0.01,
@@ -101,14 +111,17 @@ def add_parser(commands: argparse._SubParsersAction, open_device: Callable[[str 
                         help="CUDA/HIP C++ source only: an NVRTC / hiprtc option, repeatable, written with = "
                              "(--compile-option=-DN=4 --compile-option=-std=c++17); the file's folder is on the "
                              "include path")
-    parser.add_argument("--backend", choices=BACKEND_NAMES)
+    add_device_options(parser)
     parser.add_argument("--out", type=Path, action="append", default=[],
                         help="write the result here, as JSON, CSV or a markdown table by the suffix "
-                             "(.json, .csv, .md); repeatable; checked before running")
+                             "(.json, .csv, .md), or '-' for stdout in --format; repeatable; checked before "
+                             "running")
+    parser.add_argument("--format", choices=("json", "csv", "md"), default="json",
+                        help="the format of --out -")
     parser.set_defaults(handler=functools.partial(run, open_device=open_device), usage_error=parser.error)
 
 
-def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -> int:
+def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
     if args.chain is None:  # one kernel: --kernel, --grid and --block, as argparse would require them
         missing = [flag for flag, value in (("--kernel", args.kernel), ("--grid", args.grid),
                                             ("--block", args.block)) if value is None]
@@ -124,10 +137,14 @@ def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -
     if args.chain is None:
         grid, block = dims("grid", args.grid), dims("block", args.block)  # the device's own limits come later
     for path in args.out:
+        if str(path) == STDOUT:
+            continue
         check_output("--out", path, args.input)
         if args.chain is not None:
             check_output("--out", path, args.chain)
         check_format(path)  # an unknown format is refused before any work
+    # With a report on stdout, stdout holds it alone (for a pipe): the lines for a person go to stderr.
+    human = sys.stderr if any(str(path) == STDOUT for path in args.out) else sys.stdout
     chain, fields = read_chain(args) if args.chain is not None else (None, {})
     expected = load_expected(args.expect)
     # Flags that cannot apply are refused, not ignored, in the flags' own terms.
@@ -142,15 +159,15 @@ def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -
         raise BenchError(f"--compile-option applies to CUDA/HIP C++ source (.cu, .hip) only; {args.input} "
                          "is not one")
     module = ir.parse(source, name=str(args.input)) if kind == "ir" else None
-    device = open_device(args.backend)
+    device = open_device(args.backend, args.device)
     started = environment([device])
     kernels = [args.kernel] if chain is None else [] if chain == MODULE else [launch.kernel for launch in chain]
     lowered: dict[str, str] = {}  # a C++ name expression -> the name the module knows it by
     if module is not None:
         source = compile_for_device(module, device, icache_flush=False if args.no_icache_flush else None)
-        print(describe(source))
+        print(describe(source), file=human)
     elif kind == "source":
-        source, lowered = _compile_source(args, source, device, list(dict.fromkeys(kernels)))
+        source, lowered = _compile_source(args, source, device, list(dict.fromkeys(kernels)), human)
     loaded = device.load_module(source)
     if chain is None:
         kernel_args = [materialize(spec, device) for spec in args.arg]
@@ -165,9 +182,15 @@ def run(args: argparse.Namespace, open_device: Callable[[str | None], Device]) -
         launches = [Launch(loaded.kernel(lowered.get(launch.kernel, launch.kernel)), launch.grid, launch.block,
                            launch_args, launch.shared_bytes) for launch, launch_args in zip(chain, made)]
     result = bench_with(launches, options, expect=expected or None, atol=args.atol, rtol=args.rtol)
-    print(result.summary())
+    print(result.summary(), file=human)
     env = finish(started)
-    written = [write_or_print("run", path, render(path, [result.to_dict()], env)) for path in args.out]
+    written = []
+    for path in args.out:
+        if str(path) == STDOUT:
+            print(render_as(f".{args.format}", [result.to_dict()], env), end="")
+            written.append(True)
+        else:
+            written.append(write_or_print("run", path, render(path, [result.to_dict()], env), human))
     return 0 if all(written) else 1
 
 
@@ -204,9 +227,10 @@ def read_chain(args: argparse.Namespace) -> tuple[Launches, dict]:
         raise BenchError(f"{path}: {e}") from None
 
 
-def _compile_source(args: argparse.Namespace, text: str, device: Device,
-                    kernels: list[str]) -> tuple[CompiledSource, dict[str, str]]:
-    """(code object, each of `kernels`' lowered name) for a .cu / .hip file, compiled for `device`."""
+def _compile_source(args: argparse.Namespace, text: str, device: Device, kernels: list[str],
+                    human: TextIO) -> tuple[CompiledSource, dict[str, str]]:
+    """(code object, each of `kernels`' lowered name) for a .cu / .hip file, compiled for `device`; what was
+    compiled said on `human`."""
     # SOURCE_LANGUAGES names the backend whose runtime compiler takes each suffix.
     language, backend = SOURCE_LANGUAGES[args.input.suffix], device.backend.name
     if language != backend:
@@ -216,7 +240,7 @@ def _compile_source(args: argparse.Namespace, text: str, device: Device,
     # --kernel (a chain's kernels) are name expressions, so a template instance ("scale<float>") names its kernel.
     code = compile_source(device, text, name_expressions=kernels, name=args.input.name,
                           options=[f"-I{args.input.parent}", *args.compile_option])
-    print(describe(code))
+    print(describe(code), file=human)
     return code, dict(code.lowered_names)
 
 

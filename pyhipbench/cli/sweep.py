@@ -8,12 +8,14 @@ from pathlib import Path
 from .._device.backends import BACKEND_NAMES
 from .._measure.report import check_format
 from .._sweep import Store, SweepInterrupted, SweepSummary, export_best, load_space, sweep
+from .._sweep.candidate import tags_text
 from .._sweep.scheduler import TIMEOUT_FLOOR_S
 from .._sweep.store import refuse_non_database
 from .._sweep.worker import INVALID
 from .._values import integer
 from ..errors import BenchError
 from . import values
+from .command import add_command
 from .files import check_output, write_or_print
 
 MAX_FAILURES_LISTED = 20  # the summary lists this many failures; the database holds them all
@@ -21,11 +23,13 @@ MAX_DUPLICATES_LISTED = 20  # and this many candidates the space lists more than
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "sweep", help="measure a search space of candidates on every GPU (or a Ray cluster) into a database",
-        description="Measure every candidate of SPACE (JSON, or YAML with pyyaml) on every GPU, a worker process "
-                    "per GPU (or a Ray actor per GPU with --ray); faults, hangs and crashes cost one candidate. "
-                    "Each result is committed to the SQLite database --out as it arrives.")
+    parser = add_command(
+        commands, "sweep", "measure a search space of candidates on every GPU (or a Ray cluster) into a database",
+        "Every candidate of SPACE (JSON, or YAML with pyyaml) is measured on every GPU, a worker process per "
+        "GPU (or a Ray actor per GPU with --ray); faults, hangs and crashes cost one candidate. Each result is "
+        "committed to the SQLite database --out as it arrives; Ctrl-C or kill -9 loses only what was running.",
+        ["pyhipbench sweep space.json --out results.db --export best.md",
+         "pyhipbench sweep space.json --out results.db --resume --gpus 0,1 --race"])
     parser.add_argument("space", type=Path, help="the search space: a JSON (or YAML) file of candidates")
     parser.add_argument("--out", type=Path, required=True, help="the results database (SQLite) to write")
     parser.add_argument("--resume", action="store_true",
@@ -35,14 +39,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                              "count of indices given")
     parser.add_argument("--ray", metavar="ADDRESS",
                         help="run on a Ray cluster: an actor per GPU (ray://host:10001, or auto); needs ray")
-    parser.add_argument("--backend", choices=BACKEND_NAMES)
+    parser.add_argument("--backend", choices=BACKEND_NAMES,
+                        help="the GPUs' API: hip or cuda (default: the first that finds a GPU, hip then cuda)")
     parser.add_argument("--timeout-floor", type=values.number, default=TIMEOUT_FLOOR_S,
-                        help=f"the watchdog's least limit per candidate, s (default {TIMEOUT_FLOOR_S:.0f})")
+                        help="the watchdog's least limit per candidate, s")
     parser.add_argument("--race", action="store_true",
                         help="racing: stop each candidate once its median's 95%% CI lies wholly above the lowest "
                              "CI upper bound measured so far (stop reason 'slower'); for candidates solving one "
                              "problem: the best is measured to the precision, the others' medians less precisely")
-    parser.add_argument("--best", type=values.integer, default=10, help="how many of the fastest to list and export")
+    parser.add_argument("--best", type=values.integer, default=10,
+                        help="how many of the fastest to list and export")
     parser.add_argument("--export", type=Path, action="append", default=[],
                         help="write the fastest candidates as JSON, CSV or a markdown table by the suffix "
                              "(.json, .csv, .md); repeatable")
@@ -125,6 +131,8 @@ def print_summary(summary: SweepSummary, store: Store, out: Path, best: int) -> 
               "each, with status 'failed')")
     for r in store.best(best):
         raced = " (raced: stopped as slower, a less precise median)" if r.get("stop_reason") == "slower" else ""
-        print(f"best {r['candidate_id'][:12]} {r['kernel']} grid {'x'.join(map(str, r['grid']))} block "
-              f"{'x'.join(map(str, r['block']))} {r['tags'] or ''}: median {r['stats_us']['median']:.3f} µs"
-              f"{raced}")
+        launch = "" if r["grid"] is None else \
+            f" grid {'x'.join(map(str, r['grid']))} block {'x'.join(map(str, r['block']))}"
+        print(f"best {r['candidate_id'][:12]} {r['kernel']}{launch}{tags_text(r['tags'])}: median "
+              f"{r['stats_us']['median']:.3f} µs{raced}")
+

@@ -19,7 +19,7 @@ COPY_PTX = resources.files("pyhipbench") / "kernels" / "copy.ptx"
 
 @pytest.fixture
 def no_gpu(monkeypatch):
-    def refuse(backend):
+    def refuse(backend, index=0):
         raise hb.NoDeviceError("no GPU found; cuda: no CUDA driver")
     monkeypatch.setattr(cli, "_open_device", refuse)
 
@@ -36,8 +36,9 @@ def test_version(capsys):
 def test_demo_without_gpu_shows_the_plan_and_succeeds(no_gpu, capsys):
     assert cli.main(["demo", "--profile", "mi300x"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("no GPU here (no GPU found; cuda: no CUDA driver); showing the plan for AMD Instinct MI300X")
-    assert "last-level cache 256 MiB" in out[1]
+    assert out[0] == "no GPU here: the plan for AMD Instinct MI300X (--profile mi300x), nothing is run"
+    assert out[1] == "  why no GPU: no GPU found; cuda: no CUDA driver"
+    assert "last-level cache 256 MiB" in out[2]
     assert any("32.0 MiB" in line and " 8 " in line for line in out)     # LLC/8 per buffer: 8 sets
     assert any("1024.0 MiB" in line and " 2 " in line for line in out)   # 4 x LLC: 2 sets
 

@@ -142,7 +142,7 @@ class _DeviceReached(Exception):
 def _run_verdict(flags: list[str]) -> str | None:
     """None when `pyhipbench run` accepts `flags` (it gets as far as opening the device);
     "argparse" when a converter refuses the text; else the one line it refuses the value with."""
-    def reach(backend):
+    def reach(backend, index=0):
         raise _DeviceReached
     err = io.StringIO()
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err), \

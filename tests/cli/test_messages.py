@@ -97,7 +97,7 @@ def test_a_source_error_is_still_a_compile_error(tmp_path):
 def fake_cuda_device(monkeypatch, fake_libraries):
     device = hb.Device.from_backend(HostBackend(backend="cuda", arch="sm_90"),
                                     hb._core.load_driver("cuda", str(fake_libraries["cuda"])))
-    monkeypatch.setattr(cli, "_open_device", lambda name: device)
+    monkeypatch.setattr(cli, "_open_device", lambda name, index=0: device)
     return device
 
 

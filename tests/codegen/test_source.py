@@ -138,7 +138,7 @@ def open_fake(monkeypatch, fake_libraries, backend: str):
     """`pyhipbench run`'s device: host memory, the fake driver, the arch of an H200 or an MI300X."""
     device = hb.Device.from_backend(HostBackend(backend=backend, arch="sm_90" if backend == "cuda" else "gfx942"),
                                     hb._core.load_driver(backend, str(fake_libraries[backend])))
-    monkeypatch.setattr(cli, "_open_device", lambda name: device)
+    monkeypatch.setattr(cli, "_open_device", lambda name, index=0: device)
     return device
 
 

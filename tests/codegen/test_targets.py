@@ -92,7 +92,7 @@ def test_run_compiles_wgmma_ir_for_sm_90a_on_an_sm_90_device(monkeypatch, fake_l
     backend = HostBackend(backend="cuda", arch="sm_90")
     backend.driver_version = lambda: 13000  # which PTX compile_for_device may write
     device = hb.Device.from_backend(backend, hb._core.load_driver("cuda", str(fake_libraries["cuda"])))
-    monkeypatch.setattr(cli, "_open_device", lambda backend: device)
+    monkeypatch.setattr(cli, "_open_device", lambda backend, index=0: device)
     out = tmp_path / "r.json"
     assert cli.main(["run", str(WGMMA), "--kernel", "matmul_kernel", "--grid", "1", "--block", "128",
                      "--arg", "array:int32:4", "--iterations", "2", "--rotate", "1", "--out", str(out)]) == 0

@@ -14,7 +14,7 @@ ALLOWLIST = Path(__file__).parents[1] / "data" / "core_stubtest_allowlist.txt"
 
 def test_the_stub_states_exactly_what_the_bindings_expose(tmp_path):
     if importlib.util.find_spec("mypy") is None:
-        require("mypy", "its stubtest compares the stub with the module (pip install -e \".[test]\")")
+        require("mypy", "its stubtest compares the stub with the module (pip install -r requirements/test.txt)")
     result = subprocess.run([sys.executable, "-m", "mypy.stubtest", "pyhipbench._core", "--allowlist", str(ALLOWLIST)],
                             capture_output=True, text=True, timeout=600, cwd=tmp_path,
                             env={**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")})

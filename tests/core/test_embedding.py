@@ -26,10 +26,10 @@ BLOCKS = (64, 128, 256, 512, 1024)
 
 
 def find_cmake() -> str:
-    """cmake beside this Python (the test extra installs it), else on PATH; skips without one, fails in CI."""
+    """cmake beside this Python (requirements/test.txt installs it), else on PATH; skips without one, fails in CI."""
     cmake = shutil.which("cmake", path=str(Path(sys.executable).parent)) or shutil.which("cmake")
     if cmake is None:
-        require("cmake", 'the test extra installs it: pip install -e ".[test]"')
+        require("cmake", 'requirements/test.txt installs it: pip install -r requirements/test.txt')
     return cmake
 
 

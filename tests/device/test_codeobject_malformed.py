@@ -314,7 +314,7 @@ def test_a_cubin_section_past_the_end_is_refused_before_loading(device):
 
 def test_the_cli_reports_a_truncated_code_object_in_one_line(hsaco, device, monkeypatch, tmp_path, capsys):
     from pyhipbench import cli
-    monkeypatch.setattr(cli, "_open_device", lambda backend: device)
+    monkeypatch.setattr(cli, "_open_device", lambda backend, index=0: device)
     path = tmp_path / "cut.hsaco"
     path.write_bytes(hsaco[:3000])
     assert cli.main(["run", str(path), "--kernel", "copy", "--grid", "1", "--block", "1"]) == 2

@@ -10,9 +10,10 @@ import pytest
 
 from pyhipbench._device.backends.base import FunctionLimits
 from pyhipbench._device.backends.cuda import CudaBackend
+from pyhipbench import errors as hb_errors
 from pyhipbench.errors import DriverError
 
-cu = pytest.importorskip("cuda.bindings.driver", reason='needs cuda-bindings (pip install -e ".[test]")')
+cu = pytest.importorskip("cuda.bindings.driver", reason='needs cuda-bindings (pip install -r requirements/test.txt)')
 
 FUNCTION = 0xF00
 
@@ -97,3 +98,24 @@ def test_properties_hold_the_default_and_opt_in_shared_memory_limits():
     props = backend(FakeDriverModule()).properties()
     assert (props.max_shared_bytes, props.max_shared_bytes_optin) == (49152, 232448)
     assert props.arch == "sm_90" and props.name == "NVIDIA H200"
+
+
+def test_two_cuda_drivers_in_one_process_are_refused_naming_both(tmp_path, monkeypatch):
+    from pyhipbench._device.backends import cuda as cuda_backend
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f10 r-xp 00000000 08:01 11 /usr/lib/x86_64-linux-gnu/libcuda.so.580.1\n"
+                    "7f10-7f20 r--p 00010000 08:01 11 /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"  # the same file
+                    "7f20-7f30 r-xp 00000000 08:01 12 /opt/other/libcuda.so.1\n"
+                    "7f30-7f40 r-xp 00000000 08:01 13 /usr/lib/libcudart.so.12\n")
+    assert cuda_backend.mapped_files("libcuda.so", str(maps)) == ["/opt/other/libcuda.so.1",
+                                                                  "/usr/lib/x86_64-linux-gnu/libcuda.so.580.1"]
+    read = cuda_backend.mapped_files
+    monkeypatch.setattr(cuda_backend, "mapped_files", lambda name: read(name, str(maps)))
+    backend = CudaBackend.__new__(CudaBackend)
+    monkeypatch.setenv("PYHIPBENCH_CUDA_LIBRARY", "/opt/other/libcuda.so.1")
+    with pytest.raises(hb_errors.LibraryError, match=r"^two CUDA drivers are loaded: /opt/other/libcuda.so.1, "
+                                                    r"/usr/lib/x86_64-linux-gnu/libcuda.so.580.1; the C\+\+ core loaded "
+                                                    r"PYHIPBENCH_CUDA_LIBRARY='/opt/other/libcuda.so.1', but cuda-bindings"):
+        backend.check_same_driver()
+    monkeypatch.setattr(cuda_backend, "mapped_files", lambda name: ["/usr/lib/libcuda.so.1"])
+    backend.check_same_driver()  # one driver: nothing to say

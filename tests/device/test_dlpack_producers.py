@@ -266,7 +266,7 @@ class PointerDriver:
 
 
 def cuda_backend(lib) -> CudaBackend:
-    pytest.importorskip("cuda.bindings.driver", reason='needs cuda-bindings (pip install -e ".[test]")')
+    pytest.importorskip("cuda.bindings.driver", reason='needs cuda-bindings (pip install -r requirements/test.txt)')
     backend = CudaBackend.__new__(CudaBackend)
     backend._cu, backend._context, backend._device, backend._index = PointerDriver(lib), 0xC00000, 0, 0
     return backend

@@ -20,14 +20,14 @@ from .build import HIP_LIBRARY_NAME, build_fake
 
 
 def require_hip_python() -> Any:
-    """hip-python's `hip` package; skips the module without it, or fails in CI, where the test extra installs it."""
+    """hip-python's `hip` package; skips the module without it, or fails in CI, where requirements/test.txt installs it."""
     try:
         import hip
     except ImportError:
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI must provide hip-python (the test extra pins it; .ci/run also runs hip-python 10.x)",
+            pytest.fail("CI must provide hip-python (requirements/test.txt pins it; .ci/run also runs hip-python 10.x)",
                         pytrace=False)
-        pytest.skip('needs hip-python (pip install -e ".[test]")', allow_module_level=True)
+        pytest.skip('needs hip-python (pip install -r requirements/test.txt)', allow_module_level=True)
     return hip
 
 

@@ -67,6 +67,9 @@ class HostBackend:
     def memory_info(self) -> tuple[int, int]:
         return self.free_bytes, self._properties.total_bytes
 
+    def check_same_driver(self) -> None:
+        pass  # the fake driver is the only one
+
     def facts(self) -> dict:
         """As a driver reports them; the bus id is the fake NVML's device (fake_nvml.c)."""
         return {"pci_bus_id": "0000:01:00.0", "rated_sm_clock_mhz": 1980, "memory_clock_mhz": 3201,

@@ -42,7 +42,7 @@ ARG_TEXT = st.one_of(st.lists(ARG_WORDS, min_size=1, max_size=5).map(":".join), 
 
 @pytest.fixture
 def fake_gpu(monkeypatch, device):
-    monkeypatch.setattr(cli, "_open_device", lambda backend: device)
+    monkeypatch.setattr(cli, "_open_device", lambda backend, index=0: device)
     return device
 
 

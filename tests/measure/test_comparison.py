@@ -162,3 +162,36 @@ def test_a_report_with_bad_samples_is_refused(tmp_path, times, message):
     with pytest.raises(hb.BenchError, match=r"r\.json: entry 0: ") as e:
         report.load(path)
     assert message in str(e.value)
+
+
+def test_compare_across_cache_states_when_asked_and_says_why_nothing_matched(tmp_path, capsys):
+    rng = np.random.default_rng(6)
+    warm = result(run_of(rng, 100.0))
+    cold = {**result(run_of(rng, 110.0)), "cache_state": "clean-cold"}
+    assert compare([warm], [cold]) == []
+    [c] = compare([warm], [cold], across=("cache",))
+    assert c.key == "k grid 64x1x1 block 256x1x1 (cupti)" and c.verdict == "slower"
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps([warm]))
+    b.write_text(json.dumps([cold]))
+    assert cli.main(["compare", str(a), str(b)]) == 2
+    assert capsys.readouterr().err == (
+        f"pyhipbench compare: {a} and {b} have no kernel and launch in common (matched by kernel name, grid, block, "
+        "cache state and timer): the nearest pair differs in cache state: A k grid 64x1x1 block 256x1x1 (warm, "
+        "cupti), B k grid 64x1x1 block 256x1x1 (clean-cold, cupti); pass --across cache to compare across cache "
+        "state\n")
+    assert cli.main(["compare", str(a), str(b), "--across", "cache"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].endswith("  slower")
+    b.write_text(json.dumps([{**cold, "kernel": "other"}]))
+    assert cli.main(["compare", str(a), str(b)]) == 2
+    assert capsys.readouterr().err.endswith("A times k, B other: no kernel in common\n")
+
+
+def test_across_refuses_a_side_with_two_results_for_one_pairing_and_unknown_names():
+    rng = np.random.default_rng(7)
+    warm, cold = result(run_of(rng, 100.0)), {**result(run_of(rng, 100.0)), "cache_state": "clean-cold"}
+    with pytest.raises(hb.BenchError, match=r"^A holds two results for k grid 64x1x1 block 256x1x1 \(cupti\) across "
+                                            r"cache: .*\(warm, cupti\) and .*\(clean-cold, cupti\); expected one each"):
+        compare([warm, cold], [warm], across=("cache",))
+    with pytest.raises(hb.BenchError, match=r"^across=\('clock',\): 'clock' unknown; expected any of cache, timer"):
+        compare([warm], [warm], across=("clock",))

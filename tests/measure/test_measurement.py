@@ -237,7 +237,7 @@ def test_compare_command(device, copy, fake_driver, tmp_path, capsys):
 
 
 def test_run_writes_every_format_asked_for(device, fake_driver, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "_open_device", lambda backend: device)
+    monkeypatch.setattr(cli, "_open_device", lambda backend, index=0: device)
     ptx = tmp_path / "k.ptx"
     ptx.write_bytes(COPY_PTX)
     outs = [tmp_path / f"r.{suffix}" for suffix in ("json", "csv", "md")]

@@ -122,3 +122,36 @@ def test_the_distribution_is_apache_2_licensed():
     assert info["License-Expression"] == "Apache-2.0"
     assert info.get_all("License-File") == ["LICENSE"]
     assert (ROOT / "LICENSE").read_text().split()[:4] == ["Apache", "License", "Version", "2.0,"]
+
+
+def test_the_metadata_an_index_shows():
+    info = metadata("pyhipbench")
+    assert info["Author"] == "The pyhipbench developers"
+    assert {"gpu", "benchmark", "autotuning", "cuda", "hip"} <= set(info["Keywords"].split(","))
+    classifiers = info.get_all("Classifier")
+    assert "Topic :: System :: Benchmark" in classifiers and "Environment :: GPU :: NVIDIA CUDA" in classifiers
+    assert "Programming Language :: Python :: 3.10" in classifiers and "Operating System :: POSIX :: Linux" in classifiers
+    # What users install: no test extra (it pins a hip-python); tqdm always, for the sweep's progress bar.
+    assert "test" not in info.get_all("Provides-Extra")
+    assert any(r.startswith("tqdm") and "extra" not in r for r in info.get_all("Requires-Dist"))
+    assert (ROOT / "requirements" / "test.txt").read_text().count("hip-python==") == 1
+
+
+def test_a_cmake_project_finds_the_package_from_the_prefix_the_entry_point_adds(tmp_path):
+    """scikit-build-core puts a dependency's `cmake.prefix` entry point folder (the installed package) on
+    CMAKE_PREFIX_PATH; find_package(pyhipbench) must find share/cmake/pyhipbench under it with nothing else."""
+    from importlib.metadata import entry_points
+    [entry] = [e for e in entry_points(group="cmake.prefix") if e.name == "pyhipbench"]
+    assert entry.value == "pyhipbench"
+    cmake = shutil.which("cmake", path=str(Path(sys.executable).parent)) or shutil.which("cmake")
+    if cmake is None:
+        pytest.skip("needs cmake (requirements/test.txt installs it)")
+    # The installed package folder: where _core is (an editable install keeps the Python sources apart).
+    prefix = cpp.cmake_dir().parents[2]
+    (tmp_path / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.18)\nproject(probe CXX)\n"
+                                             "find_package(pyhipbench CONFIG REQUIRED)\n"
+                                             "message(STATUS \"found ${pyhipbench_DIR}\")\n")
+    configured = subprocess.run([cmake, "-S", str(tmp_path), "-B", str(tmp_path / "build"),
+                                 f"-DCMAKE_PREFIX_PATH={prefix}"], capture_output=True, text=True, timeout=120)
+    assert configured.returncode == 0, configured.stderr
+    assert f"found {cpp.cmake_dir()}" in configured.stdout

@@ -1006,3 +1006,20 @@ def test_a_spare_that_cannot_open_its_gpu_turns_the_standby_off(fake_gpus, monke
         assert 0 not in pool.spares
     finally:
         pool.close()
+
+
+def test_tags_read_as_a_person_reads_them():
+    from pyhipbench._sweep.candidate import tags_text
+    assert tags_text({"BLOCK_M": 64, "num_warps": 4, "kind": "tma"}) == " BLOCK_M=64 num_warps=4 kind=tma"
+    assert tags_text([1, 2]) == " [1, 2]" and tags_text({}) == "" and tags_text(None) == ""
+
+
+def test_a_csv_export_carries_the_candidate_id_and_tags(tmp_path):
+    from pyhipbench._measure import report
+    rows = [{"kernel": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "timer": "cupti", "cache_state": "warm",
+             "stats_us": {"median": 2.0, "ci_low": 1.9, "ci_high": 2.1, "rel_ci": 0.05, "p10": 1.9, "p90": 2.1,
+                          "outliers": 0},
+             "samples": 3, "stop_reason": "precision", "rotation": {"sets": 1}, "host_us_per_kernel": 1.0,
+             "wall_s": 0.01, "device": {"name": "GPU"}, "candidate_id": "ab" * 32, "tags": {"g": 64}}]
+    header, row = report.render(tmp_path / "best.csv", rows, {}).splitlines()
+    assert header.endswith(",candidate_id,tags") and row.endswith(f',{"ab" * 32},"{{""g"": 64}}"')

@@ -252,8 +252,8 @@ def test_a_racing_sweep_stops_the_slower_candidate_early_and_the_cli_reads_its_d
                             capture_output=True, text=True, env=env, timeout=120)
     assert listed.returncode == 0, listed.stderr
     best = [line for line in listed.stdout.splitlines() if line.startswith("best ")]
-    assert len(best) == 2 and "{'block': 64}: median 2.000 µs" in best[0] and "raced" not in best[0]
-    assert "{'block': 128}" in best[1] and best[1].endswith("(raced: stopped as slower, a less precise median)")
+    assert len(best) == 2 and "block 64x1x1 block=64: median 2.000 µs" in best[0] and "raced" not in best[0]
+    assert "block=128" in best[1] and best[1].endswith("(raced: stopped as slower, a less precise median)")
     csv = (tmp_path / "best.csv").read_text().splitlines()
     stop_column = csv[0].split(",").index("stop_reason")
     assert [row.split(",")[stop_column] for row in csv[1:]] == ["precision", "slower"]

@@ -13,6 +13,16 @@ from typing import Any, Protocol
 import numpy as np
 
 from ... import _core
+from ...errors import NoDeviceError
+
+
+class BindingsMissing(NoDeviceError):
+    """The backend's Python bindings are not installed: `package` names them, the message says how to
+    install them."""
+
+    def __init__(self, package: str, message: str) -> None:
+        super().__init__(message)
+        self.package = package
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,11 @@ class Backend(Protocol):
         """What a report records of the device beyond DeviceProperties: pci_bus_id ("0000:3b:00.0"),
         rated_sm_clock_mhz, memory_clock_mhz, ecc_enabled, api_version ("CUDA 13.0", "HIP 6.2.41134"),
         bindings (the Python binding and its version); HIP also driver_version."""
+        ...
+
+    def check_same_driver(self) -> None:
+        """After the C++ core loaded its driver library: LibraryError if it is not the one the Python
+        bindings use (one process must use one driver)."""
         ...
 
     def compile_driver_version(self) -> int | None:

@@ -6,22 +6,23 @@ used in turn; the C++ core then launches into that context from the same thread.
 """
 from __future__ import annotations
 
+import os
 import re
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from ...errors import BenchError, NoDeviceError, driver_error
+from ...errors import BenchError, LibraryError, NoDeviceError, driver_error
 from ..archs import last_level_cache_bytes
-from .base import DeviceProperties, FunctionLimits, KernelParam, PointerMemory
+from .base import BindingsMissing, DeviceProperties, FunctionLimits, KernelParam, PointerMemory
 
 
 def _driver() -> Any:
     try:
         from cuda.bindings import driver
     except ImportError as e:
-        raise NoDeviceError("cuda-bindings is not installed (pip install 'pyhipbench[cuda]')") from e
+        raise BindingsMissing("cuda-bindings", "cuda-bindings is not installed (pip install 'pyhipbench[cuda]')") from e
     return driver
 
 
@@ -44,7 +45,8 @@ class CudaBackend:
         try:
             error, = cu.cuInit(0)
         except RuntimeError as e:  # cuda-bindings raises this when libcuda is absent
-            raise NoDeviceError("no CUDA driver (libcuda.so.1 cannot be loaded: install the NVIDIA driver)") from e
+            raise NoDeviceError(f"no CUDA driver: cuda-bindings could not load libcuda.so.1 ({e}); install the "
+                                "NVIDIA driver") from e
         if error == cu.CUresult.CUDA_ERROR_NO_DEVICE:
             raise NoDeviceError("the CUDA driver found no GPU (cuInit: CUDA_ERROR_NO_DEVICE)")
         self._check("cuInit", (error,))
@@ -106,6 +108,20 @@ class CudaBackend:
     def driver_version(self) -> int:
         """The driver's CUDA version, as 1000 x major + 10 x minor (13000 = CUDA 13.0)."""
         return int(self._check("cuDriverGetVersion", self._cu.cuDriverGetVersion()))
+
+    def check_same_driver(self) -> None:
+        """cuda-bindings loads libcuda.so.1 by the loader's search and ignores $PYHIPBENCH_CUDA_LIBRARY, which
+        only the core reads: two different libcudas in one process are refused, naming both."""
+        loaded = mapped_files("libcuda.so")
+        if len(loaded) <= 1:
+            return
+        both = f"two CUDA drivers are loaded: {', '.join(loaded)}"
+        chosen = os.environ.get(CUDA_LIBRARY_ENV)
+        if not chosen:
+            raise LibraryError(f"{both}; expected one")
+        raise LibraryError(f"{both}; the C++ core loaded {CUDA_LIBRARY_ENV}={chosen!r}, but cuda-bindings (the "
+                           f"Python side) ignores {CUDA_LIBRARY_ENV} and loaded its own. Unset it, or put the "
+                           "driver's folder on the loader path (LD_LIBRARY_PATH) so both find the same one")
 
     def facts(self) -> dict[str, Any]:
         """What a report records of the device beyond DeviceProperties (environment.py): from the
@@ -225,6 +241,21 @@ class CudaBackend:
     def synchronize(self) -> None:
         self.make_current()
         self._check("cuCtxSynchronize", self._cu.cuCtxSynchronize())
+
+
+CUDA_LIBRARY_ENV = "PYHIPBENCH_CUDA_LIBRARY"  # the core's (csrc/cuda_driver.cpp); cuda-bindings reads none
+
+
+def mapped_files(name: str, maps: str = "/proc/self/maps") -> list[str]:
+    """The distinct files mapped into this process whose name starts with `name` (the same file by two paths
+    once: by device and inode)."""
+    files: dict[tuple[str, str], str] = {}
+    with open(maps) as lines:
+        for line in lines:
+            fields = line.split()
+            if len(fields) >= 6 and fields[5].rsplit("/", 1)[-1].startswith(name):
+                files.setdefault((fields[3], fields[4]), fields[5])
+    return sorted(files.values())
 
 
 def _bindings_version() -> str:

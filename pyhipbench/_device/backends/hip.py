@@ -47,7 +47,7 @@ import numpy as np
 from ... import _core
 from ...errors import BenchError, NoDeviceError, driver_error
 from ..archs import last_level_cache_bytes
-from .base import DeviceProperties, FunctionLimits, KernelParam, PointerMemory
+from .base import BindingsMissing, DeviceProperties, FunctionLimits, KernelParam, PointerMemory
 
 HIP_LIBRARY_ENV = "PYHIPBENCH_HIP_LIBRARY"
 SKIP_VERSION_CHECK_ENV = "PYHIPBENCH_SKIP_HIP_VERSION_CHECK"
@@ -123,10 +123,9 @@ def import_hip_python() -> HipPython:
         from hip import hip as bindings
     except ImportError:
         releases = ", ".join(f"ROCm {rocm}: {release}" for release, rocm in HIP_PYTHON_RELEASES.values())
-        raise NoDeviceError(
-            f'hip-python is not installed: pip install "hip-python==RELEASE", the release for your ROCm '
-            f"(/opt/rocm/.info/version): {releases}"
-        ) from None
+        raise BindingsMissing(
+            "hip-python", f'hip-python is not installed: pip install "hip-python==RELEASE", the release for your '
+            f"ROCm (/opt/rocm/.info/version): {releases}") from None
     rocm_bindings = bindings.__name__.startswith("rocm.")
     if rocm_bindings:
         from rocm.version import HIP_VERSION as generated_for
@@ -264,6 +263,9 @@ class HipBackend:
             # A runtime that leaves the opt-in field 0 offers no opt-in.
             max_shared_bytes_optin=max(prop.sharedMemPerBlockOptin, prop.sharedMemPerBlock),
         )
+
+    def check_same_driver(self) -> None:
+        """hip-python was pointed at the core's library (use_library, $PYHIPBENCH_HIP_LIBRARY): one runtime."""
 
     def facts(self) -> dict[str, Any]:
         """What a report records of the device beyond DeviceProperties (environment.py): from
