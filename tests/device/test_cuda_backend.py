@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from pyhipbench import errors as hb_errors
 from pyhipbench._device.backends.base import FunctionLimits
 from pyhipbench._device.backends.cuda import CudaBackend
-from pyhipbench import errors as hb_errors
 from pyhipbench.errors import DriverError
 
 cu = pytest.importorskip("cuda.bindings.driver", reason='needs cuda-bindings (pip install -r requirements/test.txt)')
