@@ -16,9 +16,12 @@ scheduler's to see (its watchdog, the process sentinel).
 """
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +106,7 @@ class Worker:
     device: Device
     modules: OrderedDict = field(default_factory=OrderedDict)  # code digest -> Module, least recently used first
     arguments: OrderedDict = field(default_factory=OrderedDict)
+    arguments_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def open(cls, backend: str | None, index: int) -> "Worker":
@@ -142,7 +146,13 @@ class Worker:
 
     def _cached(self, key: tuple, make) -> Any:
         """The arguments made for `key` (by `make()`: (what the task takes, every argument made)), kept for
-        later tasks with the same specs; the least recently used are freed."""
+        later tasks with the same specs; the least recently used are freed. Under a lock: prepare() runs on
+        another thread. The task measuring meanwhile holds the most recently used entry, which a later
+        task's eviction (ARGUMENT_SETS_KEPT >= 2) never reaches."""
+        with self.arguments_lock:
+            return self._cached_locked(key, make)
+
+    def _cached_locked(self, key: tuple, make) -> Any:
         if key in self.arguments:
             self.arguments.move_to_end(key)
             return self.arguments[key][0]
@@ -166,18 +176,32 @@ class Worker:
             return made, list({id(a): a for args in made for a in args}.values())  # a shared array once
         return self._cached(("chain", launch_args), make)
 
-    def _bench_compiled_here(self, task: Task):
-        """Compiles the task's source for this device and its arguments, times it, unloads it (its
-        compile is bound to the argument values, which a later task may not share)."""
-        compiled = task.source.compile_on(self.device, self._arguments(task.args))
+    def prepare(self, task: Task, ahead: bool = False) -> Any:
+        """A source compiled in the worker, compiled for this device and `task`'s arguments; None for any
+        other task. `ahead`: on another thread while the GPU measures the task before it, so only with
+        arguments already made (making them would copy to the GPU under that measurement: None then).
+        What it raises, run() reports as the task's outcome."""
+        if task.source is None:
+            return None
+        if ahead:
+            with self.arguments_lock:
+                if task.args not in self.arguments:
+                    return None
+        return task.source.compile_on(self.device, self._arguments(task.args))
+
+    def _bench_compiled_here(self, task: Task, prepared: Future | None):
+        """Compiles the task's source for this device and its arguments (or takes what `prepared` made),
+        times it, unloads it (its compile is bound to the argument values, which a later task may not share)."""
+        compiled = (prepared.result() if prepared is not None else None) or self.prepare(task)
         try:
             return compiled.bench(task.grid, task.bench)
         finally:
             compiled.unload()
 
-    def run(self, task: Task) -> Outcome:
-        """Measures `task`'s candidate; every pyhipbench error (and any other exception) becomes an outcome,
-        which says which code objects the worker holds afterwards (not one that failed to load)."""
+    def run(self, task: Task, prepared: Future | None = None) -> Outcome:
+        """Measures `task`'s candidate (`prepared`: `prepare(task)` started ahead, or None); every pyhipbench
+        error (and any other exception) becomes an outcome, which says which code objects the worker holds
+        afterwards (not one that failed to load)."""
         started = time.perf_counter()
 
         def failed(reason: str, error: str, replace_worker: bool = True) -> Outcome:
@@ -186,7 +210,7 @@ class Worker:
 
         try:
             if task.source is not None:
-                result = self._bench_compiled_here(task)
+                result = self._bench_compiled_here(task, prepared)
             else:
                 result = bench_with(self._launches(task), task.bench)
         except _INVALID_ERRORS as e:
@@ -214,13 +238,32 @@ def serve(connection, backend: str | None, index: int) -> None:
     except Error as e:
         connection.send(("error", f"{type(e).__name__}: {e}"))
         return
-    while True:
-        try:
-            task = connection.recv()
-        except (EOFError, OSError):
-            return
-        outcome = worker.run(task)
-        connection.send(("outcome", outcome))
-        if outcome.replace_worker:
-            sys.stdout.flush()
-            return
+    # Each task is taken as it arrives, by a thread of its own, and its preparation (compile) started at
+    # once on another, so the task sent ahead compiles while the GPU measures the one before it.
+    tasks: queue.Queue[tuple[Task, Future | None] | None] = queue.Queue()
+
+    def receive() -> None:
+        while True:
+            try:
+                task = connection.recv()
+            except (EOFError, OSError):  # the parent is gone, or closed the connection: no more tasks
+                tasks.put(None)
+                return
+            try:
+                prepared = preparing.submit(worker.prepare, task, True) if task.source is not None else None
+            except RuntimeError:  # the worker is ending (it asked to be replaced): this task is the parent's again
+                return
+            tasks.put((task, prepared))
+
+    with ThreadPoolExecutor(1, thread_name_prefix="pyhipbench prepare") as preparing:
+        threading.Thread(target=receive, name="pyhipbench tasks", daemon=True).start()
+        while True:
+            item = tasks.get()
+            if item is None:
+                return
+            task, prepared = item
+            outcome = worker.run(task, prepared)
+            connection.send(("outcome", outcome))
+            if outcome.replace_worker:
+                sys.stdout.flush()
+                return
