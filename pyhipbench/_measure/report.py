@@ -224,9 +224,10 @@ def _check_times(times: object, samples: int) -> None:
         _real(f"times_us[{i}]", t, minimum=0)
 
 
-def check_results(results: list[Any], name: str) -> list[dict[str, Any]]:
-    """`results` (a report's entries, or a sweep database's results) if each is a whole result and no
-    kernel and launch comes twice; else BenchError naming `name`, the entry and its field."""
+def check_results(results: list[Any], name: str, unique: bool = True) -> list[dict[str, Any]]:
+    """`results` (a report's entries, or a sweep database's results) if each is a whole result and (with
+    `unique`, as compare needs them) no kernel and launch comes twice; else BenchError naming `name`, the
+    entry and its field."""
     if not results:
         raise BenchError(f"{name}: holds no results; expected {REPORT}, or a sweep database with measured "
                          "candidates")
@@ -244,7 +245,7 @@ def check_results(results: list[Any], name: str) -> list[dict[str, Any]]:
         except BenchError as e:
             raise BenchError(f"{name}: entry {i}: {e}") from None
         key = match_key(r)
-        if key in first:
+        if unique and key in first:
             raise BenchError(f"{name}: entries {first[key]} and {i} are both {key}; expected each kernel and "
                              "launch once (compare matches results by kernel name, grid, block, cache state and "
                              "timer, so it cannot tell them apart)")

@@ -39,7 +39,7 @@ from ..errors import BenchError
 from .lock import WriterLock
 
 __all__ = ["Store", "SCHEMA_VERSION", "SQLITE_MAGIC", "is_results_db", "refuse_non_database", "load_results",
-           "read_database", "export_best"]
+           "read_database", "load_failures", "export_best"]
 
 SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -298,14 +298,15 @@ def read_database(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | No
         db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
         db.text_factory = bytes  # decoded here, so text that is not UTF-8 is named like a file's
         try:
-            rows = db.execute("SELECT candidate_id, result FROM results WHERE status = ? ORDER BY median_us",
-                              (OK,)).fetchall()
+            rows = db.execute("SELECT candidate_id, candidate, result FROM results WHERE status = ? "
+                              "ORDER BY median_us", (OK,)).fetchall()
             env = db.execute("SELECT value FROM meta WHERE key = 'environment'").fetchone()
         finally:
             db.close()
     except sqlite3.Error as e:
         raise BenchError(f"{path}: not a sweep results database ({e})") from None
-    results = [_result(path, candidate_id, result) for candidate_id, result in rows]
+    results = [_with_candidate(path, candidate_id, candidate, _result(path, candidate_id, result))
+               for candidate_id, candidate, result in rows]
     if env is None:
         return results, None
     name, expected = f"{path}: the sweep's environment", "the JSON of an environment"
@@ -313,6 +314,39 @@ def read_database(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | No
     if not isinstance(recorded, dict) or not isinstance(recorded.get("devices"), list):
         raise BenchError(f"{name} is {show(recorded)}; expected {expected} (an object with devices)")
     return results, recorded
+
+
+def _with_candidate(path: Path, candidate_id: bytes, candidate: bytes, result: Any) -> Any:
+    """`result` with its candidate's id and tags, as export_best gives them."""
+    if not isinstance(result, dict):
+        return result  # report.check_results names what it is
+    name = f"{path}: candidate {candidate_id.decode('utf-8', 'replace')}"
+    fields = parse_json(decode(candidate, name, "the JSON of a candidate"), name, "the JSON of a candidate")
+    return {**result, "candidate_id": candidate_id.decode("utf-8", "replace"),
+            "tags": fields.get("tags") if isinstance(fields, dict) else None}
+
+
+def load_failures(path: Path) -> list[dict[str, Any]]:
+    """The failed candidates of a sweep database, in the order they failed: candidate_id, kernel, reason,
+    error and tags."""
+    try:
+        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = db.execute("SELECT candidate_id, candidate, kernel, reason, error FROM results WHERE status = ? "
+                              "ORDER BY finished_at", (FAILED,)).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise BenchError(f"{path}: not a sweep results database ({e})") from None
+    failures = []
+    for candidate_id, candidate, kernel, reason, error in rows:
+        try:
+            tags = json.loads(candidate).get("tags")
+        except (ValueError, AttributeError):
+            tags = None
+        failures.append({"candidate_id": candidate_id, "kernel": kernel, "reason": reason, "error": error,
+                         "tags": tags})
+    return failures
 
 
 def _result(path: Path, candidate_id: object, result: object) -> Any:

@@ -1,4 +1,4 @@
-"""The `pyhipbench` command: info, demo, compile, run, sweep, compare.
+"""The `pyhipbench` command: info, demo, compile, run, sweep, compare, plot.
 
 A module per command holds its options and what it does; `values` turns
 option text into values, and the library checks them (a value is refused
@@ -22,7 +22,7 @@ from .. import __version__
 from .. import _cpp as cpp
 from .._device.device import Device
 from ..errors import BenchError, Error
-from . import compare, demo, info, run, sweep
+from . import compare, demo, info, plot, run, sweep
 from . import compile as compile_
 from .command import EXAMPLES, HelpFormatter, add_verbosity, configure_logging
 
@@ -99,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(commands, _open_device)
     sweep.add_parser(commands)
     compare.add_parser(commands)
+    plot.add_parser(commands)
     return parser
 
 

@@ -118,7 +118,7 @@ def test_a_bad_space_leaves_the_database_it_would_resume_as_it_was(tmp_path, cap
     (tmp_path / "space.json").write_bytes(b"[" * DEEP)
     line = one_line_refusal(["sweep", str(tmp_path / "space.json"), "--out", str(db), "--resume"], capsys)
     assert "nest more than 100 levels deep" in line
-    assert db.read_bytes() == before and load_results(db) == [ENTRY]
+    assert db.read_bytes() == before and load_results(db) == [{**ENTRY, "candidate_id": "c1", "tags": None}]
 
 
 def test_yaml_aliases_within_bounds_are_read(tmp_path):

@@ -218,7 +218,7 @@ def test_load_results_reads_the_file_named_whatever_its_characters(tmp_path, nam
     store = Store(db)
     store.record(Row("c1", {"kernel": "copy"}, "ok", 1, now(), result={"kernel": "copy", "stats_us": {"median": 2.0}}))
     store.close()
-    assert load_results(db) == [{"kernel": "copy", "stats_us": {"median": 2.0}}]
+    assert load_results(db) == [{"kernel": "copy", "stats_us": {"median": 2.0}, "candidate_id": "c1", "tags": None}]
     assert all(p.name.startswith(name) for p in tmp_path.iterdir())  # no other file opened or made (WAL's own)
     with pytest.raises(BenchError, match=r"missing#1.db: not a sweep results database \(unable to open"):
         load_results(tmp_path / "missing#1.db")
