@@ -31,7 +31,7 @@ from ..errors import BenchError
 from .candidate import Candidate, candidates_from_json, load_space
 from .interrupts import SweepInterrupted
 from .local import LocalPool
-from .progress import Progress
+from .._progress import Progress
 from .scheduler import TIMEOUT_FLOOR_S, SweepSummary, interrupted, run, watchdog_s
 from .sources import (
     SOURCE_KINDS,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .candidate import MODULE, Candidate, tags_text
-from .progress import Progress
+from .._progress import Progress
 from .store import FAILED, OK, Row, Store, now
 from .worker import Outcome
 from .worker_slot import Running

@@ -47,7 +47,7 @@ from .dispatch import Dispatcher
 from .gate import MeasureGate
 from .interrupts import POLL_S as INTERRUPT_POLL_S
 from .interrupts import InterruptGuard, SweepInterrupted
-from .progress import Progress
+from .._progress import Progress
 from .racing import RacingBound
 from .recorder import Recorder, SweepSummary
 from .store import Store

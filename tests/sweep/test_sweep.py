@@ -36,7 +36,7 @@ from pyhipbench import (
     watchdog_s,
 )
 from pyhipbench._launch.arg_spec import parse_arg
-from pyhipbench._sweep.progress import Progress
+from pyhipbench._progress import Progress
 from pyhipbench._sweep.store import Row, now, read_database
 
 from codegen_helpers import require_toolchain

@@ -1,7 +1,8 @@
-"""The progress bar of a sweep: done / total, rate, ETA, failures so far, the best so far.
+"""The progress bar of long work (a sweep, an autotune, the demo): done / total, rate, ETA, failures
+so far, the best so far.
 
-tqdm draws it on stderr when stderr is a terminal and tqdm is installed;
-otherwise (a log file, a pipe, CI, no tqdm) the sweep is quiet and says its
+tqdm (always installed with pyhipbench) draws it on stderr when stderr is a
+terminal; otherwise (a log file, a pipe, CI) the work is quiet and says its
 totals once at the end.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ class Progress:
     """Counts recorded candidates; `show` None: draw when `stream` is a terminal and tqdm is installed."""
 
     def __init__(self, total: int, already_done: int = 0, *, show: bool | None = None,
-                 stream: TextIO | None = None) -> None:
+                 stream: TextIO | None = None, unit: str = "cand", desc: str | None = None) -> None:
         self.failed = 0
         self.best: tuple[float, str] | None = None  # (median µs, kernel and tags)
         stream = stream or sys.stderr
@@ -29,8 +30,8 @@ class Progress:
             except ImportError:
                 tqdm = None
             if tqdm is not None:
-                self.bar = tqdm(total=total, initial=already_done, file=stream, unit="cand", dynamic_ncols=True,
-                                smoothing=0.1)
+                self.bar = tqdm(total=total, initial=already_done, file=stream, unit=unit, desc=desc,
+                                dynamic_ncols=True, smoothing=0.1)
 
     def measured(self, median_us: float, label: str) -> None:
         if self.best is None or median_us < self.best[0]:
@@ -39,6 +40,10 @@ class Progress:
 
     def failure(self) -> None:
         self.failed += 1
+        self._advance()
+
+    def done(self) -> None:
+        """One more done that is neither a measurement nor a failure (a compile)."""
         self._advance()
 
     def _advance(self) -> None:
