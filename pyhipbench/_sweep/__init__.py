@@ -18,7 +18,6 @@ results durable in SQLite, resumable after a kill. The public names are pyhipben
     store.py          the SQLite results database
     lock.py           the writer's lock: one sweep at a time writes a database
     frozen.py         read-only JSON data: a candidate's tags
-    progress.py       the progress bar
 """
 from __future__ import annotations
 
@@ -26,12 +25,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .._device.backends import BACKEND_NAMES
+from .._progress import Progress
 from .._values import integer, real, show
 from ..errors import BenchError
 from .candidate import Candidate, candidates_from_json, load_space
 from .interrupts import SweepInterrupted
 from .local import LocalPool
-from .._progress import Progress
 from .scheduler import TIMEOUT_FLOOR_S, SweepSummary, interrupted, run, watchdog_s
 from .sources import (
     SOURCE_KINDS,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .candidate import MODULE, Candidate, tags_text
 from .._progress import Progress
+from .candidate import MODULE, Candidate, tags_text
 from .store import FAILED, OK, Row, Store, now
 from .worker import Outcome
 from .worker_slot import Running

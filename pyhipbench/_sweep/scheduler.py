@@ -40,6 +40,7 @@ import time
 from collections import Counter
 from typing import Any, Protocol
 
+from .._progress import Progress
 from ..errors import NoDeviceError
 from .candidate import Candidate
 from .compile_queue import Compiled, CompileQueue
@@ -47,7 +48,6 @@ from .dispatch import Dispatcher
 from .gate import MeasureGate
 from .interrupts import POLL_S as INTERRUPT_POLL_S
 from .interrupts import InterruptGuard, SweepInterrupted
-from .._progress import Progress
 from .racing import RacingBound
 from .recorder import Recorder, SweepSummary
 from .store import Store

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pyhipbench import BenchError, BenchOptions, Candidate, CodeObjectSource, CompileTarget, IRSource, Store, sweep
-from pyhipbench._sweep import scheduler
 from pyhipbench._progress import Progress
+from pyhipbench._sweep import scheduler
 from pyhipbench._sweep.store import Row, now
 from pyhipbench._sweep.worker import FAULT, DeviceFacts, Outcome
 
