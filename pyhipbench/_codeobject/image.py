@@ -138,7 +138,7 @@ def target(image: bytes) -> str | None:
 # The parameter space a kernel may declare: CUDA 12.1+ on sm_70 and later.
 MAX_PTX_PARAM_BYTES = 32764
 
-_COMMENT_START = re.compile(r"//|/\*")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)  # a line comment, or a closed block comment
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)", re.ASCII)
 _TOKEN = re.compile(r"\.?[A-Za-z_$%][\w$]*|\d+|\S", re.ASCII)
 _IDENTIFIER = re.compile(r"[A-Za-z_$%][\w$]*", re.ASCII)
@@ -242,22 +242,16 @@ def _ptx_param(kernel: str, declaration: str) -> tuple[str, int, int]:
 @functools.lru_cache(maxsize=8)  # loading a module reads its parameters and its target from the same PTX
 def _without_comments(ptx: str) -> str:
     """`ptx` with each comment replaced by the newlines it held (line numbers stay right), in one pass."""
-    pieces, position = [], 0
-    while match := _COMMENT_START.search(ptx, position):
-        pieces.append(ptx[position:match.start()])
-        if match.group() == "//":
-            end = ptx.find("\n", match.end())
-            end = len(ptx) if end < 0 else end
-        else:
-            end = ptx.find("*/", match.end())
-            if end < 0:
-                raise BenchError(f"PTX truncated or corrupt: the /* comment at line {_line(ptx, match.start())} "
-                                 "is never closed")
-            end += 2
-        pieces.append("\n" * ptx.count("\n", match.start(), end))
-        position = end
-    pieces.append(ptx[position:])
-    return "".join(pieces)
+    stripped = _COMMENT.sub(_newlines_held, ptx)
+    unclosed = stripped.find("/*")
+    if unclosed >= 0:
+        raise BenchError(f"PTX truncated or corrupt: the /* comment at line {_line(stripped, unclosed)} "
+                         "is never closed")
+    return stripped
+
+
+def _newlines_held(comment: re.Match) -> str:
+    return "\n" * comment.group().count("\n") if comment.group().startswith("/*") else ""
 
 
 def _check_braces(ptx: str) -> None:

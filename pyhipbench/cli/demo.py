@@ -15,6 +15,7 @@ from .._measure.cache import CACHE_STATES, CLEAN_BYTES_PER_LLC
 from .._measure.result import Result
 from .._measure.rotation import plan_rotation
 from .._measure.timers import default_timer
+from .._progress import Progress
 from ..errors import NoDeviceError
 from .command import OpenDevice, add_command, add_device_options
 
@@ -83,22 +84,29 @@ def measure(device: Device) -> None:
     print(f"{p.name} ({p.arch}), last-level cache {p.llc_bytes / MiB:.0f} MiB; medians to a ±1 % 95 % CI")
     print(f"{'kernel':<7} {'size':>10} {'cache':<11} {'timer':<7} {'sets':>5} {'median µs':>10} {'CI ±':>7} "
           f"{'samples':>7} {'GB/s':>7} {'wall ms':>8}")
-    for size in copy_sizes(p.llc_bytes):
-        n = size // 4
-        src = device.array(np.arange(n, dtype=np.float32))
-        dst = device.empty_like(src)
-        grid = min(-(-n // BLOCK), p.compute_units * 8)
-        for cache in CACHE_STATES:
-            r = bench(copy, grid, BLOCK, [src, dst, int64(n)], cache=cache)
-            _row("copy", f"{size / MiB:.1f} MiB", r, f"{2 * size / (r.median_us * 1e3):.0f}")
-        src.free()
-        dst.free()
-    for timer in dict.fromkeys((default_timer(device), "events")):
-        _row("empty", "-", bench(empty, 1, 1, [], cache="warm", timer=timer), "-")
+    sizes, timers = copy_sizes(p.llc_bytes), list(dict.fromkeys((default_timer(device), "events")))
+    progress = Progress(len(sizes) * len(CACHE_STATES) + len(timers), unit="run", desc="demo")
+    try:
+        for size in sizes:
+            n = size // 4
+            src = device.array(np.arange(n, dtype=np.float32))
+            dst = device.empty_like(src)
+            grid = min(-(-n // BLOCK), p.compute_units * 8)
+            for cache in CACHE_STATES:
+                r = bench(copy, grid, BLOCK, [src, dst, int64(n)], cache=cache)
+                progress.write(_row("copy", f"{size / MiB:.1f} MiB", r, f"{2 * size / (r.median_us * 1e3):.0f}"))
+                progress.done()
+            src.free()
+            dst.free()
+        for timer in timers:
+            progress.write(_row("empty", "-", bench(empty, 1, 1, [], cache="warm", timer=timer), "-"))
+            progress.done()
+    finally:
+        progress.close()
     print("warm: one argument set; dirty-cold: rotated sets (earlier outputs still in the cache, written back "
           "during the kernel); clean-cold: one set, the cache cleaned by a read before each launch (untimed)")
 
 
-def _row(kernel: str, size: str, r: Result, gbps: str) -> None:
-    print(f"{kernel:<7} {size:>10} {r.cache_state:<11} {r.timer:<7} {r.rotation.sets:>5} {r.median_us:>10.3f} "
-          f"{100 * r.stats.rel_ci:>6.2f}% {r.samples:>7} {gbps:>7} {1e3 * r.wall_s:>8.1f}")
+def _row(kernel: str, size: str, r: Result, gbps: str) -> str:
+    return (f"{kernel:<7} {size:>10} {r.cache_state:<11} {r.timer:<7} {r.rotation.sets:>5} {r.median_us:>10.3f} "
+            f"{100 * r.stats.rel_ci:>6.2f}% {r.samples:>7} {gbps:>7} {1e3 * r.wall_s:>8.1f}")

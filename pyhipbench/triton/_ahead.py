@@ -2,9 +2,9 @@
 
 A compile worker imports the kernel's module, compiles for the target it is
 handed (no GPU context: Triton compiles for a `GPUTarget` without a driver)
-and leaves the result in Triton's cache; the process that measures then
-compiles the same thing again, which Triton answers from its cache, and loads
-it. Triton's cache stays the one store of compiled kernels: a config compiled
+and leaves the result in Triton's cache; the process that measures then reads
+that entry (_cache.py: under the key triton.compile makes) and loads it.
+Triton's cache stays the one store of compiled kernels: a config compiled
 before (by an earlier tuning, or by Triton itself) is found before any worker
 is asked, and costs no compiling.
 
@@ -15,11 +15,9 @@ a function) or when Triton's cache is bypassed (`TRITON_ALWAYS_COMPILE`):
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import sys
-import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -27,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from .._compile.pool import TaskOutcome, shared_pool
 from . import _kernel
+from ._cache import cached
 
 if TYPE_CHECKING:
     from triton.runtime.jit import JITFunction
 
     from ._kernel import Specialized
 
-__all__ = ["TritonBuild", "Ahead", "compile_ahead", "in_cache", "installation_key", "reference",
-           "hash_triton_early"]
+__all__ = ["TritonBuild", "Ahead", "compile_ahead", "reference"]
 
 # Knob values a worker can be handed: Triton's knobs set in Python (not through the environment, which a
 # spawned worker inherits) change what Triton compiles and its cache key.
@@ -116,54 +114,16 @@ def compile_build(build: TritonBuild) -> float:
     return time.perf_counter() - start
 
 
-_hashing: threading.Thread | None = None
-
-
-def hash_triton_early() -> None:
-    """Starts computing Triton's key of its own installation (`triton_key`: a hash of Triton's files,
-    a few tenths of a second once per process, in every cache key) in a background thread, so a first
-    tuning does not wait for it. Its reads and hashing release the GIL."""
-    global _hashing
-    if _hashing is None:
-        from triton.runtime.cache import triton_key
-        _hashing = threading.Thread(target=triton_key, name="pyhipbench-triton-key", daemon=True)
-        _hashing.start()
-
-
-def installation_key() -> str:
-    """Triton's `triton_key()`, waiting for hash_triton_early's computation rather than making a second."""
-    from triton.runtime.cache import triton_key
-    if _hashing is not None:
-        _hashing.join()
-    return triton_key()
-
-
-def in_cache(spec: "Specialized") -> bool:
-    """Whether Triton's cache holds `spec`'s compile (Triton's own lookup, as triton.compile makes it)."""
-    from triton._C.libtriton import get_cache_invalidating_env_vars
-    from triton.compiler.compiler import make_backend
-    from triton.runtime.cache import get_cache_key, get_cache_manager
-
-    if _kernel._knobs.compilation.always_compile:
-        return False
-    installation_key()  # computed once: get_cache_key asks for it
-    source = spec.source()
-    backend = make_backend(spec.target)
-    options = backend.parse_options(dict(spec.compile_options, **source.parse_options()))
-    key = get_cache_key(source, backend, options, env_vars=get_cache_invalidating_env_vars())
-    metadata = f"{source.name[:150]}.json"
-    group = get_cache_manager(hashlib.sha256(key.encode("utf-8")).hexdigest()).get_group(metadata)
-    return bool(group) and metadata in group
-
-
 @dataclass
 class Ahead:
-    """Where one compile happens: "cache" (Triton's cache has it), "pool" (a worker compiles it: `future`'s
-    TaskOutcome), or "here" (the measuring process; `note` says why). `what`: the compile, for messages."""
+    """Where one compile happens: "cache" (Triton's cache has it: `compiled`, Triton's CompiledKernel read
+    from it), "pool" (a worker compiles it: `future`'s TaskOutcome), or "here" (the measuring process; `note`
+    says why). `what`: the compile, for messages."""
     where: str
     future: Future | None = None
     note: str | None = None
     what: str = ""
+    compiled: Any = None
 
     def outcome(self) -> TaskOutcome | None:
         """The worker's outcome (waits for it); None where no worker compiles."""
@@ -181,8 +141,9 @@ def compile_ahead(specs: "list[Specialized]", arch: str, workers: int, timeout_s
     aheads: list[Ahead] = []
     knobs: dict[str, dict[str, Any]] | None = None
     for spec in specs:
-        if in_cache(spec):
-            aheads.append(Ahead("cache"))
+        compiled = cached(spec)
+        if compiled is not None:
+            aheads.append(Ahead("cache", compiled=compiled))
             continue
         where = reference(spec.fn)
         if isinstance(where, str) or _kernel._knobs.compilation.always_compile:

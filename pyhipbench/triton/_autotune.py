@@ -19,12 +19,14 @@ from .._device.device import Device
 from .._measure.callable import bench_callable
 from .._measure.options import BenchOptions
 from .._measure.result import Result
+from .._progress import Progress
 from .._values import icache_flush as checked_icache_flush
 from .._values import integer, real, show
 from ..errors import BenchError, Error
 from . import _kernel
-from ._ahead import Ahead, compile_ahead, hash_triton_early
+from ._ahead import Ahead, compile_ahead
 from ._bench import BENCH_OPTIONS, bench_compiled_with, split_options
+from ._cache import hash_triton_early
 from ._kernel import Specialized, TritonKernel, _binder_view, _require_triton, build, specialize, target_of
 from ._tuning_cache import TuningCache
 
@@ -113,6 +115,7 @@ class TuneOptions:
     cache_results: bool = False
     compile_workers: int = field(default_factory=default_workers)
     compile_timeout_s: float | None = 120.0
+    progress: bool | None = None
 
 
 @dataclass
@@ -181,10 +184,16 @@ class Autotuner:
             if self.tune_options.cache_results and not any(self._hooked(c) for c in configs) else None
         tuning = None if cache is None else cache.load(started)
         if tuning is None:
-            candidates = [self._specialized(config, args, kwargs) for config in configs]
-            self._compile(candidates)
-            compile_wall_s = time.perf_counter() - started
-            results = self._measure(candidates, grid, args, kwargs)
+            progress = Progress(len(configs), show=self.tune_options.progress, unit="config",
+                                desc=f"{self.fn.__name__} compiling")
+            try:
+                candidates = [self._specialized(config, args, kwargs) for config in configs]
+                self._compile(candidates, progress)
+                compile_wall_s = time.perf_counter() - started
+                progress.step(f"{self.fn.__name__} measuring")
+                results = self._measure(candidates, grid, args, kwargs, progress)
+            finally:
+                progress.close()
             ran = [r for r in results if r.error is None]
             if not ran:
                 reasons = "; ".join(f"{r.config}: {r.error}" for r in results)
@@ -248,7 +257,7 @@ class Autotuner:
             candidate.failed(f"{type(e).__name__}: {e}")
         return candidate
 
-    def _compile(self, candidates: list[_Candidate]) -> None:
+    def _compile(self, candidates: list[_Candidate], progress: Progress) -> None:
         """Every candidate compiled: ahead (cache, pool) where it can be, then each loaded (from Triton's
         cache) or, where no worker could, compiled here."""
         t = self.tune_options
@@ -261,21 +270,27 @@ class Autotuner:
                 candidate.queue_s, candidate.compile_s = outcome.queue_s, outcome.run_s
                 if not outcome.ok:
                     candidate.failed(ahead.failure(outcome))
+            if ahead.where != "here":
+                progress.done()
+        progress.done(len(candidates) - len(ready))  # failed before compiling
         for candidate in ready:
             if candidate.error is not None or (self._hooked(candidate.config) and candidate.ahead.where != "here"):
+                progress.done(candidate.ahead.where == "here")
                 continue  # a hooked config is launched by Triton, which loads it itself
             loading = time.perf_counter()
             try:
-                candidate.kernel = build(candidate.spec, self.device, self.tune_options.icache_flush)
+                candidate.kernel = build(candidate.spec, self.device, self.tune_options.icache_flush,
+                                         candidate.ahead.compiled)
             except Error as e:
                 candidate.failed(f"{type(e).__name__}: {e}")
             if candidate.ahead.where == "here":
                 candidate.compile_s = time.perf_counter() - loading
+                progress.done()
             else:
                 candidate.measure_s = time.perf_counter() - loading  # Triton's cache read, and the load
 
     def _measure(self, candidates: list[_Candidate], grid: Any, args: Sequence[Any],
-                 kwargs: dict[str, Any]) -> list[ConfigResult]:
+                 kwargs: dict[str, Any], progress: Progress) -> list[ConfigResult]:
         """Each compiled candidate measured, back to back; every kernel unloaded after."""
         results: list[ConfigResult] = []
         try:
@@ -297,6 +312,10 @@ class Autotuner:
                     except Error as e:
                         candidate.failed(f"{type(e).__name__}: {e}")
                     candidate.measure_s += time.perf_counter() - started
+                if result is None:
+                    progress.failure()
+                else:
+                    progress.measured(result.median_us, str(candidate.config))
                 results.append(ConfigResult(
                     candidate.config, result, candidate.error,
                     None if candidate.ahead is None else candidate.ahead.where,
@@ -380,7 +399,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
              do_bench: Callable[..., Any] | None = None, cache_results: bool = False,
              device: Device | None = None, icache_flush: bool | None = None, race: bool = True,
              compile_workers: int | None = None, compile_timeout_s: float | None = 120.0,
-             **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
+             progress: bool | None = None, **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
     """A decorator like `triton.autotune(configs, key, ...)`, timing each config with pyhipbench.
 
     Apply it above `@triton.jit`. triton.autotune's arguments:
@@ -411,7 +430,8 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     surely slower than the best so far (False measures every config to the precision; a fixed
     `iterations` never races). `compile_workers`: the compile pool's processes (None: the CPUs less
     one); `compile_timeout_s`: the most one config's compile may take in a worker (None: no limit),
-    past which it fails and its worker is replaced.
+    past which it fails and its worker is replaced. `progress`: a bar on stderr over the configs
+    (compiling, then measuring) for a tuning that lasts past a second; None: when stderr is a terminal.
     """
     _require_triton()
     configs = list(configs) if isinstance(configs, (list, tuple)) else configs
@@ -455,6 +475,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
                                                                                   compile_workers, 1, 1024),
         compile_timeout_s=None if compile_timeout_s is None else real("compile_timeout_s", compile_timeout_s,
                                                                       above=0),
+        progress=_progress_option(progress),
         **{what: tuple(names) for what, names in resets.items()})
 
     def decorate(fn: "JITFunction") -> Autotuner:
@@ -493,6 +514,12 @@ def _triton_timing(warmup: object, rep: object, use_cuda_graph: object, bench_op
         mapped["timer"] = "graph"
         mapped.setdefault("cache", bench_options.get("cache", "dirty-cold"))  # a graph's samples have no clean step
     return mapped
+
+
+def _progress_option(progress: object) -> bool | None:
+    if progress is not None and not isinstance(progress, bool):
+        raise BenchError(f"progress={show(progress)}: expected True, False or None (a bar when stderr is a terminal)")
+    return progress
 
 
 PRUNE_KEYS = ("early_config_prune", "perf_model", "top_k")

@@ -19,6 +19,7 @@ from .._values import icache_flush as checked_icache_flush
 from .._values import show
 from ..codegen import compile_ir
 from ..errors import BenchError, CodegenError, ToolchainError
+from ._cache import backend_of, cached
 
 _IMPORT_ERROR = ""
 try:
@@ -26,7 +27,6 @@ try:
     from triton import knobs as _knobs
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from triton.compiler.compiler import make_backend
     from triton.runtime.jit import JITFunction, create_function_from_signature
     # Triton's JIT launcher's own packing of signature, constants and attributes (private, so
     # a Triton without it is refused here rather than failing inside compile).
@@ -293,15 +293,19 @@ def specialize(fn: "JITFunction", args: Sequence[Any], target: "GPUTarget", **me
 def _binding(fn: "JITFunction", target: "GPUTarget") -> tuple[Any, dict[str, Any], Callable[..., Any]]:
     """(Triton's backend for `target`, its compile options' defaults, `fn`'s binder), made once per kernel
     and target: a tuning specialises every config with the same three."""
-    backend = make_backend(target)
+    backend = backend_of(target)
     return backend, backend.parse_options({}).__dict__, create_function_from_signature(fn.signature, fn.params,
                                                                                         backend)
 
 
-def build(spec: Specialized, device: Device, icache_flush: bool | None) -> TritonKernel:
-    """Triton's compile of `spec` (from Triton's cache when it holds it), loaded on `device`."""
+def build(spec: Specialized, device: Device, icache_flush: bool | None, compiled: Any = None) -> TritonKernel:
+    """Triton's compile of `spec` (`compiled`, Triton's CompiledKernel found already; else read from Triton's
+    cache when it holds it, else compiled by Triton), loaded on `device`."""
+    if compiled is None:
+        compiled = cached(spec)
     try:
-        compiled = _triton.compile(spec.source(), target=spec.target, options=spec.compile_options)
+        if compiled is None:
+            compiled = _triton.compile(spec.source(), target=spec.target, options=spec.compile_options)
     except Exception as e:  # Triton's compiler errors share no base class
         raise CodegenError(f"Triton could not compile {spec.fn.__name__!r} for {device.arch} with "
                            f"{spec.describe()}: {type(e).__name__}: {e}") from e

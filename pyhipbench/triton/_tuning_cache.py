@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._device.device import Device
 from .._measure.options import BenchOptions
-from ._ahead import installation_key
+from ._cache import backend_of, installation_key
 from ._kernel import target_of
 
 if TYPE_CHECKING:
@@ -38,12 +38,11 @@ class TuningCache:
     def __init__(self, fn: "JITFunction", device: Device, options: BenchOptions, configs: list[Any],
                  key: tuple) -> None:
         from triton._C.libtriton import get_cache_invalidating_env_vars
-        from triton.compiler.compiler import make_backend
         from triton.runtime.cache import get_cache_manager
 
         self.configs, self.key = configs, key
         measured = {name: getattr(options, name) for name in BenchOptions.field_names()}
-        parts = [installation_key(), make_backend(target_of(device)).hash(), fn.cache_key,
+        parts = [installation_key(), backend_of(target_of(device)).hash(), fn.cache_key,
                  str(sorted(get_cache_invalidating_env_vars().items())), str(key),
                  *[json.dumps(c.all_kwargs(), sort_keys=True, default=str) for c in configs],
                  f"pyhipbench {version('pyhipbench')}", device.name, device.arch,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import pyhipbench as hb
+import pyhipbench._progress
 from pyhipbench import (
     BenchError,
     BenchOptions,
@@ -224,12 +225,13 @@ def test_load_results_reads_the_file_named_whatever_its_characters(tmp_path, nam
         load_results(tmp_path / "missing#1.db")
 
 
-def test_progress_shows_failures_and_best_on_a_terminal_only():
-    pytest.importorskip("tqdm", reason="the progress bar needs tqdm")
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
+
+def test_progress_shows_failures_and_best_on_a_terminal_only(monkeypatch):
+    monkeypatch.setattr(pyhipbench._progress, "DELAY_S", 0)
     screen = Terminal()
     bar = Progress(3, show=None, stream=screen)
     bar.measured(5.0, "copy {'g': 1}")
@@ -243,6 +245,14 @@ def test_progress_shows_failures_and_best_on_a_terminal_only():
     bar.measured(5.0, "copy")
     bar.close()
     assert quiet.getvalue() == "" and bar.bar is None
+
+
+def test_progress_of_work_shorter_than_the_delay_draws_nothing():
+    screen = Terminal()
+    bar = Progress(3, stream=screen)
+    bar.measured(5.0, "copy")
+    bar.close()
+    assert screen.getvalue() == "" and bar.bar is not None
 
 
 # -- sweeps on the fake GPUs ------------------------------------------------------------

@@ -105,7 +105,7 @@ def test_knobs_set_in_python_reach_the_workers(device, fresh_cache, monkeypatch)
                         timer="events")(tk.add)
     tuned.tune(grid, x, y, out, 4096)
     spec = ht._kernel.specialize(tk.add, [x, y, out, 4096], ht.target_of(device), **CONFIGS[0].all_kwargs())
-    assert ht._ahead.in_cache(spec)
+    assert ht._cache.cached(spec) is not None
 
 
 # -- cache_results -----------------------------------------------------------
@@ -217,3 +217,15 @@ def test_autotunes_own_arguments_are_checked_once(kwargs, message):
     with pytest.raises(hb.BenchError) as refused:
         ht.autotune(CONFIGS, key=["n"], **kwargs)
     assert str(refused.value).startswith(message)
+
+
+def test_a_tuning_shows_its_configs_compiling_then_measuring(device, fresh_cache, monkeypatch, capsys):
+    import pyhipbench._progress
+    monkeypatch.setattr(pyhipbench._progress, "DELAY_S", 0)
+    x, y, out = vectors(device)
+    ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer="events",
+                compile_workers=2, progress=True)(tk.add).tune(grid, x, y, out, 4096)
+    drawn = capsys.readouterr().err
+    assert "add compiling" in drawn and "add measuring" in drawn and "4/4" in drawn and "best=" in drawn
+    with pytest.raises(hb.BenchError, match=r"progress='yes': expected True, False or None"):
+        ht.autotune(CONFIGS, key=["n"], progress="yes")
