@@ -10,6 +10,7 @@ import pytest
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): "
                                                 "the Triton adapter's tests need it")
+from test_compile_ahead import backend_name, fresh_cache  # noqa: F401 (fixtures: CUDA, an empty cache)
 from triton._C.libtriton import get_cache_invalidating_env_vars
 from triton.runtime import cache as triton_cache
 
@@ -17,18 +18,6 @@ import pyhipbench.triton as ht
 from pyhipbench.triton import _cache
 
 import triton_kernels as tk
-
-
-@pytest.fixture
-def backend_name():
-    return "cuda"
-
-
-@pytest.fixture
-def fresh_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    monkeypatch.setattr(_cache, "_key", None)  # as in a new process
-    return tmp_path / "triton-cache"
 
 
 def add_spec(device, block=128):
