@@ -115,3 +115,13 @@ print(sorted(m for m in set(sys.modules) - before if m.startswith("triton")))
                           env={**_cache.os.environ, "PYTHONPATH": tests})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_an_emptied_record_of_the_installation_hash_is_computed_again(fresh_cache, monkeypatch):
+    monkeypatch.setattr(triton_cache, "triton_key", lambda: "recorded")
+    _cache.installation_key()
+    for record in fresh_cache.rglob(_cache._KEY_FILE):
+        record.write_text("")  # cut short: never read back as a key
+    monkeypatch.setattr(_cache, "_key", None)
+    monkeypatch.setattr(triton_cache, "triton_key", lambda: "computed again")
+    assert _cache.installation_key() == "computed again"
