@@ -42,7 +42,7 @@ class CrashingSource(Source):
     def to_json(self):
         return self.identity()
 
-    def compile(self, target):
+    def compile(self, target, args=()):
         crash()
 
 

@@ -282,10 +282,10 @@ class Candidate:
         object.__setattr__(self, "tags", freeze(self.tags))  # a copy: the caller's dict may change, this cannot
 
     def _check_chain(self) -> None:
-        if self.source.compiled_in_worker:
-            chained = ", ".join(k for k, c in SOURCE_KINDS.items() if not c.compiled_in_worker)
-            raise BenchError(f"launches: a {self.source.kind} source is one kernel, compiled in the worker for "
-                             f"its arguments; expected a {chained} source for a chain")
+        if self.source.specialises:
+            chained = ", ".join(k for k, c in SOURCE_KINDS.items() if not c.specialises)
+            raise BenchError(f"launches: a {self.source.kind} source is one kernel, compiled for its arguments; "
+                             f"expected a {chained} source for a chain")
         if self.kernel is not None:
             raise BenchError(f"kernel={show(self.kernel)} with launches: a chain's kernels are its launches'; "
                              "expected kernel in each launch, not beside launches")
@@ -346,6 +346,14 @@ class Candidate:
         immutable, its tags included (see the class docstring)."""
         identity = {"source": self.source.identity(), **self._fields()}
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+
+    @cached_property
+    def code_key(self) -> str:
+        """What its code object is compiled from, hashed: the source, and the arguments for a source that
+        `specialises` on them (Triton). Candidates with the same key share one compile and one loaded module."""
+        if not self.source.specialises:
+            return self.source.digest
+        return hashlib.sha256(f"{self.source.digest} {self.args!r}".encode()).hexdigest()
 
     def to_json(self) -> dict[str, Any]:
         """The candidate as the results database keeps it (the source by path and digest, not content);

@@ -1,14 +1,13 @@
 """The compile queue: each source's code for the sweep's GPUs, made once, ahead of the GPUs.
 
 Nothing compiles before the first worker says what the GPUs are (the
-target). Then a code object is ready at once; LLVM IR and CUDA / HIP C++
-(`needs_compiler`) compile in the compile pool (pyhipbench._compile), each
-source once, while the GPUs measure what is ready. A Triton source
-(`compiled_in_worker`) is compiled ahead too, once per argument
-specialisation, into Triton's cache: its GPU worker's own compile then comes
-from that cache. A compile error fails the source's candidates (bad input:
-retrying cannot help), as does a compile that kills its process or runs past
-the compile timeout; only that compile's candidates are lost.
+target). Then a code object is ready at once; LLVM IR, CUDA / HIP C++ and
+Triton (`needs_compiler`) compile in the compile pool (pyhipbench._compile),
+each source once (a Triton source once per argument list it specialises
+on: the candidates' `code_key`), while the GPUs measure what is ready. A
+compile error fails the source's candidates (bad input: retrying cannot
+help), as does a compile that kills its process or runs past the compile
+timeout; only that compile's candidates are lost.
 """
 from __future__ import annotations
 
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._compile.pool import TaskOutcome, shared_pool, unexpected
+from .._launch.arg_spec import ArgSpec
 from ..errors import Error
 from .candidate import Candidate
 from .sources import Code, CompileTarget, Source
@@ -28,10 +28,10 @@ COMPILE_TIMEOUT_S = 600.0  # one source's compile in the pool; past it, its cand
 _REASONS = {"raised": INVALID, "timeout": TIMEOUT, "died": DIED, "unsent": INVALID, "closed": DIED}
 
 
-def _compile(source: Source, target: CompileTarget) -> tuple[str, Any]:
+def _compile(source: Source, target: CompileTarget, args: tuple[ArgSpec, ...]) -> tuple[str, Any]:
     """In the compile pool: ("ok", Code) or ("error", message) (exceptions may not unpickle)."""
     try:
-        return "ok", source.compile(target)
+        return "ok", source.compile(target, args)
     except Error as e:
         return "error", f"{type(e).__name__}: {e}"
     except Exception as e:  # a compiler's own exception, or a bug: its candidates fail, not the sweep
@@ -44,7 +44,7 @@ class Compiled:
     error) because their source did not compile."""
     ready: list[Candidate] = field(default_factory=list)
     failed: list[tuple[Candidate, str, str]] = field(default_factory=list)
-    compiles_ended: int = 0  # the pool's compiles that ended (a source's, or a Triton specialisation's)
+    compiles_ended: int = 0  # the pool's compiles that ended
 
 
 class CompileQueue:
@@ -53,38 +53,27 @@ class CompileQueue:
     def __init__(self, candidates: list[Candidate], compile_workers: int) -> None:
         self.compile_workers = compile_workers
         self.target: CompileTarget | None = None  # the sweep's GPUs, once the first worker is up
-        # What waits for one compile: a source's digest (or, for Triton, its digest and the candidates' args).
-        self.waiting: dict[tuple, list[Candidate]] = {}
-        self.sources: dict[str, Source] = {}
-        self.code: dict[str, Code] = {}
-        self.compiling: dict[Future, tuple] = {}  # the pool's compiles -> what waits for them
-        self.aheads: dict[tuple, Any] = {}  # a Triton group's compile ahead (pyhipbench.triton's Ahead)
+        self.waiting: dict[str, list[Candidate]] = {}  # a code key -> the candidates waiting for its compile
+        self.code: dict[str, Code] = {}  # by code key
+        self.compiling: dict[Future, str] = {}  # the pool's compiles -> the code key they make
         for c in candidates:
-            group = (c.source.digest, c.args) if c.source.compiled_in_worker else (c.source.digest,)
-            self.waiting.setdefault(group, []).append(c)
-            self.sources[c.source.digest] = c.source
+            self.waiting.setdefault(c.code_key, []).append(c)
 
     def start(self, target: CompileTarget) -> Compiled:
         """Code for `target`: what needs no compiler at once, the rest submitted to the pool."""
         self.target = target
         news = Compiled()
-        for group in list(self.waiting):
-            source = self.sources[group[0]]
+        for key in list(self.waiting):
+            first = self.waiting[key][0]
             try:
-                if source.compiled_in_worker:
-                    ahead = source.compile_ahead(target, group[1], self.compile_workers, COMPILE_TIMEOUT_S)
-                    if ahead.future is None:  # in Triton's cache, or one its worker must compile itself
-                        news.ready += self.waiting.pop(group)
-                    else:
-                        self.compiling[ahead.future] = group
-                        self.aheads[group] = ahead
-                elif source.needs_compiler:
+                if first.source.needs_compiler:
                     pool = shared_pool(self.compile_workers)
-                    self.compiling[pool.submit(_compile, source, target, timeout_s=COMPILE_TIMEOUT_S)] = group
+                    future = pool.submit(_compile, first.source, target, first.args, timeout_s=COMPILE_TIMEOUT_S)
+                    self.compiling[future] = key
                 else:
-                    self._compiled(group, TaskOutcome(value=("ok", source.compile(target))), news)
+                    self._compiled(key, TaskOutcome(value=("ok", first.source.compile(target, first.args))), news)
             except Error as e:
-                self._compiled(group, TaskOutcome(error=f"{type(e).__name__}: {e}", ended="raised"), news)
+                self._compiled(key, TaskOutcome(error=f"{type(e).__name__}: {e}", ended="raised"), news)
         return news
 
     def collect(self) -> Compiled:
@@ -101,16 +90,11 @@ class CompileQueue:
             shared_pool(self.compile_workers).close()
             self.compiling.clear()
 
-    def _compiled(self, group: tuple, outcome: TaskOutcome, news: Compiled) -> None:
-        waiting = self.waiting.pop(group)
-        ahead = self.aheads.pop(group, None)
-        if ahead is not None and outcome.ok:
-            news.ready += waiting  # Triton's cache holds it now
-            return
-        status, value = outcome.value if outcome.ok else ("error", outcome.error if ahead is None
-                                                          else ahead.failure(outcome))
+    def _compiled(self, key: str, outcome: TaskOutcome, news: Compiled) -> None:
+        waiting = self.waiting.pop(key)
+        status, value = outcome.value if outcome.ok else ("error", outcome.error)
         if status == "ok":
-            self.code[group[0]] = value
+            self.code[key] = value
             news.ready += waiting
         else:
             news.failed += [(c, _REASONS.get(outcome.ended, INVALID), value) for c in waiting]

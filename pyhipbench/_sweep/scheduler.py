@@ -17,7 +17,10 @@ and here what ties them together:
 - Code: a code object travels with a task unless the worker will hold it when
   it reaches the task (WorkerSlot.holds): each outcome says which code objects
   the worker holds after its task. A task names its kernels (a chain's, each
-  launch's) as the module knows them (a C++ name expression's lowered name).
+  launch's) as the module knows them (a C++ name expression's lowered name);
+  where the compile fixed the launch (Triton), the task carries its block,
+  shared memory and the arguments the kernel keeps, so the worker runs it as
+  any other launch.
 - After an outcome the next tasks go out before the result is committed, so
   the worker does not wait on the database.
 - Faults cost one candidate: a fault, a driver error, a timeout or a death is
@@ -132,18 +135,20 @@ class _Scheduler:
     def _send(self, slot: WorkerSlot, attempt: Attempt) -> None:
         """Sends `attempt` to `slot`'s worker with the code object only if the worker will not hold it."""
         c, options = attempt.candidate, self.racing.options_for(attempt.candidate)
-        if c.source.compiled_in_worker:
-            task = Task(c.id, c.kernel, c.grid, c.block, c.args, c.shared_bytes, options, c.source.digest, None,
-                        c.source)
+        code = self.compiles.code[c.code_key]
+        data = None if slot.holds(c.code_key) else code.data
+        if code.launch is not None:  # the compile fixed the kernel, block, shared memory and the arguments kept
+            fixed = code.launch
+            task = Task(c.id, fixed.kernel, c.grid, fixed.block, fixed.args(c.args, c.grid), fixed.shared_bytes,
+                        options, c.code_key, data)
         else:
-            code = self.compiles.code[c.source.digest]
             launches = c.launches  # a chain's kernels by the names the module knows them by, as one launch's
             if isinstance(launches, tuple):
                 launches = tuple(dataclasses.replace(launch, kernel=code.kernel_name(launch.kernel))
                                  for launch in launches)
             kernel = c.name if c.launches is not None else code.kernel_name(c.kernel)
-            task = Task(c.id, kernel, c.grid, c.block, c.args, c.shared_bytes, options, c.source.digest,
-                        None if slot.holds(c.source.digest) else code.data, launches=launches)
+            task = Task(c.id, kernel, c.grid, c.block, c.args, c.shared_bytes, options, c.code_key, data,
+                        launches=launches)
         slot.send(task, attempt)
 
     def _handle(self, index: int, kind: str, value: Any) -> None:

@@ -2,15 +2,14 @@
 
 A source kind is a frozen dataclass with a `kind` name, registered with
 `register_source_kind`; it reads and writes its JSON form and becomes code
-in one of two ways:
-
-- `compile(target)`: a loadable code object (and the lowered names of its
-  kernels) for the sweep's GPUs, made without a GPU: at once for a code
-  object, in the CPU compiler pool ahead of the GPUs for LLVM IR and CUDA /
-  HIP C++ (`needs_compiler`).
-- `compile_on(device, arguments)`: in the worker, for its device and the
-  candidate's arguments (`compiled_in_worker`): Triton, whose compile
-  specialises on the argument values and asks the device for its target.
+with `compile(target, args)`: a loadable code object (and the lowered names
+of its kernels) for the sweep's GPUs, made without a GPU: at once for a code
+object, in the CPU compiler pool ahead of the GPUs for LLVM IR, CUDA / HIP
+C++ and Triton (`needs_compiler`). A Triton compile specialises on the
+candidate's arguments (`specialises`: compiled once per argument list) and
+fixes part of the launch itself (`CompiledLaunch`: the block, the shared
+memory, which arguments the kernel keeps), so the GPU workers load and time
+every kind of source alike, without Triton.
 
 Every source holds its content, not a path: a candidate's id hashes the
 content (`digest`), so editing a kernel file makes new candidates, and
@@ -32,8 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._codeobject.image import detect_format, read_image
-from .._launch.args import Scalar
-from .._measure.options import BenchOptions
+from .._launch.arg_spec import ArgSpec, ArraySpec, ScalarSpec
 from .._textfile import read_text
 from .._values import icache_flush as checked_icache_flush
 from .._values import integer, show
@@ -41,8 +39,8 @@ from ..codegen import compile_for_target, nvptx, triple_of
 from ..errors import BenchError, CodegenError
 from .frozen import freeze
 
-__all__ = ["Source", "CompileTarget", "Code", "CodeObjectSource", "IRSource", "CudaSource", "HipSource",
-           "TritonSource", "SOURCE_KINDS", "register_source_kind", "source_from_json"]
+__all__ = ["Source", "CompileTarget", "Code", "CompiledLaunch", "CodeObjectSource", "IRSource", "CudaSource",
+           "HipSource", "TritonSource", "SOURCE_KINDS", "register_source_kind", "source_from_json"]
 
 
 @dataclass(frozen=True)
@@ -59,11 +57,40 @@ class CompileTarget:
 
 
 @dataclass(frozen=True)
+class CompiledLaunch:
+    """What a compile fixed of its kernel's launch (Triton's): the kernel's name, its block (num_warps x
+    warp size threads), its dynamic shared memory (bytes), the parameters it keeps of the candidate's
+    arguments as (index in the candidate's args, the scalar dtype Triton typed it as, or None for a
+    pointer) (Triton folds some in as constants: integers equal to 1, None), and the scratch memory per
+    program (bytes) of the pointers it takes after them (0: a null pointer)."""
+    kernel: str
+    block: tuple[int, int, int]
+    shared_bytes: int
+    params: tuple[tuple[int, str | None], ...]
+    scratch_bytes: tuple[int, ...]
+
+    def args(self, given: tuple[ArgSpec, ...], grid: tuple[int, ...]) -> tuple[ArgSpec, ...]:
+        """The launch's arguments for a candidate's `given` ones and its `grid`: the kept ones (scalars as
+        Triton typed them), then the scratch buffers (one for the whole grid, not rotated) or null pointers."""
+        kept: list[ArgSpec] = []
+        for index, dtype in self.params:
+            spec = given[index]
+            kept.append(spec if dtype is None or not isinstance(spec, ScalarSpec) else ScalarSpec(dtype, spec.value))
+        programs = 1
+        for g in grid:
+            programs *= g
+        return tuple(kept) + tuple(ArraySpec("uint8", programs * size, shared=True) if size else
+                                   ScalarSpec("uint64", 0) for size in self.scratch_bytes)
+
+
+@dataclass(frozen=True)
 class Code:
-    """A source compiled for the sweep's GPUs: the code object's bytes, and `lowered_names`
-    (a C++ name expression such as "scale<float>" -> the mangled name the module knows it by)."""
+    """A source compiled for the sweep's GPUs: the code object's bytes, `lowered_names`
+    (a C++ name expression such as "scale<float>" -> the mangled name the module knows it by),
+    and `launch`, where the compile fixed the launch (Triton), else None."""
     data: bytes
     lowered_names: dict[str, str] = field(default_factory=dict)
+    launch: CompiledLaunch | None = None
 
     def kernel_name(self, kernel: str) -> str:
         """The name to look `kernel` (a candidate's kernel field) up by in the loaded module."""
@@ -74,7 +101,7 @@ class Source:
     """The interface of a source kind (see the module docstring)."""
     kind: ClassVar[str]
     needs_compiler: ClassVar[bool]  # True: `compile` runs in the CPU pool, ahead of the GPUs; False: it is cheap
-    compiled_in_worker: ClassVar[bool] = False  # True: `compile_on` in the worker instead of `compile`
+    specialises: ClassVar[bool] = False  # True: compiled for each argument list (and one kernel, no chains)
 
     def identity(self) -> dict[str, Any]:
         """What makes this source what it is (content digest and options), for the candidate's id."""
@@ -89,14 +116,9 @@ class Source:
         """The source a JSON object describes; relative paths are relative to `base`."""
         raise NotImplementedError
 
-    def compile(self, target: CompileTarget) -> Code:
-        """The code for `target`; BenchError / IRError / CodegenError when there is none."""
-        raise NotImplementedError
-
-    def compile_on(self, device: Any, arguments: list[Any]) -> Any:
-        """(`compiled_in_worker` kinds) A kernel compiled and loaded on `device` (a pyhipbench.Device) for
-        `arguments` (the candidate's, made on `device`), with `bench(grid, options: BenchOptions)` -> Result
-        and `unload()`; BenchError / CodegenError when it cannot be compiled."""
+    def compile(self, target: CompileTarget, args: tuple[ArgSpec, ...]) -> Code:
+        """The code for `target` (and, for a kind that `specialises`, for a candidate's `args`);
+        BenchError / IRError / CodegenError when there is none."""
         raise NotImplementedError
 
     @cached_property
@@ -175,7 +197,7 @@ class CodeObjectSource(Source):
     def from_json(cls, data: dict[str, Any], base: Path) -> "CodeObjectSource":
         return cls(*_content(data, base, ("path", "text", "base64")))
 
-    def compile(self, target: CompileTarget) -> Code:
+    def compile(self, target: CompileTarget, args: tuple[ArgSpec, ...] = ()) -> Code:
         return Code(self.data)
 
 
@@ -219,7 +241,7 @@ class IRSource(Source):
             return cls(path.read_bytes(), str(path), data.get("icache_flush"))
         return cls(*_content(data, base, ("path", "text")), icache_flush=data.get("icache_flush"))
 
-    def compile(self, target: CompileTarget) -> Code:
+    def compile(self, target: CompileTarget, args: tuple[ArgSpec, ...] = ()) -> Code:
         return Code(compile_for_target(self.ir, target.arch, target.driver_version,
                                        icache_flush=self.icache_flush).data)
 
@@ -279,7 +301,7 @@ class _CppSource(Source):
             return cls(data["text"], options, expressions)
         raise BenchError(f"source {show(data)}: expected exactly one of path, text (a string)")
 
-    def compile(self, target: CompileTarget) -> Code:
+    def compile(self, target: CompileTarget, args: tuple[ArgSpec, ...] = ()) -> Code:
         from ..codegen.source import compile_source
         language = "cuda" if triple_of(target.arch) == nvptx.TRIPLE else "hip"
         if language != self.language:
@@ -353,26 +375,12 @@ def _triton_function(function: str) -> Any:
     return fn
 
 
-class _TritonLaunch:
-    """A Triton kernel compiled in a worker: timed with Triton's launch facts (block, shared memory)."""
-
-    def __init__(self, kernel: Any) -> None:
-        self.kernel = kernel
-
-    def bench(self, grid: tuple[int, ...], options: BenchOptions) -> Any:
-        from ..triton import bench_compiled_with
-        return bench_compiled_with(self.kernel, grid, options)
-
-    def unload(self) -> None:
-        self.kernel.unload()
-
-
 @register_source_kind
 @dataclass(frozen=True)
 class TritonSource(Source):
-    """A @triton.jit function and its meta-parameters, compiled in the worker for its GPU
-    (pyhipbench.triton.compile, which specialises on the candidate's argument values as Triton's
-    launcher does). `function`: "module:function", importable where the workers run.
+    """A @triton.jit function and its meta-parameters, compiled by Triton in the CPU pool for the sweep's
+    GPUs and each candidate's arguments, specialised as Triton's launcher specialises them (or read from
+    Triton's cache). `function`: "module:function", importable where the compilers run.
     `constexprs`: the tl.constexpr parameters by name ({"BLOCK": 256}); `num_warps`,
     `num_stages`: Triton's compile options (None: Triton's defaults). A candidate of this source
     takes its block (num_warps x warp size) and shared memory from Triton: it gives neither.
@@ -385,8 +393,8 @@ class TritonSource(Source):
     num_stages: int | None = None
     source_sha256: str = field(default="", init=False)
     kind: ClassVar[str] = "triton"
-    needs_compiler: ClassVar[bool] = False
-    compiled_in_worker: ClassVar[bool] = True
+    needs_compiler: ClassVar[bool] = True
+    specialises: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.function, str):
@@ -437,26 +445,29 @@ class TritonSource(Source):
             raise BenchError("triton source: missing function (\"module:function\")")
         return cls(**{k: v for k, v in data.items() if k in fields_})
 
-    def compile_ahead(self, target: CompileTarget, args: tuple[Any, ...], workers: int,
-                      timeout_s: float | None) -> Any:
-        """The compile a worker's `compile_on` will make for arguments as `args` (ArgSpecs) describe them,
-        started ahead in the compile pool, into Triton's cache (pyhipbench.triton's Ahead); BenchError or
-        CodegenError where it cannot even be specialised."""
-        from .._launch.arg_spec import ScalarSpec
-        from ..triton import _ahead, _kernel
-        values = [spec.value if isinstance(spec, ScalarSpec) else
-                  _kernel.array_view(spec.dtype, spec.nbytes) for spec in args]
-        target_fields = target.triton_target
-        if target_fields is None:
+    def compile(self, target: CompileTarget, args: tuple[ArgSpec, ...] = ()) -> Code:
+        """Triton's code for `target` and arguments as `args` describe them: arrays specialised as every
+        allocation is (aligned to 16 bytes), scalars as Python numbers (i32 or i64 by value, 1 folded in,
+        divisibility by 16), as Triton's launcher specialises the arguments a worker makes; on AMD with the
+        instruction-cache flush first."""
+        from ..triton import _kernel
+        if target.triton_target is None:
             raise BenchError(f"{target}: no Triton target is known for it")
-        spec = _kernel.specialize(_triton_function(self.function), values,
-                                  _kernel.GPUTarget(*target_fields), **self.meta)
-        return _ahead.compile_ahead([spec], target.arch, workers, timeout_s)[0]
-
-    def compile_on(self, device: Any, arguments: list[Any]) -> _TritonLaunch:
-        from .. import triton as pyhipbench_triton
-        # Scalars as Python numbers, so Triton's binder specialises them (i32 or i64 by value, 1 folded in,
-        # divisibility by 16) as its own launcher would; arrays as the worker made them (bench rotates them).
-        values = [a.value if isinstance(a, Scalar) else a for a in arguments]
-        return _TritonLaunch(pyhipbench_triton.compile(_triton_function(self.function), values, device,
-                                                       **self.meta))
+        values = [spec.value if isinstance(spec, ScalarSpec) else _kernel.array_view(spec.dtype, spec.nbytes)
+                  for spec in args]
+        fn = _triton_function(self.function)
+        spec = _kernel.specialize(fn, values, _kernel.GPUTarget(*target.triton_target), **self.meta)
+        compiled = _kernel.triton_compile(spec, target.arch)
+        metadata = compiled.metadata
+        _kernel.check_launch(metadata)
+        params = []
+        for name, triton_type in _kernel.kept_parameters(spec.signature).items():
+            index = fn.arg_names.index(name)
+            if index >= len(args):
+                raise BenchError(f"parameter {name} of {self.function} takes its default; expected a value for "
+                                 f"every parameter that is not a constexpr in args ({len(args)} given)")
+            params.append((index, None if triton_type.startswith("*") else _kernel.scalar_dtype(
+                self.kernel_name, name, triton_type)))
+        image, _what = _kernel.code_image(compiled, target.arch, icache_flush=True)
+        return Code(image, launch=CompiledLaunch(metadata.name, (metadata.num_warps * metadata.warp_size, 1, 1),
+                                                 metadata.shared, tuple(params), _kernel.scratch_bytes(metadata)))

@@ -1,6 +1,6 @@
 """The worker: one GPU, measuring the candidates it is given, one at a time.
 
-`Worker` holds a Device, the modules it has loaded (by source digest) and the
+`Worker` holds a Device, the modules it has loaded (by code key) and the
 arguments it has made (by their specs, so candidates with the same argument
 specs reuse them), and turns a `Task` into an `Outcome`, which says which
 modules it holds after the task, so the scheduler sends a code object only to
@@ -16,12 +16,9 @@ scheduler's to see (its watchdog, the process sentinel).
 """
 from __future__ import annotations
 
-import queue
 import sys
-import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +33,7 @@ from .._measure.environment import device_record
 from .._measure.options import BenchOptions
 from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
 from .candidate import MODULE, Launches
-from .sources import CompileTarget, Source
+from .sources import CompileTarget
 
 __all__ = ["Task", "Outcome", "DeviceFacts", "Worker", "serve", "INVALID", "FAULT", "ERROR", "TIMEOUT", "DIED"]
 
@@ -55,18 +52,16 @@ MODULES_KEPT = 64  # code objects a worker keeps loaded for later candidates; th
 
 @dataclass(frozen=True)
 class Task:
-    """A candidate as a worker runs it: the code object travels only to a worker that may lack it;
-    a source the worker compiles (Triton) travels with every task instead."""
+    """A candidate as a worker runs it: the code object travels only to a worker that may lack it."""
     candidate_id: str
     kernel: str  # the name the module knows it by (a C++ kernel's lowered name); a chain's: its name
     grid: tuple[int, ...] | None  # None: a chain's launches hold theirs
-    block: tuple[int, ...] | None  # None: the compiled source's own (Triton's), or a chain's launches'
+    block: tuple[int, ...] | None  # None: a chain's launches hold theirs
     args: tuple[ArgSpec, ...]
     shared_bytes: int
     bench: BenchOptions
-    code_digest: str
-    code: bytes | None  # None: the worker holds it (its outcomes said so), or compiles `source` itself
-    source: Source | None = None  # a source with compiled_in_worker, compiled for each task
+    code_key: str  # what the worker keeps the loaded module by (Candidate.code_key)
+    code: bytes | None  # None: the worker holds it (its outcomes said so)
     # A chain: its LaunchSpecs (kernels by the names the module knows them by), or MODULE (every kernel of
     # the module with grid, block, args and shared_bytes above); None: one launch.
     launches: Launches = None
@@ -81,7 +76,7 @@ class Outcome:
     error: str | None = None
     replace_worker: bool = False  # the device context may be unusable: start a fresh worker
     busy_s: float = 0.0           # the measurement's wall time on the GPU, seconds
-    modules_held: frozenset[str] = frozenset()  # digests of the code objects loaded after the task
+    modules_held: frozenset[str] = frozenset()  # code keys of the modules loaded after the task
 
 
 @dataclass(frozen=True)
@@ -104,9 +99,8 @@ class DeviceFacts:
 class Worker:
     """One GPU's measurements. `Worker.open(backend, index)` opens the device."""
     device: Device
-    modules: OrderedDict = field(default_factory=OrderedDict)  # code digest -> Module, least recently used first
+    modules: OrderedDict = field(default_factory=OrderedDict)  # code key -> Module, least recently used first
     arguments: OrderedDict = field(default_factory=OrderedDict)
-    arguments_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def open(cls, backend: str | None, index: int) -> "Worker":
@@ -120,15 +114,15 @@ class Worker:
                            record=device_record(self.device))
 
     def _module(self, task: Task):
-        if task.code_digest in self.modules:
-            self.modules.move_to_end(task.code_digest)
+        if task.code_key in self.modules:
+            self.modules.move_to_end(task.code_key)
         else:
             if task.code is None:
-                raise BenchError(f"the code object {task.code_digest[:12]} was never sent to this worker")
+                raise BenchError(f"the code object {task.code_key[:12]} was never sent to this worker")
             while len(self.modules) >= MODULES_KEPT:
                 self.modules.popitem(last=False)[1].unload()
-            self.modules[task.code_digest] = self.device.load_module(task.code)
-        return self.modules[task.code_digest]
+            self.modules[task.code_key] = self.device.load_module(task.code)
+        return self.modules[task.code_key]
 
     def _launches(self, task: Task) -> list[Launch]:
         """The task's launches: one, a chain's (arguments shared where its references say), or every kernel
@@ -146,13 +140,8 @@ class Worker:
 
     def _cached(self, key: tuple, make) -> Any:
         """The arguments made for `key` (by `make()`: (what the task takes, every argument made)), kept for
-        later tasks with the same specs; the least recently used are freed. Under a lock: prepare() runs on
-        another thread. The task measuring meanwhile holds the most recently used entry, which a later
-        task's eviction (ARGUMENT_SETS_KEPT >= 2) never reaches."""
-        with self.arguments_lock:
-            return self._cached_locked(key, make)
-
-    def _cached_locked(self, key: tuple, make) -> Any:
+        later tasks with the same specs; the least recently used are freed (the task measuring holds the most
+        recently used entry)."""
         if key in self.arguments:
             self.arguments.move_to_end(key)
             return self.arguments[key][0]
@@ -176,32 +165,9 @@ class Worker:
             return made, list({id(a): a for args in made for a in args}.values())  # a shared array once
         return self._cached(("chain", launch_args), make)
 
-    def prepare(self, task: Task, ahead: bool = False) -> Any:
-        """A source compiled in the worker, compiled for this device and `task`'s arguments; None for any
-        other task. `ahead`: on another thread while the GPU measures the task before it, so only with
-        arguments already made (making them would copy to the GPU under that measurement: None then).
-        What it raises, run() reports as the task's outcome."""
-        if task.source is None:
-            return None
-        if ahead:
-            with self.arguments_lock:
-                if task.args not in self.arguments:
-                    return None
-        return task.source.compile_on(self.device, self._arguments(task.args))
-
-    def _bench_compiled_here(self, task: Task, prepared: Future | None):
-        """Compiles the task's source for this device and its arguments (or takes what `prepared` made),
-        times it, unloads it (its compile is bound to the argument values, which a later task may not share)."""
-        compiled = (prepared.result() if prepared is not None else None) or self.prepare(task)
-        try:
-            return compiled.bench(task.grid, task.bench)
-        finally:
-            compiled.unload()
-
-    def run(self, task: Task, prepared: Future | None = None) -> Outcome:
-        """Measures `task`'s candidate (`prepared`: `prepare(task)` started ahead, or None); every pyhipbench
-        error (and any other exception) becomes an outcome, which says which code objects the worker holds
-        afterwards (not one that failed to load)."""
+    def run(self, task: Task) -> Outcome:
+        """Measures `task`'s candidate; every pyhipbench error (and any other exception) becomes an outcome,
+        which says which code objects the worker holds afterwards (not one that failed to load)."""
         started = time.perf_counter()
 
         def failed(reason: str, error: str, replace_worker: bool = True) -> Outcome:
@@ -209,10 +175,7 @@ class Worker:
                            busy_s=time.perf_counter() - started, modules_held=frozenset(self.modules))
 
         try:
-            if task.source is not None:
-                result = self._bench_compiled_here(task, prepared)
-            else:
-                result = bench_with(self._launches(task), task.bench)
+            result = bench_with(self._launches(task), task.bench)
         except _INVALID_ERRORS as e:
             return failed(INVALID, f"{type(e).__name__}: {e}", replace_worker=False)
         except KernelFault as e:
@@ -238,32 +201,13 @@ def serve(connection, backend: str | None, index: int) -> None:
     except Error as e:
         connection.send(("error", f"{type(e).__name__}: {e}"))
         return
-    # Each task is taken as it arrives, by a thread of its own, and its preparation (compile) started at
-    # once on another, so the task sent ahead compiles while the GPU measures the one before it.
-    tasks: queue.Queue[tuple[Task, Future | None] | None] = queue.Queue()
-
-    def receive() -> None:
-        while True:
-            try:
-                task = connection.recv()
-            except (EOFError, OSError):  # the parent is gone, or closed the connection: no more tasks
-                tasks.put(None)
-                return
-            try:
-                prepared = preparing.submit(worker.prepare, task, True) if task.source is not None else None
-            except RuntimeError:  # the worker is ending (it asked to be replaced): this task is the parent's again
-                return
-            tasks.put((task, prepared))
-
-    with ThreadPoolExecutor(1, thread_name_prefix="pyhipbench prepare") as preparing:
-        threading.Thread(target=receive, name="pyhipbench tasks", daemon=True).start()
-        while True:
-            item = tasks.get()
-            if item is None:
-                return
-            task, prepared = item
-            outcome = worker.run(task, prepared)
-            connection.send(("outcome", outcome))
-            if outcome.replace_worker:
-                sys.stdout.flush()
-                return
+    while True:
+        try:
+            task = connection.recv()
+        except (EOFError, OSError):  # the parent is gone, or closed the connection: no more tasks
+            return
+        outcome = worker.run(task)
+        connection.send(("outcome", outcome))
+        if outcome.replace_worker:
+            sys.stdout.flush()
+            return

@@ -99,13 +99,12 @@ class WorkerSlot:
         """Up, and running nothing."""
         return self.facts is not None and self.running is None
 
-    def holds(self, digest: str) -> bool:
-        """Whether the worker will still hold `digest`'s code object when it reaches a task sent now: it
+    def holds(self, code_key: str) -> bool:
+        """Whether the worker will still hold `code_key`'s code object when it reaches a task sent now: it
         held it after its last outcome, and none of the tasks before loads a module (which may unload it)."""
         before = [self.running.attempt] if self.running is not None else []
         before += [self.queued] if self.queued is not None else []
-        return digest in self.modules_held and all(
-            a.candidate.source.compiled_in_worker or a.candidate.source.digest in self.modules_held for a in before)
+        return code_key in self.modules_held and all(a.candidate.code_key in self.modules_held for a in before)
 
     def send(self, task: Task, attempt: Attempt) -> None:
         """Sends `task`, which runs `attempt`: it starts now on an idle worker, else after the running one."""

@@ -103,12 +103,18 @@ def _binder_view(name: str, value: Any) -> Any:
     return value
 
 
-def _scalar_argument(kernel: str, name: str, triton_type: str, value: Any) -> Scalar:
-    """A scalar argument packed as the type Triton compiled the parameter with."""
+def scalar_dtype(kernel: str, name: str, triton_type: str) -> str:
+    """The pyhipbench dtype a scalar parameter of Triton type `triton_type` is packed as."""
     dtype = SCALAR_DTYPES.get(triton_type)
     if dtype is None:
         raise BenchError(f"parameter {name} of Triton kernel {kernel!r} has type {triton_type}, which "
                          f"pyhipbench cannot pack; expected pointers or one of {', '.join(SCALAR_DTYPES)}")
+    return dtype
+
+
+def _scalar_argument(kernel: str, name: str, triton_type: str, value: Any) -> Scalar:
+    """A scalar argument packed as the type Triton compiled the parameter with."""
+    dtype = scalar_dtype(kernel, name, triton_type)
     if isinstance(value, Scalar):
         if value.dtype != np.dtype(dtype):
             raise BenchError(f"argument {name}={value.dtype.name}({value.value!r}) of Triton kernel {kernel!r}: "
@@ -299,18 +305,58 @@ def _binding(fn: "JITFunction", target: "GPUTarget") -> tuple[Any, dict[str, Any
 
 
 def build(spec: Specialized, device: Device, icache_flush: bool | None, compiled: Any = None) -> TritonKernel:
-    """Triton's compile of `spec` (`compiled`, Triton's CompiledKernel found already; else read from Triton's
-    cache when it holds it, else compiled by Triton), loaded on `device`."""
+    """Triton's compile of `spec` (`compiled`, Triton's CompiledKernel found already; else `triton_compile`'s),
+    loaded on `device`."""
     if compiled is None:
-        compiled = cached(spec)
+        compiled = triton_compile(spec, device.arch)
+    return _load(spec.fn, compiled, device, spec.signature, spec.constexprs, spec.values, spec.options,
+                 icache_flush is not False)
+
+
+def triton_compile(spec: Specialized, arch: str) -> Any:
+    """Triton's CompiledKernel for `spec`: read from Triton's cache when it holds it, else compiled by Triton
+    (no GPU needed); CodegenError naming the config (`arch`: the device's, for the message) when Triton fails."""
+    compiled = cached(spec)
     try:
         if compiled is None:
             compiled = _triton.compile(spec.source(), target=spec.target, options=spec.compile_options)
     except Exception as e:  # Triton's compiler errors share no base class
-        raise CodegenError(f"Triton could not compile {spec.fn.__name__!r} for {device.arch} with "
+        raise CodegenError(f"Triton could not compile {spec.fn.__name__!r} for {arch} with "
                            f"{spec.describe()}: {type(e).__name__}: {e}") from e
-    return _load(spec.fn, compiled, device, spec.signature, spec.constexprs, spec.values, spec.options,
-                 icache_flush is not False)
+    return compiled
+
+
+def check_launch(metadata: Any) -> None:
+    """BenchError where Triton compiled for a launch the core does not make (clusters, cooperative, PDL)."""
+    if metadata.num_ctas != 1:
+        raise BenchError(f"num_ctas={metadata.num_ctas}: Triton launches a cluster of {metadata.num_ctas} "
+                         "CTAs, which needs cuLaunchKernelEx; pyhipbench's core launches without clusters, "
+                         "expected num_ctas=1")
+    for flag in ("launch_cooperative_grid", "launch_pdl"):
+        if getattr(metadata, flag, False):
+            raise BenchError(f"{flag}=True: pyhipbench's core launches without this attribute; expected False")
+
+
+def code_image(compiled: Any, arch: str, icache_flush: bool) -> tuple[bytes, str]:
+    """(the code object to load, what it is): NVIDIA, Triton's cubin; AMD, with `icache_flush`, Triton's LLVM
+    IR through pyhipbench.codegen with the instruction-cache flush first, else Triton's own HSACO."""
+    if "cubin" in compiled.asm:
+        return compiled.asm["cubin"], "cubin"
+    if icache_flush:
+        return (compile_ir(compiled.asm["llir"].encode(), arch).data,
+                "hsaco (Triton's LLVM IR through pyhipbench.codegen: icache flush first)")
+    return compiled.asm["hsaco"], "hsaco (Triton's own, no icache flush)"
+
+
+def kept_parameters(signature: dict[str, str]) -> dict[str, str]:
+    """The parameters the compiled kernel takes, by name, with their Triton types: those Triton did not fold
+    in as constants (meta-parameters, integers equal to 1, None); Triton 3.x's two scratch pointers follow."""
+    return {k: v for k, v in signature.items() if v != "constexpr"}
+
+
+def scratch_bytes(metadata: Any) -> tuple[int, int]:
+    """Triton's global and profile scratch sizes per program (bytes; 0: a null pointer is passed)."""
+    return getattr(metadata, "global_scratch_size", 0), metadata.profile_scratch_size  # AMD: no global field
 
 
 def _constants(fn: "JITFunction", constexprs: dict) -> dict[str, Any]:
@@ -327,29 +373,17 @@ def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str,
           values: dict[str, Any], options: dict[str, Any], icache_flush: bool) -> TritonKernel:
     metadata = compiled.metadata
     name = metadata.name
-    if metadata.num_ctas != 1:
-        raise BenchError(f"num_ctas={metadata.num_ctas}: Triton launches a cluster of {metadata.num_ctas} "
-                         "CTAs, which needs cuLaunchKernelEx; pyhipbench's core launches without clusters, "
-                         "expected num_ctas=1")
-    for flag in ("launch_cooperative_grid", "launch_pdl"):
-        if getattr(metadata, flag, False):
-            raise BenchError(f"{flag}=True: pyhipbench's core launches without this attribute; expected False")
-    if "cubin" in compiled.asm:
+    check_launch(metadata)
+    image, binary = code_image(compiled, device.arch, icache_flush)
+    if binary == "cubin":
         # The cubin is the very code Triton launches; its PTX (same kernel) lists the parameters.
-        ptx, image = compiled.asm["ptx"], compiled.asm["cubin"]
+        ptx = compiled.asm["ptx"]
         module = Module(device, device.backend.load_module(image), "cubin",
                         codeobject.ptx_kernels(ptx), codeobject.target(ptx.encode()))
-        binary = "cubin"
-    elif icache_flush:
-        image = compile_ir(compiled.asm["llir"].encode(), device.arch).data
-        module = device.load_module(image)
-        binary = "hsaco (Triton's LLVM IR through pyhipbench.codegen: icache flush first)"
     else:
-        image = compiled.asm["hsaco"]
         module = device.load_module(image)
-        binary = "hsaco (Triton's own, no icache flush)"
     kernel = module.kernel(name)
-    own = {k: v for k, v in signature.items() if v != "constexpr"}
+    own = kept_parameters(signature)
     expected = len(own) + len(SCRATCH_PARAMS)
     if len(kernel.params) != expected:
         module.unload()
@@ -357,12 +391,10 @@ def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str,
                            f"{', '.join(own) or 'none'} and Triton 3.x's {' and '.join(SCRATCH_PARAMS)} "
                            f"(Triton {_triton.__version__})")
     warps = metadata.num_warps
+    global_scratch, profile_scratch = scratch_bytes(metadata)
     return TritonKernel(
         kernel=kernel, compiled=compiled, signature=own,
         constants=_constants(fn, constexprs),
         block=(warps * metadata.warp_size, 1, 1), shared_bytes=metadata.shared, num_warps=warps,
-        num_stages=metadata.num_stages,
-        global_scratch_bytes=getattr(metadata, "global_scratch_size", 0),  # AMD passes null: no field
-        profile_scratch_bytes=metadata.profile_scratch_size, binary=binary, code_object=image,
-        meta={**values, **options})
-
+        num_stages=metadata.num_stages, global_scratch_bytes=global_scratch, profile_scratch_bytes=profile_scratch,
+        binary=binary, code_object=image, meta={**values, **options})

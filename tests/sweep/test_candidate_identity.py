@@ -144,7 +144,7 @@ class _InstantExecutor:
         else:
             result = {"kernel": task.kernel, "grid": [1, 1, 1], "block": [64, 1, 1],
                       "stats_us": {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0}}
-            outcome = Outcome(task.candidate_id, result, modules_held=frozenset({task.code_digest}))
+            outcome = Outcome(task.candidate_id, result, modules_held=frozenset({task.code_key}))
         self.due.append((slot, "outcome", outcome))
 
     def kill(self, slot):

@@ -170,7 +170,7 @@ class _InstantExecutor:
 
     def submit(self, slot, task):
         result = {"kernel": task.kernel, "stats_us": {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0}}
-        self.due.append((slot, "outcome", Outcome(task.candidate_id, result, modules_held=frozenset({task.code_digest}))))
+        self.due.append((slot, "outcome", Outcome(task.candidate_id, result, modules_held=frozenset({task.code_key}))))
 
     def kill(self, slot):
         pass

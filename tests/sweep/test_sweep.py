@@ -642,7 +642,7 @@ class _StubSource(Source):
     def to_json(self):
         return self.identity()
 
-    def compile(self, target):
+    def compile(self, target, args=()):
         return Code(self.data)
 
 
@@ -762,13 +762,13 @@ def test_with_tasks_sent_ahead_the_scheduler_still_knows_which_code_the_worker_h
 class _RaisingSource(_StubSource):
     needs_compiler = True
 
-    def compile(self, target):
+    def compile(self, target, args=()):
         raise RuntimeError(f"the compiler broke on {self.data.decode()}")
 
 
 def test_a_compiler_raising_a_foreign_exception_fails_its_candidates_only():
     from pyhipbench._sweep.compile_queue import _compile
-    status, message = _compile(_RaisingSource(b"k.ll"), CompileTarget("gfx942"))
+    status, message = _compile(_RaisingSource(b"k.ll"), CompileTarget("gfx942"), ())
     assert status == "error" and message.startswith("RuntimeError: the compiler broke on k.ll (at ")
     assert "test_sweep.py:" in message
 
@@ -824,7 +824,7 @@ def _ok(task):
     """The task measured; the worker holds its code object now."""
     from pyhipbench._sweep.worker import Outcome
     return Outcome(task.candidate_id, {"stats_us": {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0}}, busy_s=0.01,
-                   modules_held=frozenset({task.code_digest}))
+                   modules_held=frozenset({task.code_key}))
 
 
 def _fault(candidate):

@@ -179,7 +179,7 @@ def test_chain_fields_that_cannot_apply_are_refused(fields, message):
 def test_a_triton_source_takes_no_chain():
     pytest.importorskip("triton", reason="Triton is not installed: a Triton source needs it")
     from pyhipbench import TritonSource
-    with pytest.raises(BenchError, match=r"^launches: a triton source is one kernel, compiled in the worker for its "
+    with pytest.raises(BenchError, match=r"^launches: a triton source is one kernel, compiled for its "
                                          r"arguments; expected a code-object, llvm-ir, cuda-source, hip-source "
                                          r"source for a chain$"):
         Candidate(TritonSource("triton_kernels:add"), launches=SPLIT)
@@ -286,7 +286,7 @@ class _LoweringSource(Source):
     def to_json(self):
         return self.identity()
 
-    def compile(self, target):
+    def compile(self, target, args=()):
         return Code(b"code", {"scale<2>": "_Z5scaleILi2EEvPKfPfl"})
 
 

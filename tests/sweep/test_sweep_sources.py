@@ -138,7 +138,7 @@ def test_a_sweep_of_cuda_source_and_triton_candidates(tmp_path, cuda_device, fak
     assert {(r.grid[0], r.block[0]) for r in launches} == {(16, 256), (16, 128)}  # copy; scale<2> and add
 
 
-def test_a_racing_sweep_passes_the_bound_to_a_triton_kernel_compiled_in_the_worker(tmp_path, cuda_device,
+def test_a_racing_sweep_passes_the_bound_to_a_triton_kernel(tmp_path, cuda_device,
                                                                                      monkeypatch):
     # The fake driver times num_warps 4 (128 threads) at 2 µs a launch, 8 (256) at 7 ± 0.5 µs, alternating.
     monkeypatch.setenv("FAKE_LAUNCH_US_BY_BLOCK", "128:2,256:7~0.5")
@@ -154,6 +154,45 @@ def test_a_racing_sweep_passes_the_bound_to_a_triton_kernel_compiled_in_the_work
     fast, slow = (rows[c.id] for c in candidates)
     assert fast[0] == "precision" and fast[2] is None and fast[3] == [128, 1, 1]
     assert slow[0] == "slower" and slow[2] == fast[1] and slow[3] == [256, 1, 1]  # raced the first's bound
+
+
+SM90 = CompileTarget("sm_90", 13000, ("cuda", 90, 32))
+
+
+def test_a_triton_compile_fixes_the_launch_as_triton_s_launcher_makes_it():
+    """On the CPU: the cubin, the block (num_warps x 32), the arguments the kernel keeps (the strides equal
+    to 1 folded in as constants), numbers typed as Triton typed them (an int64 spec of 64 passed as i32),
+    and no scratch buffer where Triton asks for none."""
+    n = 64
+    args = tuple(hb._launch.arg_spec.parse_arg(a) for a in
+                 [f"array:float16:{n * n}"] * 3 + [f"int64:{n}"] * 3 + [f"int32:{n}", "int32:1"] * 3)
+    source = TritonSource("triton_kernels:matmul", {"BM": 64, "BN": 64, "BK": 32}, num_warps=4)
+    code = source.compile(SM90, args)
+    assert codeobject.detect_format(code.data) == "cubin"
+    launch = code.launch
+    assert (launch.kernel, launch.block) == ("matmul", (128, 1, 1)) and launch.shared_bytes > 0
+    assert launch.params == ((0, None), (1, None), (2, None), (3, "int32"), (4, "int32"), (5, "int32"),
+                             (6, "int32"), (8, "int32"), (10, "int32"))
+    made = launch.args(args, (1, 1, 1))
+    assert made[:3] == args[:3] and made[3] == hb._launch.arg_spec.ScalarSpec("int32", n)
+    assert made[9:] == (hb._launch.arg_spec.ScalarSpec("uint64", 0),) * 2  # null scratch pointers
+
+
+def test_triton_s_global_scratch_becomes_one_buffer_for_the_grid_not_rotated():
+    args = tuple(hb._launch.arg_spec.parse_arg(a) for a in
+                 ["array:float32:16384", "array:float32:16384", "int32:256", "int32:64"])
+    code = TritonSource("triton_kernels:descriptor_copy", {"BM": 64, "BN": 64}).compile(SM90, args)
+    per_program = code.launch.scratch_bytes[0]
+    assert per_program > 0
+    scratch = code.launch.args(args, (4, 1, 1))[4]
+    assert scratch == hb._launch.arg_spec.ArraySpec("uint8", 4 * per_program, shared=True)
+
+
+def test_a_triton_compile_that_cannot_be_specialised_names_the_argument():
+    with pytest.raises(BenchError, match=r"Triton kernel 'add' takes \(x, y, out, n, BLOCK\)"):
+        TritonSource("triton_kernels:add", {"BLOCK": 64}).compile(SM90, ())
+    with pytest.raises(BenchError, match="no Triton target is known"):
+        TritonSource("triton_kernels:add", {"BLOCK": 64}).compile(CompileTarget("sm_90"), ())
 
 
 def test_cuda_source_compiles_on_the_cpu_and_names_its_kernels():
@@ -227,7 +266,7 @@ HIP = 'extern "C" __global__ void copy(const float* src, float* dst, long n) { /
 
 def test_hip_source_and_triton_in_worker_processes(fake_hip_library, tmp_path, monkeypatch):  # noqa: F811 (the fixture imported above)
     """The local pool's spawned workers on a fake MI300X: HIP C++ through hiprtc in the compiler pool
-    (the fake libhiprtc answers with a real gfx942 HSACO), Triton compiled in the worker for gfx942."""
+    (the fake libhiprtc answers with a real gfx942 HSACO), Triton compiled in the compiler pool for gfx942."""
     require_hip_python()
     require_toolchain("gfx942")
     from pyhipbench.codegen import compile_ir
