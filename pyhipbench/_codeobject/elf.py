@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..errors import BenchError
 
@@ -98,11 +98,13 @@ class ElfFile:
         if shnum and not shstrndx < shnum:
             raise self._corrupt(f"names its section name table as section {shstrndx}, "
                                 f"but it has {shnum} sections")
-        unnamed = [Section(i, "", h[1], h[3], h[4], h[5], h[6], h[9]) for i, h in enumerate(headers)]
-        names = self.data(unnamed[shstrndx]) if shstrndx else b""  # index 0: no name table
+        names = b""  # index 0: no name table
+        if shstrndx:
+            h = headers[shstrndx]
+            names = self.data(Section(shstrndx, "", h[1], h[3], h[4], h[5], h[6], h[9]))
         self.sections = tuple(
-            replace(s, name=self._string(names, headers[s.index][0], f"the name of section {s.index}"))
-            if names else s for s in unnamed)
+            Section(i, self._string(names, h[0], f"the name of section {i}") if names else "", h[1], h[3], h[4],
+                    h[5], h[6], h[9]) for i, h in enumerate(headers))
 
     # -- reading -------------------------------------------------------------
     def data(self, section: Section) -> bytes:

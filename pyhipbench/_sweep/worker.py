@@ -16,9 +16,12 @@ scheduler's to see (its watchdog, the process sentinel).
 """
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +34,7 @@ from .._launch.launch import Launch, module_launches
 from .._measure.bench import bench_with
 from .._measure.environment import device_record
 from .._measure.options import BenchOptions
+from .._measure.timers import default_timer
 from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
 from .candidate import MODULE, Launches
 from .sources import CompileTarget
@@ -101,6 +105,8 @@ class Worker:
     device: Device
     modules: OrderedDict = field(default_factory=OrderedDict)  # code key -> Module, least recently used first
     arguments: OrderedDict = field(default_factory=OrderedDict)
+    ahead: dict = field(default_factory=dict)  # code key -> Future of its Module, loaded by load_ahead
+    timing_launches: bool = False  # the task measuring now times with the events timer (see load_ahead)
 
     @classmethod
     def open(cls, backend: str | None, index: int) -> "Worker":
@@ -113,16 +119,35 @@ class Worker:
                                          backend.triton_target(self.device.arch)), backend.device_count,
                            record=device_record(self.device))
 
+    def load_ahead(self, task: Task, loading: ThreadPoolExecutor) -> None:
+        """Starts loading `task`'s code object (and looking its kernel up) on `loading`'s thread, so it
+        loads while the GPU measures the task before it (the measurement releases the GIL). Host work
+        only, which the kernel timers (cupti, rocprofiler: each kernel's GPU time), batched and graph
+        samples do not see; not while the events timer measures, whose samples span the host's launch
+        calls. A load that fails is the task's outcome, as a load in turn."""
+        if task.code is None or task.code_key in self.modules or task.code_key in self.ahead or \
+                self.timing_launches:
+            return
+
+        def load():
+            module = self.device.load_module(task.code)
+            if task.launches is None:
+                module.kernel(task.kernel)  # BenchError for a missing kernel: the task's, when it runs
+            return module
+        self.ahead[task.code_key] = loading.submit(load)
+
     def _module(self, task: Task):
         if task.code_key in self.modules:
             self.modules.move_to_end(task.code_key)
-        else:
-            if task.code is None:
-                raise BenchError(f"the code object {task.code_key[:12]} was never sent to this worker")
-            while len(self.modules) >= MODULES_KEPT:
-                self.modules.popitem(last=False)[1].unload()
-            self.modules[task.code_key] = self.device.load_module(task.code)
-        return self.modules[task.code_key]
+            return self.modules[task.code_key]
+        loaded = self.ahead.pop(task.code_key, None)
+        if loaded is None and task.code is None:
+            raise BenchError(f"the code object {task.code_key[:12]} was never sent to this worker")
+        while len(self.modules) >= MODULES_KEPT:
+            self.modules.popitem(last=False)[1].unload()
+        module = loaded.result() if loaded is not None else self.device.load_module(task.code)
+        self.modules[task.code_key] = module
+        return module
 
     def _launches(self, task: Task) -> list[Launch]:
         """The task's launches: one, a chain's (arguments shared where its references say), or every kernel
@@ -174,6 +199,8 @@ class Worker:
             return Outcome(task.candidate_id, reason=reason, error=error, replace_worker=replace_worker,
                            busy_s=time.perf_counter() - started, modules_held=frozenset(self.modules))
 
+        timer = task.bench.timer
+        self.timing_launches = (default_timer(self.device) if timer == "auto" else timer) == "events"
         try:
             result = bench_with(self._launches(task), task.bench)
         except _INVALID_ERRORS as e:
@@ -201,13 +228,32 @@ def serve(connection, backend: str | None, index: int) -> None:
     except Error as e:
         connection.send(("error", f"{type(e).__name__}: {e}"))
         return
-    while True:
-        try:
-            task = connection.recv()
-        except (EOFError, OSError):  # the parent is gone, or closed the connection: no more tasks
-            return
-        outcome = worker.run(task)
-        connection.send(("outcome", outcome))
-        if outcome.replace_worker:
-            sys.stdout.flush()
-            return
+    # Tasks are taken as they arrive, by a thread of their own, which starts loading each one's code
+    # object at once on another (load_ahead), so a task sent ahead loads while the GPU measures the one
+    # before it.
+    tasks: queue.Queue[Task | None] = queue.Queue()
+
+    def receive() -> None:
+        while True:
+            try:
+                task = connection.recv()
+            except (EOFError, OSError):  # the parent is gone, or closed the connection: no more tasks
+                tasks.put(None)
+                return
+            try:
+                worker.load_ahead(task, loading)
+            except RuntimeError:  # the worker is ending (it asked to be replaced): this task is the parent's again
+                return
+            tasks.put(task)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="pyhipbench load-ahead") as loading:
+        threading.Thread(target=receive, name="pyhipbench tasks", daemon=True).start()
+        while True:
+            task = tasks.get()
+            if task is None:
+                return
+            outcome = worker.run(task)
+            connection.send(("outcome", outcome))
+            if outcome.replace_worker:
+                sys.stdout.flush()
+                return

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -649,6 +650,8 @@ class _StubSource(Source):
 class _StubDevice:
     """Loads any code but b"bad" (refused as the driver's format check refuses PTX on AMD); counts modules."""
 
+    backend = SimpleNamespace(kernel_timer=None)  # no kernel timer: "auto" times with events
+
     def __init__(self) -> None:
         self.loaded: list[bytes] = []
         self.held = 0
@@ -757,6 +760,39 @@ def test_with_tasks_sent_ahead_the_scheduler_still_knows_which_code_the_worker_h
     assert statuses == [("ok", None)] * len(order)
     assert run.slots[0].modules_held == set(executor.worker.modules)
     assert [task.code is None for task in executor.sent][-4:] == [False, False, True, True]
+
+
+def _task(name: bytes, code: bytes | None, timer: str = "auto"):
+    from pyhipbench._sweep.worker import Task
+    return Task(name.decode(), "k", (1, 1, 1), (64, 1, 1), (), 0, BenchOptions(timer=timer), name.decode(), code)
+
+
+def test_a_worker_loads_the_next_code_object_while_the_gpu_measures_but_not_under_the_events_timer(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyhipbench._sweep import worker
+    monkeypatch.setattr(worker, "bench_with", lambda launches, *args, **options: SimpleNamespace(
+        to_dict=lambda: {"times_us": []}, wall_s=0.0))
+    device = _StubDevice()
+    hb_worker = worker.Worker(device)
+    monkeypatch.setattr(worker, "default_timer", lambda d: "cupti")  # "auto" as on a GPU that CUPTI traces
+    with ThreadPoolExecutor(1) as loading:
+        hb_worker.load_ahead(_task(b"a", b"a"), loading)
+        assert set(hb_worker.ahead) == {"a"}
+        hb_worker.ahead["a"].result()
+        assert device.loaded == [b"a"]
+        assert hb_worker.run(_task(b"a", b"a")).result is not None
+        assert device.loaded == [b"a"] and not hb_worker.ahead  # the run took the module loaded ahead
+        hb_worker.load_ahead(_task(b"a", b"a"), loading)  # held: nothing to load
+        assert not hb_worker.ahead
+        hb_worker.run(_task(b"b", b"b", timer="events"))  # now measuring with events ...
+        hb_worker.load_ahead(_task(b"c", b"c"), loading)  # ... so the next load waits for its turn
+        assert not hb_worker.ahead and device.loaded == [b"a", b"b"]
+        bad = _task(b"bad", b"bad")
+        hb_worker.run(_task(b"a", b"a"))
+        hb_worker.load_ahead(bad, loading)
+        outcome = hb_worker.run(bad)  # a load ahead that fails is the task's outcome
+        assert outcome.reason == worker.INVALID and "cannot load on the hip backend" in outcome.error
 
 
 class _RaisingSource(_StubSource):

@@ -287,9 +287,10 @@ def test_autotune_records_failed_configs_with_the_reason(device, fake_driver, ba
     assert failed.keys() == {id(configs[0]), id(configs[2]), id(configs[3])}
     assert failed[id(configs[0])].startswith("CodegenError: Triton could not compile 'add'")
     assert "BLOCK=100" in failed[id(configs[0])]
-    # A pre_hook config is launched by Triton itself, between its hook calls: with no GPU, Triton finds no driver.
+    # A pre_hook config is launched by Triton itself, between its hook calls: with no GPU, Triton finds no driver;
+    # on a GPU machine, Triton's launcher refuses the fake device's arrays (host memory).
     assert tuning.results[2].note.startswith("timed through the callable path")
-    assert "active drivers" in failed[id(configs[2])]
+    assert "active drivers" in failed[id(configs[2])] or "cannot be accessed from Triton" in failed[id(configs[2])]
     assert failed[id(configs[3])].startswith("BenchError: block") and "2048" in failed[id(configs[3])] \
         and "limit 1024" in failed[id(configs[3])]  # the launch check names the block and the device's limit
     row = tuning.results[3].to_dict()
