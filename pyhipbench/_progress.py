@@ -1,5 +1,5 @@
 """The progress bar of long work (a sweep, an autotune, the demo): done / total, rate, ETA, failures
-so far, the best so far.
+so far, the best so far; and `elapsed`, the seconds one long measurement has run against its time limit.
 
 tqdm (always installed with pyhipbench) draws it on stderr when stderr is a
 terminal, once the work has lasted DELAY_S (shorter work shows no bar);
@@ -9,11 +9,16 @@ at the end.
 from __future__ import annotations
 
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["Progress", "DELAY_S"]
+__all__ = ["Progress", "DELAY_S", "elapsed"]
 
 DELAY_S = 1.0  # seconds of work before a bar appears
+TICK_S = 0.1   # how often `elapsed` redraws
 
 
 class Progress:
@@ -75,3 +80,39 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+@contextmanager
+def elapsed(limit_s: float | None, desc: str, *, show: bool | None = None,
+            stream: TextIO | None = None) -> Iterator[None]:
+    """A bar of the seconds the work inside has run, against `limit_s` (a measurement's max_time_s, which it
+    may stop before, at its precision; None: no limit, as for a fixed iteration count). Drawn by a thread,
+    since the measurement runs in the core with the GIL released; as Progress: on a terminal, after DELAY_S."""
+    stream = stream or sys.stderr
+    if not (stream.isatty() if show is None else show):
+        yield
+        return
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        yield
+        return
+    bar = tqdm(total=limit_s, file=stream, unit="s", desc=desc, delay=DELAY_S, dynamic_ncols=True, leave=False,
+               bar_format="{desc}: {n:.1f}" + ("/{total:.1f}" if limit_s else "") + " s {bar}")
+    stop = threading.Event()
+    started = time.perf_counter()
+
+    def tick() -> None:
+        while not stop.wait(TICK_S):
+            ran_s = time.perf_counter() - started
+            if ran_s >= DELAY_S:  # shorter work shows no bar
+                bar.n = ran_s if limit_s is None else min(ran_s, limit_s)
+                bar.refresh()
+    ticker = threading.Thread(target=tick, name="pyhipbench elapsed", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()
+        bar.close()

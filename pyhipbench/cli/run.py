@@ -24,6 +24,7 @@ from .._measure.cache import CACHE_STATES
 from .._measure.environment import environment, finish
 from .._measure.options import MAX_LAUNCHES, BenchOptions
 from .._measure.report import check_format, render, render_as
+from .._progress import elapsed
 from .._sweep.candidate import LAUNCH_FIELDS, MODULE, Launches, checked_chain
 from .._textfile import parse_json, parse_yaml, read_text
 from ..codegen import compile_for_device, ir
@@ -181,7 +182,8 @@ def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
         made = materialize_chain([launch.args for launch in chain], device)
         launches = [Launch(loaded.kernel(lowered.get(launch.kernel, launch.kernel)), launch.grid, launch.block,
                            launch_args, launch.shared_bytes) for launch, launch_args in zip(chain, made)]
-    result = bench_with(launches, options, expect=expected or None, atol=args.atol, rtol=args.rtol)
+    with elapsed(None if options.iterations is not None else options.max_time_s, "measuring"):
+        result = bench_with(launches, options, expect=expected or None, atol=args.atol, rtol=args.rtol)
     print(result.summary(), file=human)
     env = finish(started)
     written = []

@@ -26,7 +26,7 @@ from ..errors import BenchError, Error
 from . import _kernel
 from ._ahead import Ahead, compile_ahead
 from ._bench import BENCH_OPTIONS, bench_compiled_with, split_options
-from ._cache import hash_triton_early
+from ._cache import prepare_triton_early
 from ._kernel import Specialized, TritonKernel, _binder_view, _require_triton, build, specialize, target_of
 from ._tuning_cache import TuningCache
 
@@ -486,7 +486,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
             if missing:
                 raise BenchError(f"{what} names {', '.join(missing)}, not parameters of {fn.__name__!r} "
                                  f"({', '.join(fn.arg_names)})")
-        hash_triton_early()  # decorated at import, tuned at the first call: the hash is ready by then
+        prepare_triton_early()  # decorated at import, tuned at the first call: the hash and imports are done by then
         return Autotuner(fn, configs, key, device, options, launch_options, tune)
 
     return decorate

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._kernel import Specialized
 
-__all__ = ["installation_key", "hash_triton_early", "cached", "cache_key", "backend_of", "triton_files"]
+__all__ = ["installation_key", "prepare_triton_early", "cached", "cache_key", "backend_of", "triton_files"]
 
 _KEY_FILE = "triton_key.txt"
 _key: str | None = None  # this process's triton_key(): Triton's lru_cache holds it once per process too
@@ -65,7 +65,7 @@ def _fingerprint() -> str:
 
 def installation_key() -> str:
     """Triton's `triton_key()`: recorded under the fingerprint of Triton's files by an earlier process
-    (read back in about a millisecond), else computed now (or by hash_triton_early's thread) and recorded.
+    (read back in about a millisecond), else computed now (or by prepare_triton_early's thread) and recorded.
     Once per process, as Triton computes it."""
     global _key
     with _lock:
@@ -107,7 +107,7 @@ def _prepare() -> None:
             pass
 
 
-def hash_triton_early() -> None:
+def prepare_triton_early() -> None:
     """Starts Triton's once-per-process costs in a background thread, so a first tuning does not wait
     for them: `installation_key()` where no earlier process recorded it (hashing's reads release the GIL),
     and the modules Triton's specialiser imports on its first call."""

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import pickle
+import re
 import signal
 import sqlite3
 import subprocess
@@ -229,6 +230,20 @@ def test_load_results_reads_the_file_named_whatever_its_characters(tmp_path, nam
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
+
+
+def test_a_long_measurement_shows_its_seconds_against_the_time_limit_on_a_terminal_only(monkeypatch):
+    monkeypatch.setattr(pyhipbench._progress, "DELAY_S", 0.2)
+    screen, log, short = Terminal(), io.StringIO(), Terminal()
+    for stream, seconds in ((screen, 0.6), (log, 0.6), (short, 0.05)):
+        with pyhipbench._progress.elapsed(2.0, "measuring", stream=stream):
+            time.sleep(seconds)
+    assert re.search(r"measuring: 0\.[2-6]/2\.0 s", screen.getvalue())
+    assert log.getvalue() == short.getvalue() == ""  # not a terminal; over before the delay
+    unlimited = Terminal()
+    with pyhipbench._progress.elapsed(None, "measuring", stream=unlimited):  # a fixed count: no limit to show
+        time.sleep(0.4)
+    assert re.search(r"measuring: 0\.[2-4] s", unlimited.getvalue()) and "/" not in unlimited.getvalue()
 
 
 def test_progress_shows_failures_and_best_on_a_terminal_only(monkeypatch):

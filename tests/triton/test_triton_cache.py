@@ -91,7 +91,7 @@ def test_the_fingerprint_covers_every_file_triton_key_reads(monkeypatch):
                                                                          _cache.triton_files()))
 
 
-def test_the_first_specialisation_imports_nothing_hash_triton_early_did_not():
+def test_the_first_specialisation_imports_nothing_prepare_triton_early_did_not():
     """The modules Triton's specialiser imports on its first call are the ones imported ahead: in a new
     process, after them, specialising imports no Triton module."""
     import subprocess
