@@ -4,17 +4,17 @@
              its 36 configs, each reading in a process of its own: Triton's own autotuner with a fresh
              Triton cache; pyhipbench.triton.autotune with a fresh cache (the wall of tune(), its compile
              wall, the pool's start-up, each config's compile / queue / measure seconds); the same with
-             the cache now warm, in a new process; and a reference (triton.testing.do_bench, rep=300 ms,
-             of every config) naming the winner. Each decorates the kernel before making its tensors, as a
-             decorator at import does. A pick is "within noise" when its reference median is at
-             most the winner's p80.
+             the cache now warm, in --warm-runs new processes (each one's wall); and a reference
+             (triton.testing.do_bench, rep=300 ms, of every config) naming the winner. Each decorates
+             the kernel before making its tensors, as a decorator at import does. A pick is "within
+             noise" when its reference median is at most the winner's p80.
   sweep      a sweep of 500 Triton matmul configs (bench/triton_matmul.py's kernel, 1024^3 fp16) on
              one GPU with a fresh cache: the wall until the first result, the wall after it, and the GPU
              busy fraction after it (the candidates' measuring walls over the wall after the first).
 
 Writes compile_ahead.json in --out and prints a summary.
 
-    python bench/compile_ahead.py [--out DIR] [--parts attention,sweep] [--compile-workers N]
+    python bench/compile_ahead.py [--out DIR] [--parts attention,sweep] [--compile-workers N] [--warm-runs N]
 
 Needs an NVIDIA GPU, torch and triton 3.x.
 """
@@ -173,6 +173,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--parts", default="attention,sweep")
     parser.add_argument("--compile-workers", type=int, default=None)
+    parser.add_argument("--warm-runs", type=int, default=3)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     options, rest = parser.parse_known_args()
     sys.path.insert(0, str(HERE))
@@ -191,6 +192,8 @@ def main() -> None:
             "triton_fresh": in_child("triton", fresh_triton),
             "pyhipbench_fresh": in_child("pyhipbench", fresh_ours, "auto"),
             "pyhipbench_warm": in_child("pyhipbench", fresh_ours, "auto"),
+            "pyhipbench_warm_walls_s": [in_child("pyhipbench", fresh_ours, "auto")["wall_s"]
+                                        for _ in range(options.warm_runs - 1)],
             "pyhipbench_warm_l2": in_child("pyhipbench", fresh_ours, "warm"),
             "triton_warm": in_child("triton", fresh_triton),
             "reference": in_child("reference", fresh_ours)}
@@ -198,6 +201,9 @@ def main() -> None:
         print(json.dumps({k: out[k] for k in ("summary",)}, indent=1))
         for name in ("triton_fresh", "pyhipbench_fresh", "pyhipbench_warm", "pyhipbench_warm_l2", "triton_warm"):
             print(f"{name}: {out[name]['wall_s']:.2f} s, pick {out[name]['best']}")
+        out["pyhipbench_warm_walls_s"].insert(0, out["pyhipbench_warm"]["wall_s"])
+        print("pyhipbench_warm, every new process: " + ", ".join(f"{w:.3f}" for w in out["pyhipbench_warm_walls_s"])
+              + " s")
         print(f"pool start-up (s per worker): {out['pyhipbench_fresh']['pool_startup_s']}")
         print("config | reference ms (p80) | fresh µs, compiled, compile / queue / measure s | warm-cache µs, "
               "compiled, measure s | cache=warm µs")

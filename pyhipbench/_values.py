@@ -1,4 +1,4 @@
-"""Integer parameters, checked the same way everywhere.
+"""Parameters checked the same way everywhere: integers, reals, file formats.
 
 Tuners compute grid sizes, counts and shapes with numpy, so every integral
 type is an integer here: Python ints, numpy integers, anything with
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import operator
 import reprlib
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -90,3 +92,13 @@ def icache_flush(value: object) -> bool | None:
     if not isinstance(value, (bool, np.bool_)):
         raise BenchError(f"icache_flush={show(value)}: expected True, False or None (the default)")
     return bool(value)
+
+
+def file_format(path: Path, formats: Sequence[str], kind: str) -> str:
+    """`path`'s suffix, lower-case, where it is one of `formats` (a `kind` of file: "report", "picture");
+    BenchError naming the path and the formats otherwise."""
+    suffix = path.suffix.lower()
+    if suffix not in formats:
+        raise BenchError(f"{path}: unknown {kind} format {suffix or '(no suffix)'!r}; expected one of "
+                         f"{', '.join(formats)}")
+    return suffix

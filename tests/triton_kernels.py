@@ -48,3 +48,10 @@ def unrolled(x, out, STEPS: tl.constexpr):
     for i in tl.static_range(STEPS):
         acc = acc * 1.0001 + i
     tl.store(out + offsets, acc)
+
+
+@triton.jit
+def scale_by_default(x, out, n, factor=2.0, BLOCK: tl.constexpr = 64):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out + offsets, tl.load(x + offsets, mask=mask) * factor, mask=mask)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._values import file_format
 from ..errors import BenchError
 from .comparison import compare
 from .report import match_key
@@ -47,11 +48,7 @@ def figure_module() -> Any:
 
 def check_output(path: Path) -> str:
     """`path`'s picture format (.png or .svg); BenchError for any other."""
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        raise BenchError(f"{path}: unknown picture format {suffix or '(no suffix)'!r}; expected one of "
-                         f"{', '.join(FORMATS)}")
-    return suffix
+    return file_format(path, FORMATS, "picture")
 
 
 def _samples(result: dict[str, Any]) -> np.ndarray | None:

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._launch.launch_config import dims
 from .._textfile import parse_json, read_text
-from .._values import integer, real, show
+from .._values import file_format, integer, real, show
 from ..errors import BenchError
 from .environment import SCHEMA_VERSION
 
@@ -90,11 +90,7 @@ def to_markdown(results: list[dict[str, Any]]) -> str:
 
 def check_format(path: Path) -> str:
     """`path`'s report format (its suffix: .json, .csv or .md); BenchError for any other."""
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        raise BenchError(f"{path}: unknown report format {suffix or '(no suffix)'!r}; expected one of "
-                         f"{', '.join(FORMATS)}")
-    return suffix
+    return file_format(path, FORMATS, "report")
 
 
 def render(path: Path, results: list[dict[str, Any]], environment: dict[str, Any]) -> str:

@@ -76,11 +76,9 @@ class CompiledLaunch:
         for index, dtype in self.params:
             spec = given[index]
             kept.append(spec if dtype is None or not isinstance(spec, ScalarSpec) else ScalarSpec(dtype, spec.value))
-        programs = 1
-        for g in grid:
-            programs *= g
-        return tuple(kept) + tuple(ArraySpec("uint8", programs * size, shared=True) if size else
-                                   ScalarSpec("uint64", 0) for size in self.scratch_bytes)
+        from ..triton._kernel import scratch_sizes
+        return tuple(kept) + tuple(ArraySpec("uint8", size, shared=True) if size else ScalarSpec("uint64", 0)
+                                   for size in scratch_sizes(self.scratch_bytes, grid))
 
 
 @dataclass(frozen=True)

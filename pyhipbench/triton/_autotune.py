@@ -3,14 +3,16 @@
 A tuning goes in three steps. Every config (pruned first, in Python) is
 specialised for the call's arguments and its compile started ahead: Triton's
 cache answers configs compiled before, the compile pool compiles the rest in
-parallel. Once all have compiled, each is loaded, and then they are measured
-back to back, so the GPU is not left idle (its clock dropping) between
-compiles. A config that fails anywhere is recorded with its reason.
+parallel. Once all have compiled, they are measured back to back, so the GPU
+is not left idle (its clock dropping) between compiles, each config loaded
+while the GPU measures the one before it. A config that fails anywhere is
+recorded with its reason.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +21,7 @@ from .._device.device import Device
 from .._measure.callable import bench_callable
 from .._measure.options import BenchOptions
 from .._measure.result import Result
+from .._measure.timers import default_timer
 from .._progress import Progress
 from .._values import icache_flush as checked_icache_flush
 from .._values import integer, real, show
@@ -27,7 +30,16 @@ from . import _kernel
 from ._ahead import Ahead, compile_ahead
 from ._bench import BENCH_OPTIONS, bench_compiled_with, split_options
 from ._cache import prepare_triton_early
-from ._kernel import Specialized, TritonKernel, _binder_view, _require_triton, build, specialize, target_of
+from ._kernel import (
+    Specialized,
+    TritonKernel,
+    _binder_view,
+    _require_triton,
+    build,
+    specialize,
+    target_of,
+    triton_compile,
+)
 from ._tuning_cache import TuningCache
 
 if TYPE_CHECKING:
@@ -124,6 +136,7 @@ class _Candidate:
     config: Any
     spec: Specialized | None = None
     ahead: Ahead | None = None
+    compiled: Any = None  # Triton's CompiledKernel, for a config compiled here
     kernel: TritonKernel | None = None
     error: str | None = None
     compile_s: float = 0.0
@@ -258,8 +271,8 @@ class Autotuner:
         return candidate
 
     def _compile(self, candidates: list[_Candidate], progress: Progress) -> None:
-        """Every candidate compiled: ahead (cache, pool) where it can be, then each loaded (from Triton's
-        cache) or, where no worker could, compiled here."""
+        """Every candidate compiled: ahead (cache, pool) where it can be, else here, one after another.
+        Waits for the pool's compiles and records each outcome; nothing is loaded yet."""
         t = self.tune_options
         ready = [c for c in candidates if c.spec is not None]
         aheads = compile_ahead([c.spec for c in ready], self.device.arch, t.compile_workers, t.compile_timeout_s)
@@ -274,62 +287,92 @@ class Autotuner:
                 progress.done()
         progress.done(len(candidates) - len(ready))  # failed before compiling
         for candidate in ready:
-            if candidate.error is not None or (self._hooked(candidate.config) and candidate.ahead.where != "here"):
-                progress.done(candidate.ahead.where == "here")
-                continue  # a hooked config is launched by Triton, which loads it itself
-            loading = time.perf_counter()
-            try:
-                candidate.kernel = build(candidate.spec, self.device, self.tune_options.icache_flush,
-                                         candidate.ahead.compiled)
-            except Error as e:
-                candidate.failed(f"{type(e).__name__}: {e}")
-            if candidate.ahead.where == "here":
-                candidate.compile_s = time.perf_counter() - loading
-                progress.done()
-            else:
-                candidate.measure_s = time.perf_counter() - loading  # Triton's cache read, and the load
+            if candidate.ahead.where != "here":
+                continue
+            if candidate.error is None:
+                compiling = time.perf_counter()
+                try:
+                    candidate.compiled = triton_compile(candidate.spec, self.device.arch)
+                except Error as e:
+                    candidate.failed(f"{type(e).__name__}: {e}")
+                candidate.compile_s = time.perf_counter() - compiling
+            progress.done()
+
+    def _load(self, candidate: _Candidate) -> None:
+        """`candidate`'s kernel loaded on the device (Triton's cache read, for a compile ahead); a failure
+        becomes its error. Its seconds count into its measure_s. Not for a hooked config, which Triton's
+        launcher loads itself."""
+        if candidate.error is not None or self._hooked(candidate.config):
+            return
+        loading = time.perf_counter()
+        try:
+            candidate.kernel = build(candidate.spec, self.device, self.tune_options.icache_flush,
+                                     candidate.compiled)
+        except Error as e:
+            candidate.failed(f"{type(e).__name__}: {e}")
+        candidate.measure_s += time.perf_counter() - loading
 
     def _measure(self, candidates: list[_Candidate], grid: Any, args: Sequence[Any],
                  kwargs: dict[str, Any], progress: Progress) -> list[ConfigResult]:
-        """Each compiled candidate measured, back to back; every kernel unloaded after."""
+        """Each compiled candidate loaded and measured, back to back; every kernel unloaded after.
+
+        The next candidate loads on a second thread while the GPU measures the one before it (the
+        measurement releases the GIL): host work, which the kernel timers (cupti, rocprofiler), batched
+        and graph samples do not see. Not under the events timer, whose samples span the host's launch
+        calls: there each candidate loads before its measurement."""
         results: list[ConfigResult] = []
+        views: dict[int, Any] = {}  # each tensor's DeviceArray view, adopted once for the whole tuning
+        timer = default_timer(self.device) if self.options.timer == "auto" else self.options.timer
+        ahead = timer != "events"
         try:
-            for candidate in candidates:
-                result = None
-                if candidate.error is None:
-                    started = time.perf_counter()
-                    options = self.options
-                    bound_us = self._race_bound(results)
-                    if bound_us is not None:
-                        options = options.replace(slower_than_us=bound_us)
-                    try:
-                        if self._hooked(candidate.config):
-                            candidate.note = HOOKED_NOTE
-                            result = self._bench_hooked(candidate.config, grid, args, kwargs, options)
-                        else:
-                            result = bench_compiled_with(candidate.kernel, grid, options, **self._resets(),
-                                                         **self.launch_options)
-                    except Error as e:
-                        candidate.failed(f"{type(e).__name__}: {e}")
-                    candidate.measure_s += time.perf_counter() - started
-                if result is None:
-                    progress.failure()
-                else:
-                    progress.measured(result.median_us, str(candidate.config))
-                results.append(ConfigResult(
-                    candidate.config, result, candidate.error,
-                    None if candidate.ahead is None else candidate.ahead.where,
-                    None if candidate.spec is None else candidate.compile_s,
-                    None if candidate.ahead is None or candidate.ahead.where != "pool" else candidate.queue_s,
-                    candidate.measure_s if candidate.error is None else None, candidate.note))
+            with ThreadPoolExecutor(1, thread_name_prefix="pyhipbench load-ahead") as loading:
+                loads = [loading.submit(self._load, candidates[0])] if ahead and candidates else []
+                for i, candidate in enumerate(candidates):
+                    if ahead:
+                        loads[i].result()
+                        if i + 1 < len(candidates):
+                            loads.append(loading.submit(self._load, candidates[i + 1]))
+                    else:
+                        self._load(candidate)
+                    results.append(self._measured(candidate, grid, args, kwargs, results, views))
+                    if results[-1].result is None:
+                        progress.failure()
+                    else:
+                        progress.measured(results[-1].result.median_us, str(candidate.config))
         finally:
-            for candidate in candidates:
+            for candidate in candidates:  # the executor has ended: no load is under way
                 if candidate.kernel is not None:
                     candidate.kernel.unload()
         t = self.tune_options
         if t.pre_hook is not None:  # as Triton's autotuner leaves the arguments after tuning
             t.pre_hook(self._named(args, kwargs), reset_only=True)
         return results
+
+    def _measured(self, candidate: _Candidate, grid: Any, args: Sequence[Any], kwargs: dict[str, Any],
+                  results: list[ConfigResult], views: dict[int, Any]) -> ConfigResult:
+        """`candidate` (loaded) measured, raced against `results` so far, as its ConfigResult."""
+        result = None
+        if candidate.error is None:
+            started = time.perf_counter()
+            options = self.options
+            bound_us = self._race_bound(results)
+            if bound_us is not None:
+                options = options.replace(slower_than_us=bound_us)
+            try:
+                if self._hooked(candidate.config):
+                    candidate.note = HOOKED_NOTE
+                    result = self._bench_hooked(candidate.config, grid, args, kwargs, options)
+                else:
+                    result = bench_compiled_with(candidate.kernel, grid, options, views=views, **self._resets(),
+                                                 **self.launch_options)
+            except Error as e:
+                candidate.failed(f"{type(e).__name__}: {e}")
+            candidate.measure_s += time.perf_counter() - started
+        where = None if candidate.ahead is None else candidate.ahead.where
+        return ConfigResult(candidate.config, result, candidate.error, where,
+                            None if candidate.spec is None else candidate.compile_s,
+                            candidate.queue_s if where == "pool" else None,
+                            candidate.measure_s if candidate.error is None else None, candidate.note)
 
     def _resets(self) -> dict[str, tuple[str, ...]]:
         return {"reset_to_zero": self.tune_options.reset_to_zero, "restore_value": self.tune_options.restore_value}

@@ -5,6 +5,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._device.device import Device
+from .._device.memory import DeviceArray
+from .._launch.args import adopt_tensors
 from .._launch.launch import Launch
 from .._launch.launch_config import dims
 from .._measure.bench import bench_with
@@ -67,16 +69,25 @@ def bench_compiled(kernel: TritonKernel, grid: int | Sequence[int] | Callable[[d
 
 def bench_compiled_with(kernel: TritonKernel, grid: int | Sequence[int] | Callable[[dict[str, Any]], Any],
                         options: BenchOptions, *, reset_to_zero: Sequence[str] = (),
-                        restore_value: Sequence[str] = (), **launch: Any) -> Result:
+                        restore_value: Sequence[str] = (), views: dict[int, DeviceArray] | None = None,
+                        **launch: Any) -> Result:
     """bench_compiled with the measurement's options already checked (autotune, a sweep's Triton candidate);
     `reset_to_zero`, `restore_value`: names of the kernel's array arguments zeroed, or given back their
-    contents, before each sample, outside its timing (triton.autotune's); `launch`: stream, expect, atol, rtol."""
+    contents, before each sample, outside its timing (triton.autotune's); `views`: the tensors' DeviceArray
+    views by id(tensor), filled here and reused by later calls (autotune adopts each tensor once for all
+    its configs); `launch`: stream, expect, atol, rtol."""
     launch_grid = dims("grid", kernel.grid(grid))  # programs per axis
-    scratch, buffers = kernel.scratch(launch_grid)
+    arguments = kernel.arguments()
+    if views is not None:
+        arguments = adopt_tensors(kernel.kernel.device.backend, kernel.kernel.name, kernel.kernel.params,
+                                  arguments, views)
     resets = {what: [kernel.meta[name] for name in names]
               for what, names in (("reset_to_zero", reset_to_zero), ("restore_value", restore_value))}
+    if views is not None:
+        resets = {what: [views.get(id(array), array) for array in arrays] for what, arrays in resets.items()}
+    scratch, buffers = kernel.scratch(launch_grid)
     try:
-        return bench_with([Launch(kernel.kernel, launch_grid, kernel.block, kernel.arguments() + scratch,
+        return bench_with([Launch(kernel.kernel, launch_grid, kernel.block, arguments + scratch,
                               kernel.shared_bytes)], options, **resets, **launch)
     finally:
         for buffer in buffers:

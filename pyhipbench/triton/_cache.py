@@ -11,9 +11,10 @@ and read back by later processes while the files are unchanged; any change
 `cached(spec)` then looks a compile up under the very key `triton.compile`
 makes (the same parts, joined as Triton joins them; a test compares the two)
 and, where the cache holds it, returns Triton's own `CompiledKernel` read from
-that entry. A miss falls back to `triton.compile`, which computes its key
-itself: a key built differently (another Triton release) can only miss,
-never find another kernel's entry.
+that entry (`in_cache(spec)` only says whether it is there). A miss falls
+back to `triton.compile`, which computes its key itself: a key built
+differently (another Triton release) can only miss, never find another
+kernel's entry.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._kernel import Specialized
 
-__all__ = ["installation_key", "prepare_triton_early", "cached", "cache_key", "backend_of", "triton_files"]
+__all__ = ["installation_key", "prepare_triton_early", "cached", "in_cache", "cache_key", "backend_of", "triton_files"]
 
 _KEY_FILE = "triton_key.txt"
 _key: str | None = None  # this process's triton_key(): Triton's lru_cache holds it once per process too
@@ -138,11 +139,10 @@ def backend_of(target: Any) -> Any:
     return make_backend(target)
 
 
-def cached(spec: "Specialized") -> Any | None:
-    """Triton's CompiledKernel for `spec` read from Triton's cache, or None where the cache lacks it
-    or is bypassed (TRITON_ALWAYS_COMPILE)."""
+def _entry(spec: "Specialized") -> tuple[str, dict[str, str]] | None:
+    """(the digest, the group of files) of `spec`'s entry in Triton's cache, or None where the cache
+    lacks it or is bypassed (TRITON_ALWAYS_COMPILE)."""
     from triton import knobs
-    from triton.compiler.compiler import CompiledKernel
     from triton.runtime.cache import get_cache_manager
 
     if knobs.compilation.always_compile:
@@ -150,8 +150,23 @@ def cached(spec: "Specialized") -> Any | None:
     key, metadata = cache_key(spec)
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
     group = get_cache_manager(digest).get_group(metadata)
-    if not group or metadata not in group:
+    return (digest, group) if group and metadata in group else None
+
+
+def in_cache(spec: "Specialized") -> bool:
+    """Whether Triton's cache holds `spec`'s compile (its files are not read)."""
+    return _entry(spec) is not None
+
+
+def cached(spec: "Specialized") -> Any | None:
+    """Triton's CompiledKernel for `spec` read from Triton's cache, or None where the cache lacks it
+    or is bypassed (TRITON_ALWAYS_COMPILE)."""
+    from triton.compiler.compiler import CompiledKernel
+
+    entry = _entry(spec)
+    if entry is None:
         return None
+    digest, group = entry
     try:
         return CompiledKernel(spec.source(), group, digest)
     except (OSError, ValueError, KeyError):  # an entry removed or cut short meanwhile: compiled afresh

@@ -181,12 +181,11 @@ class TritonKernel:
         """The two scratch arguments for a launch of `grid`: a buffer of per-program
         bytes x programs (never rotated) where Triton asks for one, else a null
         pointer; and the buffers, for the caller to free."""
-        programs = math.prod(int(g) for g in grid)
         arguments: list[Argument] = []
         buffers: list[DeviceArray] = []
-        for size in (self.global_scratch_bytes, self.profile_scratch_bytes):
+        for size in scratch_sizes((self.global_scratch_bytes, self.profile_scratch_bytes), grid):
             if size:
-                buffers.append(self.kernel.device.empty(programs * size, np.uint8))
+                buffers.append(self.kernel.device.empty(size, np.uint8))
                 arguments.append(shared(buffers[-1]))
             else:
                 arguments.append(Pointer(0))
@@ -352,6 +351,13 @@ def kept_parameters(signature: dict[str, str]) -> dict[str, str]:
     """The parameters the compiled kernel takes, by name, with their Triton types: those Triton did not fold
     in as constants (meta-parameters, integers equal to 1, None); Triton 3.x's two scratch pointers follow."""
     return {k: v for k, v in signature.items() if v != "constexpr"}
+
+
+def scratch_sizes(per_program: Sequence[int], grid: Sequence[int]) -> tuple[int, ...]:
+    """Each scratch pointer's buffer for a launch of `grid`: its per-program bytes x the programs
+    (0: a null pointer is passed)."""
+    programs = math.prod(int(g) for g in grid)
+    return tuple(programs * size for size in per_program)
 
 
 def scratch_bytes(metadata: Any) -> tuple[int, int]:

@@ -72,6 +72,7 @@ class FakeDriverModule:
 def backend(driver: FakeDriverModule) -> CudaBackend:
     b = CudaBackend.__new__(CudaBackend)
     b._cu, b._context, b._device, b._index = driver, "primary context", 0, 0
+    b._properties = b._read_properties()
     return b
 
 

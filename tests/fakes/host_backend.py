@@ -44,6 +44,7 @@ class HostBackend:
         self.free_bytes = free_bytes
         self.live: dict[int, ctypes.Array] = {}
         self.modules: dict[int, dict[str, list[KernelParam]]] = {}
+        self.modules_loaded = 0  # handles are never reused, as a driver's are not while loaded
         self.streams: set[int] = set()
         self.free_error: Exception | None = None  # raised by free(), as a driver after a fault
         # What function_limits reports for every kernel, and each set_max_dynamic_shared call (function, bytes).
@@ -105,7 +106,8 @@ class HostBackend:
         ctypes.memmove(host.ctypes.data, address, host.nbytes)
 
     def load_module(self, image: bytes) -> int:
-        handle = 0x1000 + 0x100 * len(self.modules)
+        handle = 0x1000 + 0x100 * self.modules_loaded
+        self.modules_loaded += 1
         self.modules[handle] = kernels(image)
         return handle
 

@@ -195,6 +195,15 @@ def test_a_triton_compile_that_cannot_be_specialised_names_the_argument():
         TritonSource("triton_kernels:add", {"BLOCK": 64}).compile(CompileTarget("sm_90"), ())
 
 
+def test_a_triton_parameter_left_to_its_default_is_refused_by_name():
+    """The launch passes the candidate's args by position: a parameter the kernel keeps needs a value."""
+    args = tuple(hb._launch.arg_spec.parse_arg(a) for a in ["array:float32:1024", "array:float32:1024", "int32:1024"])
+    with pytest.raises(BenchError) as refused:
+        TritonSource("triton_kernels:scale_by_default").compile(SM90, args)
+    assert str(refused.value) == ("parameter factor of triton_kernels:scale_by_default takes its default; expected "
+                                  "a value for every parameter that is not a constexpr in args (3 given)")
+
+
 def test_cuda_source_compiles_on_the_cpu_and_names_its_kernels():
     require_nvrtc()
     source = CudaSource(CUDA, name_expressions=("scale<2>",))

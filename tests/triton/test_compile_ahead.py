@@ -233,3 +233,72 @@ def test_a_tuning_shows_its_configs_compiling_then_measuring(device, fresh_cache
     assert "add compiling" in drawn and "add measuring" in drawn and "4/4" in drawn and "best=" in drawn
     with pytest.raises(hb.BenchError, match=r"progress='yes': expected True, False or None"):
         ht.autotune(CONFIGS, key=["n"], progress="yes")
+
+
+@pytest.mark.parametrize("timer, loads_on", [("graph", "pyhipbench load-ahead"), ("events", "MainThread")])
+def test_each_config_loads_while_the_one_before_measures_except_under_the_events_timer(
+        device, fresh_cache, monkeypatch, timer, loads_on):
+    import threading
+
+    from pyhipbench.triton import _autotune
+    real_build, real_bench = _autotune.build, _autotune.bench_compiled_with
+    steps = []
+
+    def build(spec, *args):
+        steps.append(("load", spec.values["BLOCK"], spec.options["num_warps"], threading.current_thread().name))
+        return real_build(spec, *args)
+
+    def bench(kernel, *args, **options):
+        steps.append(("measure", kernel.meta["BLOCK"], kernel.num_warps))
+        return real_bench(kernel, *args, **options)
+    monkeypatch.setattr(_autotune, "build", build)
+    monkeypatch.setattr(_autotune, "bench_compiled_with", bench)
+    x, y, out = vectors(device)
+    tuning = ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer=timer,
+                         cache="warm", compile_workers=2)(tk.add).tune(grid, x, y, out, 4096)
+    assert not tuning.failed and all(r.measure_s > 0 for r in tuning.results)
+    loads = [step for step in steps if step[0] == "load"]
+    assert all(thread.startswith(loads_on) for *_, thread in loads) and len(loads) == len(CONFIGS)
+    measures = [step for step in steps if step[0] == "measure"]
+    assert [step[1:3] for step in loads] == [step[1:] for step in measures]  # in the configs' order
+    for i, measure in enumerate(measures):  # each config loaded before its measurement
+        assert steps.index(loads[i]) < steps.index(measure)
+    if timer == "events":  # one after another: load, measure, load, ...
+        assert [step[0] for step in steps] == ["load", "measure"] * len(CONFIGS)
+
+
+def test_a_config_that_fails_to_load_is_recorded_and_the_rest_are_measured(device, fresh_cache, monkeypatch):
+    from pyhipbench.triton import _autotune
+    real_build = _autotune.build
+
+    def build(spec, *args):
+        if spec.values["BLOCK"] == 256:
+            raise hb.CodegenError("this cubin does not load")
+        return real_build(spec, *args)
+    monkeypatch.setattr(_autotune, "build", build)
+    x, y, out = vectors(device)
+    tuning = ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer="graph",
+                         cache="warm", compile_workers=2)(tk.add).tune(grid, x, y, out, 4096)
+    assert [r.error for r in tuning.results] == [None, None] + ["CodegenError: this cubin does not load"] * 2
+    assert tuning.best in CONFIGS[:2] and all(r.measure_s is None for r in tuning.failed)
+
+
+def test_a_tensor_is_adopted_once_for_every_config_that_shares_the_views(device, fresh_cache):
+    from dataclasses import replace
+
+    from pyhipbench.triton._bench import bench_compiled_with
+
+    from fakes.tensors import FakeTensor
+    n = 4096
+    x, y, out = (FakeTensor(a, memory=device.backend) for a in (np.arange(n, dtype=np.float32),
+                                                                   np.ones(n, np.float32), np.zeros(n, np.float32)))
+    options = hb.BenchOptions(timer="events", cache="warm", iterations=2, warmup=0)
+    views: dict = {}
+    for block in (128, 256):
+        kernel = ht.compile(tk.add, [*vectors(device, n), n], device, BLOCK=block)
+        kernel = replace(kernel, meta={**kernel.meta, "x": x, "y": y, "out": out})
+        try:
+            bench_compiled_with(kernel, grid, options, views=views, reset_to_zero=["out"])
+        finally:
+            kernel.unload()
+    assert [t.exported for t in (x, y, out)] == [1, 1, 1] and len(views) == 3

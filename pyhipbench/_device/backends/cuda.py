@@ -59,6 +59,7 @@ class CudaBackend:
         self._index = index
         self.device_count = count
         self.make_current()
+        self._properties = self._read_properties()  # fixed for the device's life; read by every array view
 
     def __del__(self) -> None:
         # Arrays, modules and streams hold this backend, so none outlives the context.
@@ -90,6 +91,9 @@ class CudaBackend:
         return int(self._check("cuDeviceGetAttribute", self._cu.cuDeviceGetAttribute(attribute, self._device)))
 
     def properties(self) -> DeviceProperties:
+        return self._properties
+
+    def _read_properties(self) -> DeviceProperties:
         name = _text(self._check("cuDeviceGetName", self._cu.cuDeviceGetName(256, self._device)))
         arch = f"sm_{self._attribute('COMPUTE_CAPABILITY_MAJOR')}{self._attribute('COMPUTE_CAPABILITY_MINOR')}"
         l2 = self._attribute("L2_CACHE_SIZE")
