@@ -87,9 +87,10 @@ def elapsed(limit_s: float | None, desc: str, *, show: bool | None = None,
             stream: TextIO | None = None) -> Iterator[None]:
     """A bar of the seconds the work inside has run, against `limit_s` (a measurement's max_time_s, which it
     may stop before, at its precision; None: no limit, as for a fixed iteration count). Drawn by a thread,
-    since the measurement runs in the core with the GIL released; as Progress: on a terminal, after DELAY_S."""
+    since the measurement runs in the core with the GIL released; as Progress: on a terminal, after DELAY_S
+    (so work capped at DELAY_S or less starts no thread)."""
     stream = stream or sys.stderr
-    if not (stream.isatty() if show is None else show):
+    if limit_s is not None and limit_s <= DELAY_S or not (stream.isatty() if show is None else show):
         yield
         return
     try:

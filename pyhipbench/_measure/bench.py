@@ -18,6 +18,8 @@
    (racing) wholly above `slower_than_us`, or `max_time_s`, or the sample
    cap; `iterations` fixes the count instead.
 5. Free the copies; return the samples with what made them (result.py).
+   On a terminal, a measurement that may run past a second shows its
+   seconds so far (_progress.elapsed).
 
 A sample is the whole chain: one kernel (bench), or several in order
 (bench_chain), each on the same argument set.
@@ -41,6 +43,7 @@ from .._launch.args import Argument, adopt_tensors, check_args
 from .._launch.argument_sets import ArgumentSets, rotated_arrays
 from .._launch.launch import Launch
 from .._launch.launch_config import Dims, LaunchConfig
+from .._progress import elapsed
 from .._values import show
 from ..errors import BenchError
 from .cache import clean_step
@@ -77,8 +80,9 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us,
                            throttle_threshold=throttle_threshold, energy=energy)
-    return bench_with([Launch(kernel, grid, block, args, shared_bytes)], options, stream=stream, expect=expect,
-                      atol=atol, rtol=rtol)
+    with elapsed(_limit_s(options), f"measuring {getattr(kernel, 'name', 'a kernel')}"):
+        return bench_with([Launch(kernel, grid, block, args, shared_bytes)], options, stream=stream,
+                          expect=expect, atol=atol, rtol=rtol)
 
 
 def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str = "auto", precision: float = 0.01,
@@ -103,8 +107,14 @@ def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str =
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us,
                            throttle_threshold=throttle_threshold, energy=energy)
-    return bench_with(launches, options, stream=stream, expect=expect, atol=atol, rtol=rtol,
-                      reset_to_zero=reset_to_zero, restore_value=restore_value)
+    with elapsed(_limit_s(options), "measuring a chain"):
+        return bench_with(launches, options, stream=stream, expect=expect, atol=atol, rtol=rtol,
+                          reset_to_zero=reset_to_zero, restore_value=restore_value)
+
+
+def _limit_s(options: BenchOptions) -> float | None:
+    """The most seconds a measurement may run, for its elapsed bar (None: a fixed count, no limit)."""
+    return None if options.iterations is not None else options.max_time_s
 
 
 def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Stream | None = None,

@@ -312,3 +312,22 @@ def test_a_kernel_of_an_unloaded_module_is_refused(device, fake_driver):
     with pytest.raises(hb.BenchError, match="kernel 'copy': its ptx module has been unloaded"):
         hb.bench(copy, 1, 1, [hb.Pointer(0), hb.Pointer(0), hb.int64(0)])
     assert fake_driver.records() == []
+
+
+def test_bench_and_bench_chain_show_their_seconds_against_the_time_limit(device, copy, fake_driver, monkeypatch):
+    from contextlib import contextmanager
+
+    import pyhipbench._measure.bench as bench_module
+    bars = []
+
+    @contextmanager
+    def elapsed(limit_s, desc):
+        bars.append((limit_s, desc))
+        yield
+    monkeypatch.setattr(bench_module, "elapsed", elapsed)
+    src, dst = arrays(device)
+    args = [src, dst, hb.int64(1024)]
+    hb.bench(copy, 4, 256, args, max_time_s=5, timer="events", cache="warm")
+    hb.bench(copy, 4, 256, args, iterations=3, timer="events", cache="warm")
+    hb.bench_chain([hb.Launch(copy, 4, 256, args)], max_time_s=2.5, timer="events", cache="warm")
+    assert bars == [(5.0, "measuring copy"), (None, "measuring copy"), (2.5, "measuring a chain")]

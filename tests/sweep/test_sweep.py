@@ -244,6 +244,11 @@ def test_a_long_measurement_shows_its_seconds_against_the_time_limit_on_a_termin
     with pyhipbench._progress.elapsed(None, "measuring", stream=unlimited):  # a fixed count: no limit to show
         time.sleep(0.4)
     assert re.search(r"measuring: 0\.[2-4] s", unlimited.getvalue()) and "/" not in unlimited.getvalue()
+    capped = Terminal()
+    with pyhipbench._progress.elapsed(0.2, "measuring", stream=capped):  # limited to the delay: never a bar
+        assert not any(t.name == "pyhipbench elapsed" for t in threading.enumerate())
+        time.sleep(0.4)
+    assert capped.getvalue() == ""
 
 
 def test_progress_shows_failures_and_best_on_a_terminal_only(monkeypatch):
