@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._compile.pool import TaskOutcome, shared_pool
 from . import _kernel
-from ._cache import in_cache
+from ._cache import cache_entry
 
 if TYPE_CHECKING:
     from triton.runtime.jit import JITFunction
@@ -116,13 +116,15 @@ def compile_build(build: TritonBuild) -> float:
 
 @dataclass
 class Ahead:
-    """Where one compile happens: "cache" (Triton's cache has it, read when the kernel is loaded), "pool"
+    """Where one compile happens: "cache" (Triton's cache has it: `entry`, its cache_entry, read when the
+    kernel is loaded), "pool"
     (a worker compiles it into the cache: `future`'s TaskOutcome), or "here" (the measuring process; `note`
     says why). `what`: the compile, for messages."""
     where: str
     future: Future | None = None
     note: str | None = None
     what: str = ""
+    entry: tuple[str, dict[str, str]] | None = None
 
     def outcome(self) -> TaskOutcome | None:
         """The worker's outcome (waits for it); None where no worker compiles."""
@@ -140,8 +142,9 @@ def compile_ahead(specs: "list[Specialized]", arch: str, workers: int, timeout_s
     aheads: list[Ahead] = []
     knobs: dict[str, dict[str, Any]] | None = None
     for spec in specs:
-        if in_cache(spec):
-            aheads.append(Ahead("cache"))
+        entry = cache_entry(spec)
+        if entry is not None:
+            aheads.append(Ahead("cache", entry=entry))
             continue
         where = reference(spec.fn)
         if isinstance(where, str) or _kernel._knobs.compilation.always_compile:

@@ -29,7 +29,7 @@ from ..errors import BenchError, Error
 from . import _kernel
 from ._ahead import Ahead, compile_ahead
 from ._bench import BENCH_OPTIONS, bench_compiled_with, split_options
-from ._cache import prepare_triton_early
+from ._cache import cached, prepare_triton_early
 from ._kernel import (
     Specialized,
     TritonKernel,
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["autotune", "Autotuner", "Tuning", "ConfigResult", "TuneOptions"]
 
+LOAD_THREADS = 2  # a load's driver call overlaps the next one's Python
+
 HOOKED_NOTE = ("timed through the callable path: Triton's launcher with the hooks around each call, their GPU "
                "work in the time, as triton.autotune times it")
 
@@ -59,8 +61,9 @@ class ConfigResult:
     "pool": a compile worker; "here": this process, `note` says why).
     `compile_s`: seconds compiling (the worker's, or this process's);
     `queue_s`: seconds it waited for a compile worker; `measure_s`: seconds
-    measuring (load and bench). `note`: how it was timed when that differs
-    from the C++ loop (hooks), or where it compiled. `stored`: for a tuning
+    measuring (its load, which may overlap the bench of the config before,
+    and its bench). `note`: how it was timed when that differs from the C++
+    loop (hooks), or where it compiled. `stored`: for a tuning
     read back from `cache_results`' file, what was stored (`result` is None).
     """
     config: Any              # the triton.Config
@@ -305,9 +308,11 @@ class Autotuner:
         if candidate.error is not None or self._hooked(candidate.config):
             return
         loading = time.perf_counter()
+        compiled, entry = candidate.compiled, candidate.ahead.entry
         try:
-            candidate.kernel = build(candidate.spec, self.device, self.tune_options.icache_flush,
-                                     candidate.compiled)
+            if compiled is None and entry is not None:
+                compiled = cached(candidate.spec, entry)  # None: the entry went meanwhile, and build compiles
+            candidate.kernel = build(candidate.spec, self.device, self.tune_options.icache_flush, compiled)
         except Error as e:
             candidate.failed(f"{type(e).__name__}: {e}")
         candidate.measure_s += time.perf_counter() - loading
@@ -316,22 +321,20 @@ class Autotuner:
                  kwargs: dict[str, Any], progress: Progress) -> list[ConfigResult]:
         """Each compiled candidate loaded and measured, back to back; every kernel unloaded after.
 
-        The next candidate loads on a second thread while the GPU measures the one before it (the
-        measurement releases the GIL): host work, which the kernel timers (cupti, rocprofiler), batched
-        and graph samples do not see. Not under the events timer, whose samples span the host's launch
-        calls: there each candidate loads before its measurement."""
+        The candidates load in order on LOAD_THREADS threads of their own while the GPU measures (the
+        measurement releases the GIL; a load is part Python, part driver call): host work, which the kernel
+        timers (cupti, rocprofiler), batched and graph samples do not see. Not under the events timer, whose
+        samples span the host's launch calls: there each candidate loads before its measurement."""
         results: list[ConfigResult] = []
         views: dict[int, Any] = {}  # each tensor's DeviceArray view, adopted once for the whole tuning
         timer = default_timer(self.device) if self.options.timer == "auto" else self.options.timer
         ahead = timer != "events"
         try:
-            with ThreadPoolExecutor(1, thread_name_prefix="pyhipbench load-ahead") as loading:
-                loads = [loading.submit(self._load, candidates[0])] if ahead and candidates else []
+            with ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="pyhipbench load-ahead") as loading:
+                loads = [loading.submit(self._load, c) for c in candidates] if ahead else []
                 for i, candidate in enumerate(candidates):
                     if ahead:
                         loads[i].result()
-                        if i + 1 < len(candidates):
-                            loads.append(loading.submit(self._load, candidates[i + 1]))
                     else:
                         self._load(candidate)
                     results.append(self._measured(candidate, grid, args, kwargs, results, views))

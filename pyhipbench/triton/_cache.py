@@ -11,7 +11,7 @@ and read back by later processes while the files are unchanged; any change
 `cached(spec)` then looks a compile up under the very key `triton.compile`
 makes (the same parts, joined as Triton joins them; a test compares the two)
 and, where the cache holds it, returns Triton's own `CompiledKernel` read from
-that entry (`in_cache(spec)` only says whether it is there). A miss falls
+that entry (`cache_entry(spec)` only finds it). A miss falls
 back to `triton.compile`, which computes its key itself: a key built
 differently (another Triton release) can only miss, never find another
 kernel's entry.
@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._kernel import Specialized
 
-__all__ = ["installation_key", "prepare_triton_early", "cached", "in_cache", "cache_key", "backend_of", "triton_files"]
+__all__ = ["installation_key", "prepare_triton_early", "cached", "cache_entry", "cache_key", "backend_of",
+           "triton_files"]
 
 _KEY_FILE = "triton_key.txt"
 _key: str | None = None  # this process's triton_key(): Triton's lru_cache holds it once per process too
@@ -139,9 +140,9 @@ def backend_of(target: Any) -> Any:
     return make_backend(target)
 
 
-def _entry(spec: "Specialized") -> tuple[str, dict[str, str]] | None:
-    """(the digest, the group of files) of `spec`'s entry in Triton's cache, or None where the cache
-    lacks it or is bypassed (TRITON_ALWAYS_COMPILE)."""
+def cache_entry(spec: "Specialized") -> tuple[str, dict[str, str]] | None:
+    """(the digest, the group of files) of `spec`'s entry in Triton's cache (its files are not read), or
+    None where the cache lacks it or is bypassed (TRITON_ALWAYS_COMPILE)."""
     from triton import knobs
     from triton.runtime.cache import get_cache_manager
 
@@ -153,17 +154,12 @@ def _entry(spec: "Specialized") -> tuple[str, dict[str, str]] | None:
     return (digest, group) if group and metadata in group else None
 
 
-def in_cache(spec: "Specialized") -> bool:
-    """Whether Triton's cache holds `spec`'s compile (its files are not read)."""
-    return _entry(spec) is not None
-
-
-def cached(spec: "Specialized") -> Any | None:
-    """Triton's CompiledKernel for `spec` read from Triton's cache, or None where the cache lacks it
-    or is bypassed (TRITON_ALWAYS_COMPILE)."""
+def cached(spec: "Specialized", entry: tuple[str, dict[str, str]] | None = None) -> Any | None:
+    """Triton's CompiledKernel for `spec` read from Triton's cache (from `entry`, its `cache_entry`
+    found already), or None where the cache lacks it or is bypassed (TRITON_ALWAYS_COMPILE)."""
     from triton.compiler.compiler import CompiledKernel
 
-    entry = _entry(spec)
+    entry = cache_entry(spec) if entry is None else entry
     if entry is None:
         return None
     digest, group = entry
