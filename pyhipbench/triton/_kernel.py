@@ -353,6 +353,14 @@ def kept_parameters(signature: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in signature.items() if v != "constexpr"}
 
 
+def _ptx_head(ptx: str) -> str:
+    """Triton's PTX up to its kernel's body, with an empty body: the target and the parameters, without
+    reading the rest (a tenth of a megabyte, and the cubin beside it was built from it)."""
+    entry = ptx.find(".entry")
+    body = ptx.find("{", entry) if entry >= 0 else -1
+    return ptx if body < 0 else ptx[:body] + "{\n}\n"
+
+
 def scratch_sizes(per_program: Sequence[int], grid: Sequence[int]) -> tuple[int, ...]:
     """Each scratch pointer's buffer for a launch of `grid`: its per-program bytes x the programs
     (0: a null pointer is passed)."""
@@ -383,9 +391,9 @@ def _load(fn: "JITFunction", compiled: Any, device: Device, signature: dict[str,
     image, binary = code_image(compiled, device.arch, icache_flush)
     if binary == "cubin":
         # The cubin is the very code Triton launches; its PTX (same kernel) lists the parameters.
-        ptx = compiled.asm["ptx"]
+        head = _ptx_head(compiled.asm["ptx"])
         module = Module(device, device.backend.load_module(image), "cubin",
-                        codeobject.ptx_kernels(ptx), codeobject.target(ptx.encode()))
+                        codeobject.ptx_kernels(head), codeobject.target(head.encode()))
     else:
         module = device.load_module(image)
     kernel = module.kernel(name)

@@ -303,3 +303,16 @@ def test_a_tensor_is_adopted_once_for_every_config_that_shares_the_views(device,
         finally:
             kernel.unload()
     assert [t.exported for t in (x, y, out)] == [1, 1, 1] and len(views) == 3
+
+
+def test_a_kernel_s_parameters_and_target_are_read_from_its_ptx_head_as_from_the_whole(device, fresh_cache):
+    from pyhipbench._codeobject import image
+    from pyhipbench.triton._kernel import _ptx_head
+    kernel = ht.compile(tk.add, [*vectors(device), 4096], device, BLOCK=128)
+    try:
+        ptx = kernel.compiled.asm["ptx"]
+        head = _ptx_head(ptx)
+        assert len(head) < len(ptx) // 2 and image.ptx_kernels(head) == image.ptx_kernels(ptx)
+        assert image.target(head.encode()) == image.target(ptx.encode()) == "sm_90a"
+    finally:
+        kernel.unload()
