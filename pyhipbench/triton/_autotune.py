@@ -4,9 +4,9 @@ A tuning goes in three steps. Every config (pruned first, in Python) is
 specialised for the call's arguments and its compile started ahead: Triton's
 cache answers configs compiled before, the compile pool compiles the rest in
 parallel. Once all have compiled, they are measured back to back, so the GPU
-is not left idle (its clock dropping) between compiles, each config loaded
-while the GPU measures the one before it. A config that fails anywhere is
-recorded with its reason.
+is not left idle (its clock dropping) between compiles, while two threads load
+the configs, in order, ahead of the one measuring. A config that fails
+anywhere is recorded with its reason.
 """
 from __future__ import annotations
 
