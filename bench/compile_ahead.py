@@ -176,6 +176,8 @@ def main() -> None:
     parser.add_argument("--warm-runs", type=int, default=3)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     options, rest = parser.parse_known_args()
+    if options.warm_runs < 1:
+        parser.error(f"--warm-runs {options.warm_runs}: expected at least 1 new process with the cache warm")
     sys.path.insert(0, str(HERE))
     if options.worker:
         work = {"triton": work_triton, "pyhipbench": lambda: work_pyhipbench(rest[0]), "reference": work_reference,

@@ -78,12 +78,11 @@ def bench_compiled_with(kernel: TritonKernel, grid: int | Sequence[int] | Callab
     its configs); `launch`: stream, expect, atol, rtol."""
     launch_grid = dims("grid", kernel.grid(grid))  # programs per axis
     arguments = kernel.arguments()
-    if views is not None:
-        arguments = adopt_tensors(kernel.kernel.device.backend, kernel.kernel.name, kernel.kernel.params,
-                                  arguments, views)
     resets = {what: [kernel.meta[name] for name in names]
               for what, names in (("reset_to_zero", reset_to_zero), ("restore_value", restore_value))}
-    if views is not None:
+    if views is not None:  # the tensors as the views adopted before, each reset as its argument's view
+        arguments = adopt_tensors(kernel.kernel.device.backend, kernel.kernel.name, kernel.kernel.params,
+                                  arguments, views)
         resets = {what: [views.get(id(array), array) for array in arrays] for what, arrays in resets.items()}
     scratch, buffers = kernel.scratch(launch_grid)
     try:
