@@ -4,10 +4,11 @@
              its 36 configs, each reading in a process of its own: Triton's own autotuner with a fresh
              Triton cache; pyhipbench.triton.autotune with a fresh cache (the wall of tune(), its compile
              wall, the pool's start-up, each config's compile / queue / measure seconds); the same with
-             the cache now warm, in --warm-runs new processes (each one's wall); and a reference
-             (triton.testing.do_bench, rep=300 ms, of every config) naming the winner. Each decorates
-             the kernel before making its tensors, as a decorator at import does. A pick is "within
-             noise" when its reference median is at most the winner's p80.
+             the cache now warm, in --warm-runs new processes (each one's wall; the tied configs'
+             sustained medians); and a reference (triton.testing.do_bench, rep=300 ms, of every config,
+             in a process of its own: once in the configs' order, once in reverse) naming the winner.
+             Each decorates the kernel before making its tensors, as a decorator at import does. A pick
+             is "within noise" of a reference when its median there is at most the winner's p80.
   sweep      a sweep of 500 Triton matmul configs (bench/triton_matmul.py's kernel, 1024^3 fp16) on
              one GPU with a fresh cache: the wall until the first result, the wall after it, and the GPU
              busy fraction after it (the candidates' measuring walls over the wall after the first).
@@ -83,18 +84,21 @@ def work_pyhipbench(cache: str) -> dict:
             "pool_startup_s": pool.startup_s, "failed": [r.to_dict() for r in tuning.failed],
             "configs": [{"config": str(r.config), "compiled": r.compiled, "compile_s": r.compile_s,
                          "queue_s": r.queue_s, "measure_s": r.measure_s, "median_us": r.median_us,
-                         "stop_reason": None if r.result is None else r.result.stop_reason}
+                         "stop_reason": None if r.result is None else r.result.stop_reason,
+                         "sustained_median_us": None if r.sustained is None else r.sustained.median_us,
+                         "sustained_clock_mhz": None if r.sustained is None or r.sustained.clock is None
+                         else r.sustained.clock.mean_mhz}
                         for r in tuning.results]}
 
 
-def work_reference() -> dict:
+def work_reference(order: str) -> dict:
     import triton
     import triton.testing
     from attention_kernel import attention_forward, configs
     tensors = attention_tensors()
     args = attention_args(*tensors)
     readings = {}
-    for config in configs():
+    for config in configs() if order == "forward" else configs()[::-1]:
         def launch(meta=config.all_kwargs()):
             attention_forward[attention_grid](*args, HEAD_DIM=HEAD_DIM, **meta)
         try:
@@ -153,18 +157,22 @@ def in_child(kind: str, cache_dir: Path, *extra: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def summarize_attention(out: dict) -> dict:
-    reference = {k: v for k, v in out["reference"].items() if "median_ms" in v}
+def judged_by(readings: dict, pick: str) -> dict:
+    """`pick` against one reference pass's winner."""
+    reference = {k: v for k, v in readings.items() if "median_ms" in v}
     winner = min(reference, key=lambda k: reference[k]["median_ms"])
+    if pick not in reference:
+        return {"winner": winner, "within_noise": False}
+    return {"winner": winner, "over_winner": reference[pick]["median_ms"] / reference[winner]["median_ms"],
+            "within_noise": reference[pick]["median_ms"] <= reference[winner]["p80_ms"]}
 
-    def judged(pick: str) -> dict:
-        if pick not in reference:
-            return {"pick": pick, "within_noise": False}
-        return {"pick": pick, "over_winner": reference[pick]["median_ms"] / reference[winner]["median_ms"],
-                "within_noise": reference[pick]["median_ms"] <= reference[winner]["p80_ms"]}
-    return {"reference_winner": winner, "triton": judged(out["triton_fresh"]["best"]),
-            "pyhipbench": judged(out["pyhipbench_fresh"]["best"]),
-            "pyhipbench_warm": judged(out["pyhipbench_warm"]["best"]),
+
+def summarize_attention(out: dict) -> dict:
+    picks = {"triton": out["triton_fresh"]["best"], "pyhipbench": out["pyhipbench_fresh"]["best"],
+             "pyhipbench_warm": out["pyhipbench_warm"]["best"]}
+    return {**{who: {"pick": pick, **{order: judged_by(out[f"reference_{order}"], pick)
+                                      for order in ("forward", "reverse")}}
+               for who, pick in picks.items()},
             "fresh_speedup": out["triton_fresh"]["wall_s"] / out["pyhipbench_fresh"]["wall_s"]}
 
 
@@ -180,7 +188,8 @@ def main() -> None:
         parser.error(f"--warm-runs {options.warm_runs}: expected at least 1 new process with the cache warm")
     sys.path.insert(0, str(HERE))
     if options.worker:
-        work = {"triton": work_triton, "pyhipbench": lambda: work_pyhipbench(rest[0]), "reference": work_reference,
+        work = {"triton": work_triton, "pyhipbench": lambda: work_pyhipbench(rest[0]),
+                "reference": lambda: work_reference(rest[0]),
                 "sweep": lambda: work_sweep(int(rest[0]))}[options.worker]
         print(json.dumps(work()))
         return
@@ -198,7 +207,8 @@ def main() -> None:
                                         for _ in range(options.warm_runs - 1)],
             "pyhipbench_warm_l2": in_child("pyhipbench", fresh_ours, "warm"),
             "triton_warm": in_child("triton", fresh_triton),
-            "reference": in_child("reference", fresh_ours)}
+            "reference_forward": in_child("reference", fresh_ours, "forward"),
+            "reference_reverse": in_child("reference", fresh_ours, "reverse")}
         out["summary"] = summarize_attention(out)
         print(json.dumps({k: out[k] for k in ("summary",)}, indent=1))
         for name in ("triton_fresh", "pyhipbench_fresh", "pyhipbench_warm", "pyhipbench_warm_l2", "triton_warm"):
@@ -207,16 +217,19 @@ def main() -> None:
         print("pyhipbench_warm, every new process: " + ", ".join(f"{w:.3f}" for w in out["pyhipbench_warm_walls_s"])
               + " s")
         print(f"pool start-up (s per worker): {out['pyhipbench_fresh']['pool_startup_s']}")
-        print("config | reference ms (p80) | fresh µs, compiled, compile / queue / measure s | warm-cache µs, "
-              "compiled, measure s | cache=warm µs")
+        print("config | reference ms (p80), forward / reverse | fresh µs, compiled, compile / queue / measure s | "
+              "warm-cache µs, compiled, measure s, sustained µs @ MHz | cache=warm µs")
         rows = zip(out["pyhipbench_fresh"]["configs"], out["pyhipbench_warm"]["configs"],
                    out["pyhipbench_warm_l2"]["configs"])
         for fresh, warm, l2 in rows:
-            ref = out["reference"].get(fresh["config"], {})
-            print(f"{fresh['config'][:40]} | {ref.get('median_ms', 0):.4f} ({ref.get('p80_ms', 0):.4f}) | "
+            refs = [out[f"reference_{order}"].get(fresh["config"], {}) for order in ("forward", "reverse")]
+            held = "" if warm["sustained_median_us"] is None else \
+                f" {warm['sustained_median_us']:.1f} @ {warm['sustained_clock_mhz'] or 0:.0f}"
+            print(f"{fresh['config'][:40]} | "
+                  + " / ".join(f"{ref.get('median_ms', 0):.4f} ({ref.get('p80_ms', 0):.4f})" for ref in refs) + " | "
                   f"{fresh['median_us'] or 0:.1f} {fresh['compiled']} {fresh['compile_s'] or 0:.2f} / "
                   f"{fresh['queue_s'] or 0:.2f} / {fresh['measure_s'] or 0:.3f} {fresh['stop_reason']} | "
-                  f"{warm['median_us'] or 0:.1f} {warm['compiled']} {warm['measure_s'] or 0:.3f} | "
+                  f"{warm['median_us'] or 0:.1f} {warm['compiled']} {warm['measure_s'] or 0:.3f}{held} | "
                   f"{l2['median_us'] or 0:.1f}")
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "compile_ahead.json").write_text(json.dumps(results, indent=1))

@@ -421,9 +421,10 @@ PYBIND11_MODULE(_core, m) {
   py::class_<StopRule>(m, "StopRule", "Targets and caps of one measurement (pyhipbench/stopping.hpp).")
       .def(py::init([](double precision, size_t min_samples, size_t max_samples, double max_time_s, double settle,
                        size_t max_warmup_samples, size_t warmup_chunk, size_t first_chunk, double tick_us,
-                       double slower_than_us, double race_threshold, double throttle_threshold) {
-             StopRule rule{precision,    min_samples, max_samples, max_time_s,     settle,         max_warmup_samples,
-                           warmup_chunk, first_chunk, tick_us,     slower_than_us, race_threshold, throttle_threshold};
+                       double slower_than_us, double race_threshold, double throttle_threshold, double hold_s) {
+             StopRule rule{precision,          min_samples,        max_samples, max_time_s, settle,
+                           max_warmup_samples, warmup_chunk,       first_chunk, tick_us,    slower_than_us,
+                           race_threshold,     throttle_threshold, hold_s};
              rule.validate();
              return rule;
            }),
@@ -433,7 +434,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("warmup_chunk") = defaults.warmup_chunk, py::arg("first_chunk") = defaults.first_chunk,
            py::arg("tick_us") = defaults.tick_us, py::arg("slower_than_us") = defaults.slower_than_us,
            py::arg("race_threshold") = defaults.race_threshold,
-           py::arg("throttle_threshold") = defaults.throttle_threshold)
+           py::arg("throttle_threshold") = defaults.throttle_threshold, py::arg("hold_s") = defaults.hold_s)
       .def_readonly("precision", &StopRule::precision)
       .def_readonly("min_samples", &StopRule::min_samples)
       .def_readonly("max_samples", &StopRule::max_samples)
@@ -446,6 +447,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("slower_than_us", &StopRule::slower_than_us)
       .def_readonly("race_threshold", &StopRule::race_threshold)
       .def_readonly("throttle_threshold", &StopRule::throttle_threshold)
+      .def_readonly("hold_s", &StopRule::hold_s)
       .def(
           "stop_reason",
           [](const StopRule& rule, const Summary& summary, double elapsed_s) -> std::optional<std::string> {

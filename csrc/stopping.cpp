@@ -43,6 +43,7 @@ void StopRule::validate() const {
   require(first_chunk >= 1, "first_chunk", first_chunk, "an integer >= 1");
   require(std::isfinite(throttle_threshold) && throttle_threshold >= 0 && throttle_threshold < 1, "throttle_threshold",
           throttle_threshold, "a fraction of the rated SM clock >= 0 and < 1 (0 = off)");
+  require(std::isfinite(hold_s) && hold_s >= 0, "hold_s", hold_s, "a finite number of seconds >= 0 (0 = no hold)");
 }
 
 std::string StopRule::stop_reason(const Summary& summary, double elapsed_s) const {
@@ -102,6 +103,25 @@ static Measurement measure_runs(Timer& timer, const std::string& timed, size_t s
   rule.validate();
   Measurement m;
   size_t next_set = 0;
+  if (rule.hold_s > 0) {
+    // Runs double from one warm-up chunk, then are sized from the last run's
+    // wall time to end near the deadline: few synchronisations, and little
+    // overshoot, whatever the sample's length.
+    const auto holding = std::chrono::steady_clock::now();
+    size_t samples = rule.warmup_chunk;
+    for (;;) {
+      const auto run_started = std::chrono::steady_clock::now();
+      const Timings held = run_timer(samples, next_set);
+      next_set = (next_set + samples * held.launches_per_sample) % sets;
+      m.warmup_samples += samples;
+      const double left_s = rule.hold_s - seconds_since(holding);
+      if (left_s <= 0) break;
+      const double per_sample_s = std::max(seconds_since(run_started), 1e-9) / static_cast<double>(samples);
+      samples = std::clamp<size_t>(static_cast<size_t>(std::ceil(left_s / per_sample_s)), 1,
+                                   std::max<size_t>(2 * samples, rule.warmup_chunk));
+      samples = std::min(samples, kMaxHoldRun);
+    }
+  }
   const auto started = std::chrono::steady_clock::now();
   auto throttled = [&](const Timings& run) {
     return rule.throttle_threshold > 0 && run.clock_mhz > 0 && run.default_clock_mhz > 0 &&

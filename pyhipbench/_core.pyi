@@ -262,7 +262,7 @@ class StopRule:
                  max_time_s: float = 2.0, settle: float = 0.02, max_warmup_samples: int = 1000,
                  warmup_chunk: int = 8, first_chunk: int = 16, tick_us: float = 0.032,
                  slower_than_us: float = 0.0, race_threshold: float = 0.02,
-                 throttle_threshold: float = 0.75) -> None:
+                 throttle_threshold: float = 0.75, hold_s: float = 0.0) -> None:
         """Raises BenchError naming the first field out of range."""
     @property
     def precision(self) -> float:
@@ -273,7 +273,7 @@ class StopRule:
     def max_samples(self) -> int: ...
     @property
     def max_time_s(self) -> float:
-        """Wall time of the measurement, warm-up included, s."""
+        """Wall time of the measurement, warm-up included (the hold not), s."""
     @property
     def settle(self) -> float:
         """Warm-up ends when consecutive chunk medians agree within this fraction."""
@@ -296,6 +296,9 @@ class StopRule:
     @property
     def throttle_threshold(self) -> float:
         """A run below this fraction of the rated SM clock is taken again; 0: never."""
+    @property
+    def hold_s(self) -> float:
+        """Untimed runs back to back for at least this long before the warm-up, s; 0: none."""
     def stop_reason(self, summary: Summary, elapsed_s: float) -> str | None:
         """Why to stop after a chunk ('precision', 'slower', 'max-samples', 'max-time'), or None to go on."""
     def next_chunk(self, summary: Summary) -> int:

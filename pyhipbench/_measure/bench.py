@@ -61,13 +61,13 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
           timer: str = "auto", cache: str = "auto", precision: float = 0.01, max_time_s: float = 1.0,
           iterations: int | None = None, warmup: int | None = None, rotate: int | str = "auto",
           slower_than_us: float | None = None, throttle_threshold: float = 0.75, energy: bool = False,
-          shared_bytes: int = 0, stream: Stream | None = None, expect: Expect = None, atol: float | None = None,
-          rtol: float | None = None) -> Result:
+          hold_s: float = 0.0, shared_bytes: int = 0, stream: Stream | None = None, expect: Expect = None,
+          atol: float | None = None, rtol: float | None = None) -> Result:
     """Times `kernel` (µs per launch) until its median is known to ±`precision` (95 % CI).
 
     `timer`, `cache`, `precision`, `max_time_s` (s), `iterations`, `warmup`,
     `rotate`, `slower_than_us` (µs), `throttle_threshold` (a fraction of
-    the rated SM clock) and `energy` are the measurement's options
+    the rated SM clock), `energy` and `hold_s` (s) are the measurement's options
     (`BenchOptions` documents each). Arrays wrapped in `shared()` never rotate.
     `shared_bytes`: dynamic shared memory, bytes.
     `stream`: a `Device.stream()` (None = the default stream).
@@ -79,7 +79,7 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     """
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us,
-                           throttle_threshold=throttle_threshold, energy=energy)
+                           throttle_threshold=throttle_threshold, energy=energy, hold_s=hold_s)
     with elapsed(_limit_s(options), f"measuring {getattr(kernel, 'name', 'a kernel')}"):
         return bench_with([Launch(kernel, grid, block, args, shared_bytes)], options, stream=stream,
                           expect=expect, atol=atol, rtol=rtol)
@@ -88,8 +88,8 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
 def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str = "auto", precision: float = 0.01,
                 max_time_s: float = 1.0, iterations: int | None = None, warmup: int | None = None,
                 rotate: int | str = "auto", slower_than_us: float | None = None, throttle_threshold: float = 0.75,
-                energy: bool = False, stream: Stream | None = None, expect: Expect = None, atol: float | None = None,
-                rtol: float | None = None, reset_to_zero: Sequence[DeviceArray] = (),
+                energy: bool = False, hold_s: float = 0.0, stream: Stream | None = None, expect: Expect = None,
+                atol: float | None = None, rtol: float | None = None, reset_to_zero: Sequence[DeviceArray] = (),
                 restore_value: Sequence[DeviceArray] = ()) -> Result:
     """Times a chain of launches run in order as one sample (µs per chain), as bench() times one.
 
@@ -106,7 +106,7 @@ def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str =
     """
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us,
-                           throttle_threshold=throttle_threshold, energy=energy)
+                           throttle_threshold=throttle_threshold, energy=energy, hold_s=hold_s)
     with elapsed(_limit_s(options), "measuring a chain"):
         return bench_with(launches, options, stream=stream, expect=expect, atol=atol, rtol=rtol,
                           reset_to_zero=reset_to_zero, restore_value=restore_value)
@@ -114,7 +114,7 @@ def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str =
 
 def _limit_s(options: BenchOptions) -> float | None:
     """The most seconds a measurement may run, for its elapsed bar (None: a fixed count, no limit)."""
-    return None if options.iterations is not None else options.max_time_s
+    return None if options.iterations is not None else options.hold_s + options.max_time_s
 
 
 def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Stream | None = None,

@@ -54,13 +54,13 @@ _devices: dict[int, Device] = {}  # the Device of each index, made once: its tim
 def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str = "auto", precision: float = 0.01,
                    max_time_s: float = 1.0, iterations: int | None = None, warmup: int | None = None,
                    slower_than_us: float | None = None, throttle_threshold: float = 0.75, energy: bool = False,
-                   graph: bool | str = "auto", stream: int | None = None,
+                   hold_s: float = 0.0, graph: bool | str = "auto", stream: int | None = None,
                    device: Device | None = None, name: str | None = None) -> Result:
     """Times what `fn()` launches on the GPU (µs per call) until its median is known to ±`precision`.
 
     `timer` ("auto": cupti where it works, else events), `cache` ("auto":
     clean-cold; or warm), `precision`, `max_time_s` (s), `iterations`, `warmup`,
-    `slower_than_us` (µs), `throttle_threshold` and `energy`: as bench() (`BenchOptions`). `graph`: "auto"
+    `slower_than_us` (µs), `throttle_threshold`, `energy` and `hold_s` (s): as bench() (`BenchOptions`). `graph`: "auto"
     replays a captured graph where capture works and calls `fn` otherwise;
     True requires the graph; False always calls. `stream`: the stream handle
     `fn` issues its work on (None: torch's current stream when torch is
@@ -78,7 +78,8 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
                          f"{' or '.join(CALL_TIMERS)} or 'auto'")
     options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
                            iterations=iterations, warmup=warmup, rotate=1 if cache == "warm" else "auto",
-                           slower_than_us=slower_than_us, throttle_threshold=throttle_threshold, energy=energy)
+                           slower_than_us=slower_than_us, throttle_threshold=throttle_threshold, energy=energy,
+                           hold_s=hold_s)
     if options.cache_state == "dirty-cold":
         raise BenchError("cache='dirty-cold': a callable's buffers are its own, so pyhipbench cannot rotate "
                          "them; expected 'clean-cold' or 'warm'")

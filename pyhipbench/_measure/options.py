@@ -52,6 +52,10 @@ class BenchOptions:
     this time, µs. `throttle_threshold`: a run of samples whose SM clock is
     below this fraction of the device's rated clock is discarded and taken
     again after a pause (`Result.throttled_samples` counts them); 0 = off.
+    `hold_s`: untimed runs back to back for at least this long before the
+    warm-up, seconds (0 = none): the measurement then reads the clock the
+    GPU's power and thermal limits sustain under this work rather than its
+    boost clock; `max_time_s` counts from the hold's end.
     """
     timer: str = "auto"
     cache: str = "auto"
@@ -63,6 +67,7 @@ class BenchOptions:
     slower_than_us: float | None = None
     throttle_threshold: float = 0.75
     energy: bool = False
+    hold_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not (isinstance(self.timer, str) and self.timer in TIMERS + ("auto",)):
@@ -83,6 +88,7 @@ class BenchOptions:
             if self.iterations is not None:
                 raise BenchError(f"slower_than_us={show(self.slower_than_us)} with iterations={self.iterations}: "
                                  "racing stops a run early, a fixed count never does; expected one of them")
+        self._set("hold_s", real("hold_s", self.hold_s, minimum=0))
         if not isinstance(self.energy, bool):
             raise BenchError(f"energy={show(self.energy)}: expected True or False")
         if self.energy and self.cache_state == "clean-cold":
@@ -114,10 +120,10 @@ class BenchOptions:
         if self.iterations is None:
             if self.slower_than_us is None:
                 return StopRule(precision=self.precision, max_time_s=self.max_time_s,
-                                throttle_threshold=self.throttle_threshold)
+                                throttle_threshold=self.throttle_threshold, hold_s=self.hold_s)
             return StopRule(precision=self.precision, max_time_s=self.max_time_s, slower_than_us=self.slower_than_us,
-                            throttle_threshold=self.throttle_threshold, **RACING_CHUNKS)
-        return fixed_count(self.iterations, self.throttle_threshold)
+                            throttle_threshold=self.throttle_threshold, hold_s=self.hold_s, **RACING_CHUNKS)
+        return fixed_count(self.iterations, self.throttle_threshold, self.hold_s)
 
     def replace(self, **changes: Any) -> BenchOptions:
         """A copy with `changes` applied (and checked)."""
@@ -143,7 +149,7 @@ class BenchOptions:
         return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def fixed_count(samples: int, throttle_threshold: float) -> StopRule:
-    """The rule that takes exactly `samples` timed samples, in one run."""
+def fixed_count(samples: int, throttle_threshold: float, hold_s: float = 0.0) -> StopRule:
+    """The rule that takes exactly `samples` timed samples, in one run (after a hold of `hold_s`, s)."""
     return StopRule(precision=0, min_samples=samples, max_samples=samples, first_chunk=samples,
-                    max_time_s=_FIXED_COUNT_TIME_CAP_S, throttle_threshold=throttle_threshold)
+                    max_time_s=_FIXED_COUNT_TIME_CAP_S, throttle_threshold=throttle_threshold, hold_s=hold_s)

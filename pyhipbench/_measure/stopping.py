@@ -33,6 +33,7 @@ class StopRule:
     slower_than_us: float = _DEFAULT.slower_than_us  # racing: stop once surely slower than this, µs; 0 = never
     race_threshold: float = _DEFAULT.race_threshold  # racing: "slower" by more than this fraction (compare's 2 %)
     throttle_threshold: float = _DEFAULT.throttle_threshold  # runs below this fraction of the rated clock: again
+    hold_s: float = _DEFAULT.hold_s              # untimed runs back to back for this long first, seconds; 0 = none
     core: _core.StopRule = field(init=False, repr=False, compare=False)  # the same rule, for the core
 
     def __post_init__(self) -> None:

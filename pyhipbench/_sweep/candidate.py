@@ -90,7 +90,8 @@ def _launch_arg(where: str, value: object) -> LaunchArgSpec:
 
 
 # Bench options hashed into a candidate's id only when they differ from these.
-_ID_NEUTRAL = {"slower_than_us": None, "throttle_threshold": BenchOptions().throttle_threshold, "energy": False}
+_ID_NEUTRAL = {"slower_than_us": None, "throttle_threshold": BenchOptions().throttle_threshold, "energy": False,
+               "hold_s": 0.0}
 
 @dataclass(frozen=True)
 class LaunchSpec:

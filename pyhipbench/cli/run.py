@@ -98,6 +98,9 @@ def add_parser(commands: argparse._SubParsersAction, open_device: OpenDevice) ->
     parser.add_argument("--energy", action="store_true",
                         help="also read NVML's energy counter over a 1 s window of samples: mJ per sample and "
                              "mean W (NVIDIA; not with clean-cold)")
+    parser.add_argument("--hold", type=values.number, default=0.0, metavar="S",
+                        help="run untimed back to back for this many seconds first: the clock the GPU's power "
+                             "and thermal limits sustain, not its boost clock (default 0)")
     parser.add_argument("--rotate", type=values.count_or_word, default="auto",
                         help="dirty-cold's argument-set count: 'auto' or a number (1 = warm)")
     parser.add_argument("--expect", type=values.expect, action="append", default=[], metavar="N=FILE.npy",
@@ -134,7 +137,7 @@ def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
     options = BenchOptions(timer=args.timer, cache=args.cache, precision=args.precision, max_time_s=args.max_time,
                            iterations=args.iterations, warmup=args.warmup, rotate=args.rotate,
                            slower_than_us=args.slower_than, throttle_threshold=args.throttle_threshold,
-                           energy=args.energy)
+                           energy=args.energy, hold_s=args.hold)
     if args.chain is None:
         grid, block = dims("grid", args.grid), dims("block", args.block)  # the device's own limits come later
     for path in args.out:

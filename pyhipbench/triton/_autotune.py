@@ -5,18 +5,21 @@ specialised for the call's arguments and its compile started ahead: Triton's
 cache answers configs compiled before, the compile pool compiles the rest in
 parallel. Once all have compiled, they are measured back to back, so the GPU
 is not left idle (its clock dropping) between compiles, while two threads load
-the configs, in order, ahead of the one measuring. A config that fails
-anywhere is recorded with its reason.
+the configs, in order, ahead of the one measuring. The configs tied with the
+fastest are then measured again under sustained load, each after a hold, and
+the fastest of them there wins. A config that fails anywhere is recorded with
+its reason.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .._compile.pool import default_workers
+from .._core import judge
 from .._device.device import Device
 from .._measure.callable import bench_callable
 from .._measure.options import BenchOptions
@@ -48,6 +51,8 @@ if TYPE_CHECKING:
 __all__ = ["autotune", "Autotuner", "Tuning", "ConfigResult", "TuneOptions"]
 
 LOAD_THREADS = 2  # a load's driver call overlaps the next one's Python
+# The most configs measured again under sustained load: each costs its hold (tie_hold_s) and its samples.
+TIE_LIMIT = 4
 
 HOOKED_NOTE = ("timed through the callable path: Triton's launcher with the hooks around each call, their GPU "
                "work in the time, as triton.autotune times it")
@@ -63,8 +68,10 @@ class ConfigResult:
     `queue_s`: seconds it waited for a compile worker; `measure_s`: seconds
     measuring (its load, which may overlap the bench of the config before,
     and its bench). `note`: how it was timed when that differs from the C++
-    loop (hooks), or where it compiled. `stored`: for a tuning
-    read back from `cache_results`' file, what was stored (`result` is None).
+    loop (hooks), or where it compiled. `sustained`: for a config tied with
+    the fastest, its measurement again after the tie hold (None otherwise).
+    `stored`: for a tuning read back from `cache_results`' file, what was
+    stored (`result` is None).
     """
     config: Any              # the triton.Config
     result: Result | None    # None when it failed, or when it was read back from the tuning cache
@@ -74,6 +81,7 @@ class ConfigResult:
     queue_s: float | None = None
     measure_s: float | None = None
     note: str | None = None
+    sustained: Result | None = None
     stored: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
@@ -85,7 +93,8 @@ class ConfigResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable: the config, and the median, CI (µs), timer, cache state, samples, why it
         stopped and the race's bound (µs; None: not raced), or the error; where it compiled and the
-        seconds compiling, queued and measuring."""
+        seconds compiling, queued and measuring; for a tied config, its sustained median and CI (µs) and
+        SM clock (MHz, None where not read)."""
         if self.stored is not None:
             return dict(self.stored)
         out: dict[str, Any] = {"config": self.config.all_kwargs(), "compiled": self.compiled,
@@ -94,14 +103,19 @@ class ConfigResult:
         if self.result is None:
             return {**out, "error": self.error}
         r = self.result
-        return {**out, "median_us": r.median_us, "ci_us": list(r.ci_us), "timer": r.timer,
-                "cache_state": r.cache_state, "samples": r.samples, "stop_reason": r.stop_reason,
-                "slower_than_us": r.slower_than_us}
+        out |= {"median_us": r.median_us, "ci_us": list(r.ci_us), "timer": r.timer, "cache_state": r.cache_state,
+                "samples": r.samples, "stop_reason": r.stop_reason, "slower_than_us": r.slower_than_us}
+        if self.sustained is not None:
+            clock = self.sustained.clock
+            out |= {"sustained_median_us": self.sustained.median_us, "sustained_ci_us": list(self.sustained.ci_us),
+                    "sustained_clock_mhz": None if clock is None else clock.mean_mhz}
+        return out
 
 
 @dataclass(frozen=True)
 class Tuning:
-    """The outcome of tuning one key: every config's result, and the fastest (by median).
+    """The outcome of tuning one key: every config's result, and the fastest (by median; among the
+    configs tied with the fastest, by their sustained median).
     `wall_s`: seconds the tuning took (pruning to the last measurement; reading the file, for a tuning
     read back); `compile_wall_s`: of those, seconds until every config had compiled;
     `from_cache`: read back from cache_results' file rather than measured."""
@@ -122,6 +136,7 @@ class TuneOptions:
     """autotune()'s own options, checked once: see autotune()."""
     icache_flush: bool | None = None
     race: bool = True
+    tie_hold_s: float | None = 0.1
     prune_configs_by: dict[str, Any] = field(default_factory=dict)
     reset_to_zero: tuple[str, ...] = ()
     restore_value: tuple[str, ...] = ()
@@ -161,7 +176,10 @@ class Autotuner:
     config after the first stops as soon as its median's CI lies wholly above
     the lowest CI upper bound so far (bench's `slower_than_us`, stop_reason
     "slower"): the winner is measured to the precision, a config surely
-    slower only until that is sure.
+    slower only until that is sure. With `tie_hold_s`, the configs tied with
+    the fastest (`_tied`) are measured again, each after running back to back
+    for tie_hold_s untimed, at the clock the GPU's power limit sustains for
+    that config (`ConfigResult.sustained`); the fastest of them there wins.
     """
 
     def __init__(self, fn: "JITFunction", configs: Sequence[Any], key: Sequence[str], device: Device | None,
@@ -196,7 +214,7 @@ class Autotuner:
             return self.tunings[key]
         started = time.perf_counter()
         configs = self.pruned(args, kwargs)
-        cache = TuningCache(self.fn, self.device, self.options, configs, key) \
+        cache = TuningCache(self.fn, self.device, self.options, configs, key, self.tune_options.tie_hold_s) \
             if self.tune_options.cache_results and not any(self._hooked(c) for c in configs) else None
         tuning = None if cache is None else cache.load(started)
         if tuning is None:
@@ -214,7 +232,7 @@ class Autotuner:
             if not ran:
                 reasons = "; ".join(f"{r.config}: {r.error}" for r in results)
                 raise BenchError(f"autotune of {self.fn.__name__!r} for key {key!r}: no config ran; {reasons}")
-            best = min(ran, key=lambda r: r.median_us).config
+            best = min(ran, key=_ranking).config
             tuning = Tuning(key, tuple(results), best, time.perf_counter() - started, compile_wall_s)
             if cache is not None:
                 cache.store(tuning)
@@ -342,6 +360,7 @@ class Autotuner:
                         progress.failure()
                     else:
                         progress.measured(results[-1].result.median_us, str(candidate.config))
+            results = self._sustained(candidates, results, grid, args, kwargs, views)
         finally:
             for candidate in candidates:  # the executor has ended: no load is under way
                 if candidate.kernel is not None:
@@ -356,26 +375,77 @@ class Autotuner:
         """`candidate` (loaded) measured, raced against `results` so far, as its ConfigResult."""
         result = None
         if candidate.error is None:
-            started = time.perf_counter()
             options = self.options
             bound_us = self._race_bound(results)
             if bound_us is not None:
                 options = options.replace(slower_than_us=bound_us)
+            if self._hooked(candidate.config):
+                candidate.note = HOOKED_NOTE
             try:
-                if self._hooked(candidate.config):
-                    candidate.note = HOOKED_NOTE
-                    result = self._bench_hooked(candidate.config, grid, args, kwargs, options)
-                else:
-                    result = bench_compiled_with(candidate.kernel, grid, options, views=views, **self._resets(),
-                                                 **self.launch_options)
+                result = self._bench(candidate, grid, args, kwargs, options, views)
             except Error as e:
                 candidate.failed(f"{type(e).__name__}: {e}")
-            candidate.measure_s += time.perf_counter() - started
         where = None if candidate.ahead is None else candidate.ahead.where
         return ConfigResult(candidate.config, result, candidate.error, where,
                             None if candidate.spec is None else candidate.compile_s,
                             candidate.queue_s if where == "pool" else None,
                             candidate.measure_s if candidate.error is None else None, candidate.note)
+
+    def _bench(self, candidate: _Candidate, grid: Any, args: Sequence[Any], kwargs: dict[str, Any],
+               options: BenchOptions, views: dict[int, Any]) -> Result:
+        """One measurement of `candidate` (loaded) with `options`; its seconds count into its measure_s."""
+        started = time.perf_counter()
+        try:
+            if self._hooked(candidate.config):
+                return self._bench_hooked(candidate.config, grid, args, kwargs, options)
+            return bench_compiled_with(candidate.kernel, grid, options, views=views, **self._resets(),
+                                       **self.launch_options)
+        finally:
+            candidate.measure_s += time.perf_counter() - started
+
+    @staticmethod
+    def _tied(results: list[ConfigResult]) -> list[int]:
+        """The configs tied with the fastest: those compare's rule does not call slower than its median
+        (by more than DEFAULT_THRESHOLD, 2 %, the whole CI above it), the TIE_LIMIT fastest; their indices,
+        fastest first; none when only the fastest is."""
+        ran = sorted((i for i, r in enumerate(results) if r.result is not None),
+                     key=lambda i: results[i].result.median_us)
+        if not ran:
+            return []
+        best_us = results[ran[0]].result.median_us
+        tied = [i for i in ran if judge(results[i].result.median_us / best_us - 1,
+                                        results[i].result.ci_us[0] / best_us - 1,
+                                        results[i].result.ci_us[1] / best_us - 1) != "slower"][:TIE_LIMIT]
+        return tied if len(tied) > 1 else []
+
+    def _sustained(self, candidates: list[_Candidate], results: list[ConfigResult], grid: Any, args: Sequence[Any],
+                   kwargs: dict[str, Any], views: dict[int, Any]) -> list[ConfigResult]:
+        """`results` with the tied configs measured again, fastest first, each after a hold of tie_hold_s (its
+        own launches back to back, untimed): a few ms from a cool start run at the boost clock, where such
+        configs tie, while over a sustained run a power-capped GPU lowers the clock more for a config that
+        draws more power. No clock is discarded there (throttle_threshold 0): the sustained clock is what
+        is read. The fastest goes first: when the hold leaves its median within the precision, nothing
+        limits the clock under this load and the others are not held. Not when the configs were held
+        already (a hold_s bench option) or tie_hold_s is None."""
+        hold_s = self.tune_options.tie_hold_s
+        if not hold_s or self.options.hold_s > 0:
+            return results
+        options = self.options.replace(hold_s=hold_s, throttle_threshold=0)
+        results = list(results)
+        for n, i in enumerate(self._tied(results)):
+            candidate = candidates[i]
+            try:
+                sustained = self._bench(candidate, grid, args, kwargs, options, views)
+            except Error as e:  # it ran before: keep that result, say why this one is missing
+                results[i] = _noted(results[i], f"sustained measurement failed: {type(e).__name__}: {e}", candidate)
+                continue
+            if n == 0 and sustained.median_us <= results[i].median_us * (1 + self.options.precision):
+                # The load did not slow the fastest: no power or thermal limit bites, the first order stands.
+                results[i] = _noted(results[i], f"held {hold_s} s: {sustained.median_us:.3f} µs, within the "
+                                    "precision of its first median, so the ties were not held further", candidate)
+                return results
+            results[i] = replace(results[i], sustained=sustained, measure_s=candidate.measure_s)
+        return results
 
     def _resets(self) -> dict[str, tuple[str, ...]]:
         return {"reset_to_zero": self.tune_options.reset_to_zero, "restore_value": self.tune_options.restore_value}
@@ -418,6 +488,7 @@ class Autotuner:
                                   max_time_s=options.max_time_s, iterations=options.iterations,
                                   warmup=options.warmup, slower_than_us=options.slower_than_us,
                                   throttle_threshold=options.throttle_threshold, energy=options.energy,
+                                  hold_s=options.hold_s,
                                   graph=False,
                                   stream=getattr(stream, "handle", stream), device=self.device,
                                   name=self.fn.__name__)
@@ -444,8 +515,9 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
              warmup: float | None = None, rep: float | None = None, use_cuda_graph: bool = False,
              do_bench: Callable[..., Any] | None = None, cache_results: bool = False,
              device: Device | None = None, icache_flush: bool | None = None, race: bool = True,
-             compile_workers: int | None = None, compile_timeout_s: float | None = 120.0,
-             progress: bool | None = None, **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
+             tie_hold_s: float | None = 0.1, compile_workers: int | None = None,
+             compile_timeout_s: float | None = 120.0, progress: bool | None = None,
+             **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
     """A decorator like `triton.autotune(configs, key, ...)`, timing each config with pyhipbench.
 
     Apply it above `@triton.jit`. triton.autotune's arguments:
@@ -474,9 +546,13 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     max_time_s, ...; bench()'s `warmup`, untimed samples, is `warmup_samples` here). `device`: None
     opens `Device()` on first use. `icache_flush`: as for `compile`. `race`: stop each config once it is
     surely slower than the best so far (False measures every config to the precision; a fixed
-    `iterations` never races). `compile_workers`: the compile pool's processes (None: the CPUs less
-    one); `compile_timeout_s`: the most one config's compile may take in a worker (None: no limit),
-    past which it fails and its worker is replaced. `progress`: a bar on stderr over the configs
+    `iterations` never races). `tie_hold_s`: the configs tied with the fastest (those compare's rule
+    does not call more than 2 % slower than it; the 4 fastest) are measured again, each after
+    running back to back untimed for this many seconds, and the fastest there wins (None or 0: the
+    fastest median wins; docs/measurement.md#ties-under-sustained-load says why).
+    `compile_workers`: the compile pool's processes (None: the CPUs less one); `compile_timeout_s`: the
+    most one config's compile may take in a worker (None: no limit), past which it fails and its worker
+    is replaced. `progress`: a bar on stderr over the configs
     (compiling, then measuring) for a tuning that lasts past a second; None: when stderr is a terminal.
     """
     _require_triton()
@@ -514,7 +590,9 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     if not isinstance(cache_results, bool):
         raise BenchError(f"cache_results={show(cache_results)}: expected True or False")
     tune = TuneOptions(
-        icache_flush=checked_icache_flush(icache_flush), race=race, prune_configs_by=_checked_prune(prune_configs_by),
+        icache_flush=checked_icache_flush(icache_flush), race=race,
+        tie_hold_s=None if tie_hold_s is None else real("tie_hold_s", tie_hold_s, minimum=0) or None,
+        prune_configs_by=_checked_prune(prune_configs_by),
         pre_hook=pre_hook, post_hook=post_hook,
         cache_results=cache_results or bool(_kernel._knobs.autotuning.cache),
         compile_workers=default_workers() if compile_workers is None else integer("compile_workers",
@@ -536,6 +614,19 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
         return Autotuner(fn, configs, key, device, options, launch_options, tune)
 
     return decorate
+
+
+def _noted(result: ConfigResult, note: str, candidate: _Candidate) -> ConfigResult:
+    """`result` with `note` added and the candidate's measuring seconds so far."""
+    return replace(result, note=note if result.note is None else f"{result.note}; {note}",
+                   measure_s=candidate.measure_s)
+
+
+def _ranking(result: ConfigResult) -> tuple[int, float]:
+    """The pick's order: the configs measured sustained (the ties) by that median, ahead of the rest."""
+    if result.sustained is not None:
+        return 0, result.sustained.median_us
+    return 1, result.median_us
 
 
 def _triton_timing(warmup: object, rep: object, use_cuda_graph: object, bench_options: dict[str, Any]

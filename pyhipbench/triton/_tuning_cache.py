@@ -5,8 +5,9 @@ backend's hash, the kernel's source and what it calls, the cache-invalidating
 environment variables, the tuning key, the configs), with the device's model
 and architecture and pyhipbench's version and measurement options added: a
 tuning measured on another GPU, by another pyhipbench, or with other options
-is not reused. Editing the kernel changes its source's hash, so its old
-tunings are never found again.
+is not reused, nor one whose ties were held for another time (tie_hold_s).
+Editing the kernel changes its source's hash, so its old tunings are never
+found again.
 """
 from __future__ import annotations
 
@@ -33,10 +34,11 @@ FORMAT = 1  # the stored file's layout
 
 
 class TuningCache:
-    """Where the tuning of `fn` for `key` over `configs` on `device` with `options` is stored."""
+    """Where the tuning of `fn` for `key` over `configs` on `device` with `options` (and its ties held
+    `tie_hold_s`, s) is stored."""
 
     def __init__(self, fn: "JITFunction", device: Device, options: BenchOptions, configs: list[Any],
-                 key: tuple) -> None:
+                 key: tuple, tie_hold_s: float | None) -> None:
         from triton._C.libtriton import get_cache_invalidating_env_vars
         from triton.runtime.cache import get_cache_manager
 
@@ -46,7 +48,7 @@ class TuningCache:
                  str(sorted(get_cache_invalidating_env_vars().items())), str(key),
                  *[json.dumps(c.all_kwargs(), sort_keys=True, default=str) for c in configs],
                  f"pyhipbench {version('pyhipbench')}", device.name, device.arch,
-                 json.dumps(measured, sort_keys=True, default=str)]
+                 json.dumps(measured, sort_keys=True, default=str), f"tie_hold_s {tie_hold_s}"]
         self.manager = get_cache_manager(hashlib.sha256("-".join(parts).encode()).hexdigest())
         self.file_name = f"{fn.__name__[:150]}.pyhipbench-autotune.json"
 

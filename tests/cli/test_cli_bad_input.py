@@ -151,6 +151,7 @@ OPTIONS_REFUSED = [  # (run's flags, the BenchOptions keywords they give, the st
     (["--throttle-threshold", "1"], {"throttle_threshold": 1}, "throttle_threshold=1: out of range, expected a "
      "finite number >= 0 and < 1"),
     (["--throttle-threshold", "-0.5"], {"throttle_threshold": -0.5}, "throttle_threshold=-0.5: out of range"),
+    (["--hold", "-1"], {"hold_s": -1}, "hold_s=-1: out of range, expected a finite number >= 0"),
     (["--rotate", "3", "--cache", "warm"], {"rotate": 3, "cache": "warm"}, "rotate=3 with cache='warm'"),
     (["--cache", "clean-cold", "--timer", "graph"], {"cache": "clean-cold", "timer": "graph"},
      "cache='clean-cold' with timer='graph'"),

@@ -7,6 +7,7 @@
 // The fakes' device memory is host memory, so the copies are read back directly.
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -346,6 +347,15 @@ int main(int argc, char** argv) {
         summarize(m.times_us).median <= 0) {
       return fails("measure: wrong stop");
     }
+  }
+  // A hold: untimed runs for at least hold_s of wall time before the warm-up, counted as warm-up.
+  StopRule held;
+  held.hold_s = 0.005;
+  const auto holding = std::chrono::steady_clock::now();
+  const Measurement h = measure(*events, rotating, held);
+  if (std::chrono::duration<double>(std::chrono::steady_clock::now() - holding).count() < 0.005 ||
+      h.warmup_samples <= 8 || h.times_us.size() != 16 || h.stop_reason != "precision") {
+    return fails("measure: wrong hold");
   }
   cupti_timer.reset();
   // The timers keep the driver alive: dropping the caller's handle first is fine.

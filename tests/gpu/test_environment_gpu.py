@@ -37,3 +37,13 @@ def test_energy_of_a_64_mib_copy(cuda_device):
     assert e.counter_step_ms > 0 and e.window_s > 0.5
     # Back to back, a sample's wall time is about its GPU time: energy per sample ~ power x median.
     assert e.mj_per_sample == pytest.approx(e.mean_w * res.median_us * 1e-3, rel=0.5)
+
+
+def test_a_hold_runs_the_gpu_for_its_seconds_before_the_samples(cuda_device):
+    kernel = cuda_device.bundled_kernel("copy")
+    n = 64 << 18
+    a, b = cuda_device.empty(n), cuda_device.empty(n)
+    held = hb.bench(kernel, n // 256, 256, [a, b, hb.int64(n)], cache="warm", hold_s=0.2, throttle_threshold=0)
+    per_launch_s = held.median_us * 1e-6
+    assert held.wall_s >= 0.2 and held.warmup * per_launch_s >= 0.2 * 0.8  # launches back to back, GPU-bound
+    assert held.clock is not None and held.clock.mean_mhz > 0 and held.samples >= 10

@@ -1,5 +1,6 @@
-"""The SM clock of each run (the clock probe's stamps around it) and throttled runs taken again, on the
-fake driver: its stamp kernel counts cycles at a clock a test sets (tests/fakes/fake_driver.c)."""
+"""The SM clock of each run (the clock probe's stamps around it), throttled runs taken again, and hold_s
+(untimed runs back to back before the warm-up), on the fake driver: its stamp kernel counts cycles at a
+clock a test sets (tests/fakes/fake_driver.c)."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
+from pyhipbench import _core
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 RATED_MHZ = 1980.0  # the fake's CU_DEVICE_ATTRIBUTE_CLOCK_RATE
@@ -96,3 +98,45 @@ def test_reports_carry_the_clock(device):
     fields = dict(zip(header.split(","), row.split(",")))
     assert float(fields["clock_mhz"]) == RATED_MHZ and fields["throttled_samples"] == "0"
     assert to_markdown([data]).splitlines()[2].endswith("| 1980 |")
+
+
+# -- hold_s ---------------------------------------------------------------------
+
+def test_a_hold_runs_untimed_for_its_seconds_before_the_samples(device, fake_driver):
+    held = bench(device, iterations=20, warmup=2, hold_s=0.02)
+    plain = bench(device, iterations=20, warmup=2)
+    assert held.samples == plain.samples == 20
+    assert plain.warmup == 2 and held.warmup > 2 + 8  # the hold's samples count as warm-up, its first run a chunk
+    assert held.wall_s >= 0.02 > plain.wall_s
+
+
+def test_every_launch_of_a_hold_counts_as_warm_up(device, fake_driver):
+    held = bench(device, iterations=20, warmup=2, hold_s=0.002)  # short: the fake keeps 65536 records
+    assert len(fake_driver.records("cuLaunchKernel")) == held.warmup + 20
+
+
+def test_the_holds_runs_are_not_taken_again_for_their_clock(device, fake_driver):
+    """The hold is there to reach the clock the GPU sustains: a low one is what it is for, never retaken.
+    The timed runs after it still are."""
+    fake_driver.lib.fake_throttle_stamps(2, 900.0)  # the hold's first run at 900 MHz, under 75 % of 1980
+    result = bench(device, iterations=20, warmup=0, hold_s=0.01)
+    assert result.throttled_samples == 0 and result.clock.min_mhz == pytest.approx(1980.0)
+
+
+def test_max_time_counts_from_the_end_of_the_hold(device, fake_driver):
+    result = bench(device, hold_s=0.2, max_time_s=0.05)
+    assert result.samples >= 10 and result.wall_s >= 0.2
+
+
+@pytest.mark.parametrize("value, message", [(-1, r"hold_s=-1: out of range, expected a finite number >= 0"),
+                                            ("long", r"hold_s='long': expected a finite number >= 0, got str"),
+                                            (float("inf"), r"hold_s=inf: out of range, expected a finite")])
+def test_a_bad_hold_names_the_value(value, message):
+    with pytest.raises(hb.BenchError, match=message):
+        hb.BenchOptions(hold_s=value)
+
+
+def test_the_core_checks_the_hold_for_cpp_callers():
+    with pytest.raises(hb.BenchError, match=r"hold_s.*a finite number of seconds >= 0"):
+        _core.StopRule(hold_s=-0.5)
+    assert _core.StopRule(hold_s=0.25).hold_s == 0.25

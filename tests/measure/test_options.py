@@ -49,7 +49,7 @@ def test_from_json_refuses_as_the_constructor_does(options, message):
 
 
 def test_from_json_names_unknown_keys_and_non_objects():
-    with pytest.raises(hb.BenchError, match=r"bench option\(s\) 'timers' unknown; expected cache, energy, iterations"):
+    with pytest.raises(hb.BenchError, match=r"bench option\(s\) 'timers' unknown; expected cache, energy, hold_s, iterations"):
         hb.BenchOptions.from_json({"timers": "events"})
     with pytest.raises(hb.BenchError, match=r"bench=\[1\]: expected an object of bench\(\) options"):
         hb.BenchOptions.from_json([1])

@@ -102,7 +102,7 @@ def test_bad_candidate_names_the_field(fields, message):
     ({"precision": 1.5}, "precision=1.5: out of range"),
     ({"iterations": 0}, "iterations=0: out of range"),
     ({"rotate": "many"}, "rotate='many': expected 'auto' or a set count >= 1"),
-    ({"iters": 5}, r"bench option\(s\) 'iters' unknown; expected cache, energy, iterations"),
+    ({"iters": 5}, r"bench option\(s\) 'iters' unknown; expected cache, energy, hold_s, iterations"),
 ])
 def test_a_candidates_bad_bench_options_name_the_option(options, message):
     with pytest.raises(BenchError, match=message):

@@ -69,7 +69,7 @@ def test_a_kernel_a_worker_cannot_import_compiles_here_and_says_why(device, fres
 
     x, y, out = vectors(device)
     tuning = ht.autotune(CONFIGS[:2], key=["n"], device=device, iterations=2, warmup_samples=0,
-                         timer="events")(local_add).tune(grid, x, y, out, 4096)
+                         timer="events", tie_hold_s=None)(local_add).tune(grid, x, y, out, 4096)
     assert [r.compiled for r in tuning.results] == ["here", "here"] and not tuning.failed
     assert tuning.results[0].note == ("compiled in this process: local_add is defined inside a function, "
                                       "which a compile worker cannot import")
@@ -145,36 +145,42 @@ def counted_bench(monkeypatch):
 def test_cache_results_reads_a_tuning_back_without_measuring(device, fresh_cache, tmp_path, monkeypatch):
     module = kernel_module(tmp_path, "cached_add_v1")
     x, y, out = vectors(device)
-    options = dict(key=["n"], device=device, iterations=2, warmup_samples=0, timer="events", cache_results=True)
+    options = dict(key=["n"], device=device, iterations=2, warmup_samples=0, timer="events", cache_results=True,
+                   tie_hold_s=0.001)
     measured = ht.autotune(CONFIGS, **options)(module.add).tune(grid, x, y, out, 4096)
     runs = counted_bench(monkeypatch)
     read = ht.autotune(CONFIGS, **options)(module.add).tune(grid, x, y, out, 4096)
     assert read.from_cache and not runs and read.best == measured.best
+    assert "ties were not held further" in measured.results[0].note  # equal configs tie: the first is held
     assert [r.median_us for r in read.results] == [r.median_us for r in measured.results]
     assert [r.to_dict() for r in read.results] == [r.to_dict() for r in measured.results]
     # Another key, other options: measured anew.
     ht.autotune(CONFIGS, **options)(module.add).tune(grid, x, y, out, 2048)
     ht.autotune(CONFIGS, **{**options, "iterations": 3})(module.add).tune(grid, x, y, out, 4096)
-    assert len(runs) == 8
+    ht.autotune(CONFIGS, **{**options, "tie_hold_s": 0.002})(module.add).tune(grid, x, y, out, 4096)
+    assert len(runs) == 3 * (len(measured.results) + 1)  # each tuning: every config, and the fastest held
 
 
 def test_cache_results_is_invalidated_by_the_source_and_the_device(device, fresh_cache, tmp_path, monkeypatch):
     x, y, out = vectors(device)
-    options = dict(key=["n"], device=device, iterations=2, warmup_samples=0, timer="events", cache_results=True)
+    options = dict(key=["n"], device=device, iterations=2, warmup_samples=0, timer="events", cache_results=True,
+                   tie_hold_s=0.001)
     ht.autotune(CONFIGS, **options)(kernel_module(tmp_path, "cached_add_v2").add).tune(grid, x, y, out, 4096)
     runs = counted_bench(monkeypatch)
     edited = kernel_module(tmp_path, "cached_add_v3", body="x + y + 0.0").add
-    assert not ht.autotune(CONFIGS, **options)(edited).tune(grid, x, y, out, 4096).from_cache
-    assert len(runs) == 4
+    tuning = ht.autotune(CONFIGS, **options)(edited).tune(grid, x, y, out, 4096)
+    measured = len(tuning.results) + 1  # every config, and the fastest held (unslowed: the ties end there)
+    assert not tuning.from_cache and len(runs) == measured
     monkeypatch.setattr(type(device), "name", property(lambda self: "Another GPU"))
     assert not ht.autotune(CONFIGS, **options)(edited).tune(grid, x, y, out, 4096).from_cache
-    assert len(runs) == 8
+    assert len(runs) == 2 * measured
 
 
 def test_a_tuning_file_that_cannot_be_read_back_is_measured_again(device, fresh_cache, tmp_path):
     module = kernel_module(tmp_path, "cached_add_v4")
     x, y, out = vectors(device)
-    options = dict(key=["n"], device=device, iterations=2, warmup_samples=0, timer="events", cache_results=True)
+    options = dict(key=["n"], device=device, iterations=2, warmup_samples=0, timer="events", cache_results=True,
+                   tie_hold_s=0.001)
     ht.autotune(CONFIGS, **options)(module.add).tune(grid, x, y, out, 4096)
     [stored] = list(fresh_cache.rglob("*.pyhipbench-autotune.json"))
     stored.write_text("{not json")
@@ -255,7 +261,7 @@ def test_each_config_loads_while_the_one_before_measures_except_under_the_events
     monkeypatch.setattr(_autotune, "bench_compiled_with", bench)
     x, y, out = vectors(device)
     tuning = ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer=timer,
-                         cache="warm", compile_workers=2)(tk.add).tune(grid, x, y, out, 4096)
+                         cache="warm", compile_workers=2, tie_hold_s=None)(tk.add).tune(grid, x, y, out, 4096)
     assert not tuning.failed and all(r.measure_s > 0 for r in tuning.results)
     loads = [step for step in steps if step[0] == "load"]
     assert all(thread.startswith(loads_on) for *_, thread in loads) and len(loads) == len(CONFIGS)

@@ -267,10 +267,94 @@ def test_autotune_without_racing_or_with_a_fixed_count_gives_no_bound(device, fa
     real = ht._bench.bench_with
     monkeypatch.setattr(ht._bench, "bench_with", lambda *a, **o: passed.append(a[1]) or real(*a, **o))
     configs = [triton.Config({"BLOCK": 256}, num_warps=4)] * 3
-    tuned = ht.autotune(configs, key=["n"], device=device, warmup_samples=0, timer="events", **options)(tk.add)
+    tuned = ht.autotune(configs, key=["n"], device=device, warmup_samples=0, timer="events", tie_hold_s=None,
+                        **options)(tk.add)
     x, y, out = vectors(device)
     tuned.tune((1,), x, y, out, 4096)
     assert len(runs) == 3 and all(o.slower_than_us is None for o in passed)
+
+
+def test_autotune_breaks_a_tie_by_measuring_the_tied_configs_again_after_a_hold(device, fake_driver, backend_name,
+                                                                               monkeypatch):
+    """Configs within the precision of the fastest are measured again, each after a hold with no clock
+    discarded; the fastest there wins. A config outside the tie is measured once."""
+    warp = WARP[backend_name]
+    burst_us = {2 * warp: 5.0, 4 * warp: 5.02, 8 * warp: 9.0}
+    sustained_us = {2 * warp: 6.0, 4 * warp: 5.5, 8 * warp: 9.5}
+    options = []
+
+    def bench_with_fake_time(launches, bench_options, **launch):
+        options.append(bench_options)
+        times = sustained_us if bench_options.hold_s > 0 else burst_us
+        fake_driver.lib.fake_set_launch_ms(times[launches[0].block[0]] / 1000)
+        return real(launches, bench_options, **launch)
+
+    real = ht._bench.bench_with
+    monkeypatch.setattr(ht._bench, "bench_with", bench_with_fake_time)
+    configs = [triton.Config({"BLOCK": 128}, num_warps=2), triton.Config({"BLOCK": 256}, num_warps=4),
+               triton.Config({"BLOCK": 512}, num_warps=8)]
+    x, y, out = vectors(device)
+    tuned = ht.autotune(configs, key=["n"], device=device, iterations=4, warmup_samples=0, timer="events",
+                        tie_hold_s=0.002)(tk.add)
+    tuning = tuned.tune((1,), x, y, out, 4096)
+    assert tuning.best is configs[1]
+    held = [o for o in options if o.hold_s > 0]
+    assert len(options) == 5 and len(held) == 2
+    assert all(o.hold_s == 0.002 and o.throttle_threshold == 0 and o.slower_than_us is None for o in held)
+    first, second, third = tuning.results
+    assert first.sustained.median_us == pytest.approx(6.0, rel=1e-4) and first.median_us == pytest.approx(5.0)
+    assert second.sustained.median_us == pytest.approx(5.5, rel=1e-4) and third.sustained is None
+    assert first.sustained.warmup > 8  # the hold's samples
+    row = second.to_dict()
+    assert row["sustained_median_us"] == pytest.approx(5.5, rel=1e-4)
+    assert (row["sustained_clock_mhz"] is None) == (backend_name == "hip")  # no clock probe on AMD yet
+    assert "sustained_median_us" not in third.to_dict()
+    # Without the hold the fastest median wins, and nothing is measured twice.
+    options.clear()
+    untied = ht.autotune(configs, key=["n"], device=device, iterations=4, warmup_samples=0, timer="events",
+                         tie_hold_s=None)(tk.add)
+    assert untied.tune((1,), x, y, out, 4096).best is configs[0] and len(options) == 3
+    # A hold_s bench option holds every config already: no second round.
+    options.clear()
+    held_all = ht.autotune(configs, key=["n"], device=device, iterations=4, warmup_samples=0, timer="events",
+                           hold_s=0.002)(tk.add)
+    assert held_all.tune((1,), x, y, out, 4096).best is configs[1] and len(options) == 3
+
+
+def held_slower(monkeypatch, fake_driver, burst_us: float, held_us: float) -> list:
+    """Every launch takes burst_us on the fake, held_us in a measurement with a hold; the options of each."""
+    options = []
+
+    def bench_with_fake_time(launches, bench_options, **launch):
+        options.append(bench_options)
+        fake_driver.lib.fake_set_launch_ms((held_us if bench_options.hold_s > 0 else burst_us) / 1000)
+        return real(launches, bench_options, **launch)
+
+    real = ht._bench.bench_with
+    monkeypatch.setattr(ht._bench, "bench_with", bench_with_fake_time)
+    return options
+
+
+def test_autotune_holds_at_most_four_tied_configs(device, fake_driver, monkeypatch):
+    options = held_slower(monkeypatch, fake_driver, 5.0, 6.0)
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, 7)]
+    tuned = ht.autotune(configs, key=["n"], device=device, iterations=4, warmup_samples=0, timer="events",
+                        tie_hold_s=0.001)(tk.add)
+    x, y, out = vectors(device)
+    tuning = tuned.tune((1,), x, y, out, 4096)
+    assert len(options) == 6 + 4 and sum(r.sustained is not None for r in tuning.results) == 4
+    assert [r.sustained is not None for r in tuning.results[:4]] == [True] * 4  # ties keep the configs' order
+
+
+def test_autotune_holds_no_further_tie_when_the_hold_does_not_slow_the_fastest(device, fake_driver, monkeypatch):
+    options = held_slower(monkeypatch, fake_driver, 5.0, 5.01)  # within the 1 % precision
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, 4)]
+    tuned = ht.autotune(configs, key=["n"], device=device, iterations=4, warmup_samples=0, timer="events",
+                        tie_hold_s=0.001)(tk.add)
+    x, y, out = vectors(device)
+    tuning = tuned.tune((1,), x, y, out, 4096)
+    assert len(options) == 3 + 1 and all(r.sustained is None for r in tuning.results)
+    assert tuning.best is configs[0] and "within the precision of its first median" in tuning.results[0].note
 
 
 def test_autotune_records_failed_configs_with_the_reason(device, fake_driver, backend_name, monkeypatch):
@@ -321,6 +405,8 @@ def test_autotune_bad_arguments(device):
         ht.autotune([triton.Config({})], key=["n"], slower_than_us=3.0)
     with pytest.raises(hb.BenchError, match=r"race='yes': expected True \(the default\) or False"):
         ht.autotune([triton.Config({})], key=["n"], race="yes")
+    with pytest.raises(hb.BenchError, match=r"tie_hold_s=-0.1: out of range, expected a finite number >= 0"):
+        ht.autotune([triton.Config({})], key=["n"], tie_hold_s=-0.1)
     with pytest.raises(hb.BenchError, match=r"key names size, not parameters of 'add' \(x, y, out, n, BLOCK\)"):
         ht.autotune([triton.Config({})], key=["size"])(tk.add)
 

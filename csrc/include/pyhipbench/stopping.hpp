@@ -4,6 +4,13 @@
 // samples, continuing the rotation from one run to the next, under one
 // Timer::Session:
 //
+//   0. hold (when `hold_s` > 0): untimed runs back to back for at least
+//      `hold_s` of wall time, each run sized from the one before to end near
+//      the deadline, so that the GPU reaches the clock its power and thermal
+//      limits sustain under this work (a few ms of work from idle runs at the
+//      boost clock; a power-capped GPU settles over tens to hundreds of ms).
+//      Its samples count as warm-up; `max_time_s` counts from its end, and
+//      no run of the hold is taken again for its clock;
 //   1. warm-up: `warmup` untimed samples, or (none given) chunks of
 //      `warmup_chunk` until a chunk's median agrees within `settle` with the
 //      chunk's before it (clocks up, caches and TLBs in their steady state;
@@ -72,6 +79,7 @@ struct PYHIPBENCH_API StopRule {
   double slower_than_us = 0;                  // racing: stop once the median is surely slower than this, µs; 0 = never
   double race_threshold = kDefaultThreshold;  // racing: "slower" means by more than this fraction
   double throttle_threshold = 0.75;  // a run below this fraction of the rated SM clock is taken again; 0 = never
+  double hold_s = 0;                 // untimed runs back to back for this long first, seconds; 0 = none
 
   // Throws std::invalid_argument naming the first field out of range and its value.
   void validate() const;
@@ -111,6 +119,8 @@ struct PYHIPBENCH_API Measurement {
 
 inline constexpr size_t kThrottleRetakes = 3;       // throttled runs taken again in a row, at most
 inline constexpr double kThrottleRecoveryS = 0.05;  // the pause before taking a throttled run again, s
+// A hold's run holds its events (or CUPTI records) until its end, as any run: bounded as a fixed count is.
+inline constexpr size_t kMaxHoldRun = 1'000'000;
 
 // Times `plan` with `timer` until `rule` says stop (see the top of this file).
 // `warmup`: that many untimed samples (0: none) instead of warming up until
