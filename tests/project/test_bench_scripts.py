@@ -29,6 +29,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
     ("sweep_host_overhead", ["--gpus", "0"], "--candidates 500, --gpus 0, --iterations 20, --replacements 5: "
      "expected positive counts"),
     ("sweep_host_overhead", ["--replacements", "-1"], "--replacements -1: expected positive counts"),
+    ("autotune_ties", ["--sizes", "8,x"], "argument --sizes: '8,x': expected comma-separated sizes >= 16"),
     ("compile_ahead", ["--warm-runs", "0"], "--warm-runs 0: expected at least 1 new process with the cache warm"),
     ("clean_isolation", ["--samples", "1000001"], "--samples 1000001: expected 2 (a lag-1 correlation needs two) "
      "to 1000000"),
