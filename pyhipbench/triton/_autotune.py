@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["autotune", "Autotuner", "Tuning", "ConfigResult", "TuneOptions"]
 
 LOAD_THREADS = 2  # a load's driver call overlaps the next one's Python
-# The most configs measured again under sustained load: each costs its hold (tie_hold_s) and its samples.
+# The most configs measured again under sustained load: each costs its hold and its samples.
 TIE_LIMIT = 4
 
 HOOKED_NOTE = ("timed through the callable path: Triton's launcher with the hooks around each call, their GPU "
@@ -178,7 +178,7 @@ class Autotuner:
     "slower"): the winner is measured to the precision, a config surely
     slower only until that is sure. With `tie_hold_s`, the configs tied with
     the fastest (`_tied`) are measured again, each after running back to back
-    for tie_hold_s untimed, at the clock the GPU's power limit sustains for
+    untimed (`_sustained`), at the clock the GPU's power limit sustains for
     that config (`ConfigResult.sustained`); the fastest of them there wins.
     """
 
@@ -265,13 +265,12 @@ class Autotuner:
                 configs = [configs[i] for i in order[:top_k]]
         return configs
 
-    def _race_bound(self, results: list[ConfigResult]) -> float | None:
-        """Racing's bound: the lowest CI upper bound so far, µs (None before a config ran,
+    def _race_bound(self, measured: list[Result]) -> float | None:
+        """Racing's bound: the lowest CI upper bound among `measured`, µs (None when there is none,
         without racing, or with a fixed iteration count)."""
-        bounds = [r.result.ci_us[1] for r in results if r.result is not None]
-        if not (self.tune_options.race and bounds) or self.options.iterations is not None:
+        if not (self.tune_options.race and measured) or self.options.iterations is not None:
             return None
-        return min(bounds)
+        return min(r.ci_us[1] for r in measured)
 
     def _hooked(self, config: Any) -> bool:
         """Whether Python hooks run around this config's launches (its pre_hook, autotune's pre/post_hook)."""
@@ -376,7 +375,7 @@ class Autotuner:
         result = None
         if candidate.error is None:
             options = self.options
-            bound_us = self._race_bound(results)
+            bound_us = self._race_bound([r.result for r in results if r.result is not None])
             if bound_us is not None:
                 options = options.replace(slower_than_us=bound_us)
             if self._hooked(candidate.config):
@@ -420,20 +419,24 @@ class Autotuner:
 
     def _sustained(self, candidates: list[_Candidate], results: list[ConfigResult], grid: Any, args: Sequence[Any],
                    kwargs: dict[str, Any], views: dict[int, Any]) -> list[ConfigResult]:
-        """`results` with the tied configs measured again, fastest first, each after a hold of tie_hold_s (its
-        own launches back to back, untimed): a few ms from a cool start run at the boost clock, where such
+        """`results` with the tied configs measured again, fastest first, each after a hold (its own
+        launches back to back, untimed): a few ms from a cool start run at the boost clock, where such
         configs tie, while over a sustained run a power-capped GPU lowers the clock more for a config that
         draws more power. No clock is discarded there (throttle_threshold 0): the sustained clock is what
-        is read. The fastest goes first: when the hold leaves its median within the precision, nothing
-        limits the clock under this load and the others are not held. Not when the configs were held
-        already (a hold_s bench option) or tie_hold_s is None."""
+        is read. The fastest holds tie_hold_s: when that leaves its median within the precision, nothing
+        limits the clock under this load and the others are not held. Each later tie follows a held config,
+        the limit already on, so it holds half as long (`_switch_hold_s`) and races the sustained medians
+        before it. Not when the configs were held already (a hold_s bench option) or tie_hold_s is None."""
         hold_s = self.tune_options.tie_hold_s
         if not hold_s or self.options.hold_s > 0:
             return results
-        options = self.options.replace(hold_s=hold_s, throttle_threshold=0)
         results = list(results)
         for n, i in enumerate(self._tied(results)):
             candidate = candidates[i]
+            options = self.options.replace(hold_s=hold_s if n == 0 else _switch_hold_s(hold_s), throttle_threshold=0)
+            bound_us = self._race_bound([r.sustained for r in results if r.sustained is not None])
+            if bound_us is not None:
+                options = options.replace(slower_than_us=bound_us)
             try:
                 sustained = self._bench(candidate, grid, args, kwargs, options, views)
             except Error as e:  # it ran before: keep that result, say why this one is missing
@@ -548,8 +551,9 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     surely slower than the best so far (False measures every config to the precision; a fixed
     `iterations` never races). `tie_hold_s`: the configs tied with the fastest (those compare's rule
     does not call more than 2 % slower than it; the 4 fastest) are measured again, each after
-    running back to back untimed for this many seconds, and the fastest there wins (None or 0: the
-    fastest median wins; docs/measurement.md#ties-under-sustained-load says why).
+    running back to back untimed (the fastest for this many seconds, each later one for half as long),
+    and the fastest there wins (None or 0: the fastest median wins;
+    docs/measurement.md#ties-under-sustained-load says why).
     `compile_workers`: the compile pool's processes (None: the CPUs less one); `compile_timeout_s`: the
     most one config's compile may take in a worker (None: no limit), past which it fails and its worker
     is replaced. `progress`: a bar on stderr over the configs
@@ -620,6 +624,14 @@ def _noted(result: ConfigResult, note: str, candidate: _Candidate) -> ConfigResu
     """`result` with `note` added and the candidate's measuring seconds so far."""
     return replace(result, note=note if result.note is None else f"{result.note}; {note}",
                    measure_s=candidate.measure_s)
+
+
+def _switch_hold_s(tie_hold_s: float) -> float:
+    """The hold of a tie after the first, s. It follows a held config, so the power limit is on already and
+    only its own clock has to settle: on the H200 a switch to the lower-power config settles in 40-60 ms; a
+    switch to a higher-power one overshoots before it settles, which reads that config slower, on the side
+    it loses on anyway (docs/measurement.md#ties-under-sustained-load)."""
+    return tie_hold_s / 2
 
 
 def _ranking(result: ConfigResult) -> tuple[int, float]:

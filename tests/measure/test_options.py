@@ -76,7 +76,7 @@ def test_the_stopping_rule_of_a_fixed_count_and_of_racing():
     raced = hb.BenchOptions(slower_than_us=2.5, precision=0.02).stop_rule()
     assert (raced.slower_than_us, raced.precision) == (2.5, 0.02)
     # Racing's runs start short; without a bound the rule is the core's default.
-    assert (raced.warmup_chunk, raced.first_chunk, raced.min_samples) == (4, 8, 8)
+    assert (raced.warmup_chunk, raced.first_chunk, raced.min_samples) == (3, 6, 6)
     plain = hb.BenchOptions().stop_rule()
     assert (plain.warmup_chunk, plain.first_chunk, plain.min_samples) == (8, 16, 10)
 

@@ -249,7 +249,7 @@ def test_autotune_races_each_config_against_the_best_so_far(device, fake_driver,
     fast, slow, fastest, slow_again = (r.result for r in tuning.results)
     assert (fast.stop_reason, slow.stop_reason, fastest.stop_reason, slow_again.stop_reason) == \
         ("precision", "slower", "precision", "slower")
-    assert slow.samples == 8 and slow.stats.ci_low > 5.0 and slow.stats.rel_ci > 0.01
+    assert slow.samples == 6 and slow.stats.ci_low > 5.0 and slow.stats.rel_ci > 0.01
     assert tuning.best is configs[2] and tuning.results[1].to_dict()["stop_reason"] == "slower"
     # Each config's JSON names the bound it raced against (none for the first).
     assert [r.to_dict()["slower_than_us"] for r in tuning.results] == [None, pytest.approx(5.0),
@@ -277,7 +277,8 @@ def test_autotune_without_racing_or_with_a_fixed_count_gives_no_bound(device, fa
 def test_autotune_breaks_a_tie_by_measuring_the_tied_configs_again_after_a_hold(device, fake_driver, backend_name,
                                                                                monkeypatch):
     """Configs within the precision of the fastest are measured again, each after a hold with no clock
-    discarded; the fastest there wins. A config outside the tie is measured once."""
+    discarded (the fastest tie tie_hold_s, a later one half of it); the fastest there wins. A config
+    outside the tie is measured once."""
     warp = WARP[backend_name]
     burst_us = {2 * warp: 5.0, 4 * warp: 5.02, 8 * warp: 9.0}
     sustained_us = {2 * warp: 6.0, 4 * warp: 5.5, 8 * warp: 9.5}
@@ -300,7 +301,8 @@ def test_autotune_breaks_a_tie_by_measuring_the_tied_configs_again_after_a_hold(
     assert tuning.best is configs[1]
     held = [o for o in options if o.hold_s > 0]
     assert len(options) == 5 and len(held) == 2
-    assert all(o.hold_s == 0.002 and o.throttle_threshold == 0 and o.slower_than_us is None for o in held)
+    assert [o.hold_s for o in held] == [0.002, 0.001]
+    assert all(o.throttle_threshold == 0 and o.slower_than_us is None for o in held)  # a fixed count never races
     first, second, third = tuning.results
     assert first.sustained.median_us == pytest.approx(6.0, rel=1e-4) and first.median_us == pytest.approx(5.0)
     assert second.sustained.median_us == pytest.approx(5.5, rel=1e-4) and third.sustained is None
@@ -344,6 +346,21 @@ def test_autotune_holds_at_most_four_tied_configs(device, fake_driver, monkeypat
     tuning = tuned.tune((1,), x, y, out, 4096)
     assert len(options) == 6 + 4 and sum(r.sustained is not None for r in tuning.results) == 4
     assert [r.sustained is not None for r in tuning.results[:4]] == [True] * 4  # ties keep the configs' order
+
+
+def test_autotune_races_each_later_tie_against_the_sustained_medians_before_it(device, fake_driver, monkeypatch):
+    """Racing on: the second tie's measurement after its hold stops once it is surely slower than the
+    first tie's sustained CI upper bound."""
+    options = held_slower(monkeypatch, fake_driver, 5.0, 6.0)
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, 3)]
+    tuned = ht.autotune(configs, key=["n"], device=device, warmup_samples=0, timer="events", cache="warm",
+                        tie_hold_s=0.002)(tk.add)
+    x, y, out = vectors(device)
+    first, second = tuned.tune((1,), x, y, out, 4096).results
+    held = [o for o in options if o.hold_s > 0]
+    assert [o.hold_s for o in held] == [0.002, 0.001]
+    assert held[0].slower_than_us is None and held[1].slower_than_us == first.sustained.ci_us[1]
+    assert first.sustained.stop_reason == "precision"
 
 
 def test_autotune_holds_no_further_tie_when_the_hold_does_not_slow_the_fastest(device, fake_driver, monkeypatch):
