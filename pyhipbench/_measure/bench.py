@@ -188,6 +188,16 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
                   clock=Clock.of(taken), throttled_samples=taken.throttled_samples, energy=energy)
 
 
+def set_up(device: Device, options: BenchOptions) -> None:
+    """What a first measurement on `device` with `options` makes once and the device keeps, made now:
+    the auto timer's probe (a traced launch) and the clean step (its buffer, zeroed, and its kernel).
+    A tuner calls it while its configs compile, so that its first measurement does not wait for them."""
+    if options.timer == "auto":
+        default_timer(device)
+    if options.cache_state == "clean-cold":
+        clean_step(device)
+
+
 def _kernel_times(checked: list[tuple[Kernel, LaunchConfig, list[Argument]]],
                   kernel_times_us: np.ndarray) -> tuple[KernelTime, ...]:
     """A chain's kernels, each with its own median where the timer gave one (cupti)."""

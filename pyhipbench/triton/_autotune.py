@@ -3,7 +3,8 @@
 A tuning goes in three steps. Every config (pruned first, in Python) is
 specialised for the call's arguments and its compile started ahead: Triton's
 cache answers configs compiled before, the compile pool compiles the rest in
-parallel. Once all have compiled, they are measured back to back, so the GPU
+parallel, and a thread makes what the device's first measurement needs once
+(the timer's probe, the clean step). Once all have compiled, they are measured back to back, so the GPU
 is not left idle (its clock dropping) between compiles, while two threads load
 the configs, in order, ahead of the one measuring. The configs tied with the
 fastest are then measured again under sustained load, each after a hold, and
@@ -12,6 +13,7 @@ its reason.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .._compile.pool import default_workers
 from .._core import judge
 from .._device.device import Device
+from .._measure.bench import set_up
 from .._measure.callable import bench_callable
 from .._measure.options import BenchOptions
 from .._measure.result import Result
@@ -220,13 +223,19 @@ class Autotuner:
         if tuning is None:
             progress = Progress(len(configs), show=self.tune_options.progress, unit="config",
                                 desc=f"{self.fn.__name__} compiling")
+            # The timer's probe and the clean step are the device's, made while the configs specialise.
+            setting_up = threading.Thread(target=_set_up, args=(self.device, self.options), daemon=True,
+                                          name="pyhipbench device set-up")
+            setting_up.start()
             try:
                 candidates = [self._specialized(config, args, kwargs) for config in configs]
                 self._compile(candidates, progress)
                 compile_wall_s = time.perf_counter() - started
+                setting_up.join()
                 progress.step(f"{self.fn.__name__} measuring")
                 results = self._measure(candidates, grid, args, kwargs, progress)
             finally:
+                setting_up.join()
                 progress.close()
             ran = [r for r in results if r.error is None]
             if not ran:
@@ -618,6 +627,15 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
         return Autotuner(fn, configs, key, device, options, launch_options, tune)
 
     return decorate
+
+
+def _set_up(device: Device, options: BenchOptions) -> None:
+    """bench's set_up, on a thread of its own: a failure there is met again, and recorded, by the first
+    config's measurement."""
+    try:
+        set_up(device, options)
+    except Error:
+        pass
 
 
 def _noted(result: ConfigResult, note: str, candidate: _Candidate) -> ConfigResult:

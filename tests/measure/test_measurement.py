@@ -122,6 +122,20 @@ def test_the_default_timer_on_the_fake_driver_is_events(device, copy, fake_libra
     assert mapped_libraries("libcupti") == before   # the probe loaded no libcupti of the machine
 
 
+def test_set_up_makes_what_a_first_measurement_would(device, copy, fake_driver):
+    from pyhipbench._measure.bench import set_up
+    set_up(device, hb.BenchOptions(timer="events", cache="warm"))
+    assert clean_step not in device.kept and (default_timer, device.backend.kernel_timer) not in device.kept
+    set_up(device, hb.BenchOptions())   # auto timer, clean-cold
+    made = dict(device.kept)
+    assert clean_step in made and made[(default_timer, device.backend.kernel_timer)] is False  # no CUPTI here
+    launches = len(fake_driver.records(LAUNCH[device.backend.name]))
+    res = hb.bench(copy, 4, 256, copy_args(device), iterations=3, warmup=0)
+    assert res.timer == "events" and res.cache_state == "clean-cold"
+    assert device.kept[clean_step] is made[clean_step]   # the measurement made neither again
+    assert len(fake_driver.records(LAUNCH[device.backend.name])) == launches + 6   # 3 samples, 3 clean steps
+
+
 def test_the_default_timer_is_cupti_where_cupti_traces(device, copy, fake_cupti, backend_name):
     if backend_name == "hip":
         pytest.skip("CUPTI is NVIDIA's")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -397,6 +398,41 @@ def test_autotune_records_failed_configs_with_the_reason(device, fake_driver, ba
     row = tuning.results[3].to_dict()
     assert row["config"] == {"BLOCK": 4096, "num_warps": 2048 // WARP[backend_name], "num_ctas": 1, "num_stages": 3}
     assert row["error"] == failed[id(configs[3])] and row["measure_s"] is None and "median_us" not in row
+
+
+def test_autotune_sets_up_the_device_on_a_thread_while_the_configs_compile(device, fake_driver, monkeypatch):
+    from pyhipbench._measure.cache import clean_step
+    order = []
+    real_set_up, real_compile = ht._autotune.set_up, ht._autotune.Autotuner._compile
+
+    def set_up(d, options):
+        order.append(("set up", threading.current_thread().name, options.cache_state))
+        real_set_up(d, options)
+
+    def compile_configs(self, candidates, progress):
+        order.append(("compile", threading.current_thread().name, None))
+        real_compile(self, candidates, progress)
+
+    monkeypatch.setattr(ht._autotune, "set_up", set_up)
+    monkeypatch.setattr(ht._autotune.Autotuner, "_compile", compile_configs)
+    runs = timed_by_block(monkeypatch, fake_driver, {})
+    tuned = ht.autotune([triton.Config({"BLOCK": 256})], key=["n"], device=device)(tk.add)
+    x, y, out = vectors(device)
+    tuned.tune((16,), x, y, out, 4096)
+    assert sorted(order) == [("compile", "MainThread", None), ("set up", "pyhipbench device set-up", "clean-cold")]
+    assert clean_step in device.kept and len(runs) == 1
+
+
+def test_autotune_measures_all_the_same_when_setting_up_the_device_fails(device, fake_driver, monkeypatch):
+    def set_up(d, options):
+        raise hb.DriverError("cuMemAlloc failed: out of memory")
+
+    monkeypatch.setattr(ht._autotune, "set_up", set_up)
+    timed_by_block(monkeypatch, fake_driver, {})
+    tuned = ht.autotune([triton.Config({"BLOCK": 256})], key=["n"], device=device)(tk.add)
+    x, y, out = vectors(device)
+    tuning = tuned.tune((16,), x, y, out, 4096)   # the first measurement makes the clean step itself
+    assert not tuning.failed and tuning.results[0].result.cache_state == "clean-cold"
 
 
 def test_autotune_with_no_config_that_runs_says_why_each_failed(device):
