@@ -8,7 +8,10 @@
              sustained medians); and a reference (triton.testing.do_bench, rep=300 ms, of every config,
              in a process of its own: once in the configs' order, once in reverse) naming the winner.
              Each decorates the kernel before making its tensors, as a decorator at import does. A pick
-             is "within noise" of a reference when its median there is at most the winner's p80.
+             is "within noise" of one pass when its median there is at most the winner's p80; of both
+             passes together, when its mean of the two is above the winner's by no more than the two
+             configs' half differences between the passes added (the order alone moves a reading by
+             that much).
   sweep      a sweep of 500 Triton matmul configs (bench/triton_matmul.py's kernel, 1024^3 fp16) on
              one GPU with a fresh cache: the wall until the first result, the wall after it, and the GPU
              busy fraction after it (the candidates' measuring walls over the wall after the first).
@@ -167,11 +170,28 @@ def judged_by(readings: dict, pick: str) -> dict:
             "within_noise": reference[pick]["median_ms"] <= reference[winner]["p80_ms"]}
 
 
+def judged_by_both(forward: dict, reverse: dict, pick: str) -> dict:
+    """`pick` against both passes together. Each config reads its mean of the two passes' medians, give
+    or take half their difference (how far the order alone moves it); the winner has the lowest mean, and
+    a pick is within noise when its mean is above the winner's by no more than the two configs' half
+    differences added."""
+    both = {k: (forward[k]["median_ms"], reverse[k]["median_ms"]) for k in forward
+            if "median_ms" in forward[k] and "median_ms" in reverse.get(k, {})}
+    mean = {k: (f + r) / 2 for k, (f, r) in both.items()}
+    half = {k: abs(f - r) / 2 for k, (f, r) in both.items()}
+    winner = min(mean, key=mean.__getitem__)
+    if pick not in mean:
+        return {"winner": winner, "within_noise": False}
+    return {"winner": winner, "over_winner": mean[pick] / mean[winner],
+            "within_noise": mean[pick] - mean[winner] <= half[pick] + half[winner]}
+
+
 def summarize_attention(out: dict) -> dict:
     picks = {"triton": out["triton_fresh"]["best"], "pyhipbench": out["pyhipbench_fresh"]["best"],
              "pyhipbench_warm": out["pyhipbench_warm"]["best"]}
-    return {**{who: {"pick": pick, **{order: judged_by(out[f"reference_{order}"], pick)
-                                      for order in ("forward", "reverse")}}
+    forward, reverse = out["reference_forward"], out["reference_reverse"]
+    return {**{who: {"pick": pick, "forward": judged_by(forward, pick), "reverse": judged_by(reverse, pick),
+                     "both": judged_by_both(forward, reverse, pick)}
                for who, pick in picks.items()},
             "fresh_speedup": out["triton_fresh"]["wall_s"] / out["pyhipbench_fresh"]["wall_s"]}
 

@@ -76,3 +76,24 @@ def test_clean_isolation_times_each_read_size_on_the_fake(device, fake_driver, m
     llc = device.properties.llc_bytes
     read_floats = [int(read * llc) // 16 * 16 // 4 for read in (1.25, 2)]
     assert [clean[i * 56].arg_values[1] for i in range(4)] == read_floats * 2
+
+
+def test_compile_ahead_judges_a_pick_against_both_reference_passes(monkeypatch):
+    """The two do_bench passes (configs in order, then reversed) each name a winner; together, each config
+    reads the mean of its two medians, give or take half their difference."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import compile_ahead
+    forward = {"a": {"median_ms": 0.361, "p80_ms": 0.364}, "b": {"median_ms": 0.3655, "p80_ms": 0.3666},
+               "c": {"median_ms": 0.3676, "p80_ms": 0.3682}, "d": {"error": "out of resources"},
+               "e": {"median_ms": 0.380, "p80_ms": 0.381}}
+    reverse = {"a": {"median_ms": 0.3828, "p80_ms": 0.3895}, "b": {"median_ms": 0.3624, "p80_ms": 0.3654},
+               "c": {"median_ms": 0.3591, "p80_ms": 0.3602}, "d": {"error": "out of resources"},
+               "e": {"median_ms": 0.381, "p80_ms": 0.382}}
+    assert compile_ahead.judged_by(forward, "b") == pytest.approx(
+        {"winner": "a", "over_winner": 0.3655 / 0.361, "within_noise": False})
+    both = compile_ahead.judged_by_both(forward, reverse, "b")
+    assert both["winner"] == "c" and both["over_winner"] == pytest.approx(0.36395 / 0.36335)
+    assert both["within_noise"]    # 0.6 µs above c, within b's 1.55 and c's 4.25 µs
+    assert compile_ahead.judged_by_both(forward, reverse, "a")["within_noise"]  # 8.6 µs above; a moves 10.9 µs
+    assert not compile_ahead.judged_by_both(forward, reverse, "e")["within_noise"]  # 17.2 µs above, 4.75 allowed
+    assert compile_ahead.judged_by_both(forward, reverse, "d") == {"winner": "c", "within_noise": False}
