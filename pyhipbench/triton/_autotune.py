@@ -4,12 +4,12 @@ A tuning goes in three steps. Every config (pruned first, in Python) is
 specialised for the call's arguments and its compile started ahead: Triton's
 cache answers configs compiled before, the compile pool compiles the rest in
 parallel, and a thread makes what the device's first measurement needs once
-(the timer's probe, the clean step). Once all have compiled, they are measured back to back, so the GPU
-is not left idle (its clock dropping) between compiles, while two threads load
-the configs, in order, ahead of the one measuring. The configs tied with the
-fastest are then measured again under sustained load, each after a hold, and
-the fastest of them there wins. A config that fails anywhere is recorded with
-its reason.
+(the timer's probe, the clean step). Once all have compiled, they are
+measured back to back, so the GPU is not left idle (its clock dropping)
+between compiles, while two threads load the configs, in order, ahead of the
+one measuring. The configs tied with the fastest are then measured again
+under sustained load, each after a hold, and the fastest of them there wins.
+A config that fails anywhere is recorded with its reason.
 """
 from __future__ import annotations
 
