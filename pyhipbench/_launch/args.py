@@ -12,6 +12,7 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -23,6 +24,8 @@ from ..errors import BenchError
 SCALAR_DTYPES = tuple(np.dtype(name) for name in (
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64"))
+# Each integer dtype's (name, lowest, highest), read once: numpy's iinfo and dtype.name cost microseconds a call.
+_INTEGER_RANGES = {d: (d.name, int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in SCALAR_DTYPES if d.kind in "iu"}
 
 
 @dataclass(frozen=True)
@@ -53,13 +56,17 @@ class Scalar:
     def nbytes(self) -> int:
         return self.dtype.itemsize
 
-    def pack(self) -> bytes:
+    @cached_property
+    def _packed(self) -> bytes:  # a frozen value packs the same every time: once, not once per argument set
         return np.array(self.value, dtype=self.dtype.newbyteorder("<")).tobytes()
+
+    def pack(self) -> bytes:
+        return self._packed
 
 
 def _integer_value(dtype: np.dtype, value: object) -> int:
-    info = np.iinfo(dtype)
-    return integer(dtype.name, value, int(info.min), int(info.max), call=True)
+    name, low, high = _INTEGER_RANGES[dtype]
+    return integer(name, value, low, high, call=True)
 
 
 def _float_value(dtype: np.dtype, value: object) -> float:
@@ -196,9 +203,9 @@ def check_args(kernel_name: str, params: tuple[KernelParam, ...], args: list[obj
             raise BenchError(f"argument {i} ({param.name}) of kernel {kernel_name!r} is a freed "
                              "device array; expected a live one")
         if isinstance(arg, (DeviceArray, Shared, Pointer)):
-            size, what = 8, "a device pointer (8 B)"
+            size = 8
         elif isinstance(arg, Scalar):
-            size, what = arg.nbytes, f"{arg.dtype.name} ({arg.nbytes} B)"
+            size = arg.nbytes
         else:
             raise BenchError(
                 f"argument {i} ({param.name}) of kernel {kernel_name!r} is of type {type(arg).__name__}; "
@@ -206,6 +213,7 @@ def check_args(kernel_name: str, params: tuple[KernelParam, ...], args: list[obj
                 "a typed scalar such as "
                 "pyhipbench.int64(n), or pyhipbench.Pointer(address)")
         if size != param.size:
+            what = f"{arg.dtype.name} ({size} B)" if isinstance(arg, Scalar) else "a device pointer (8 B)"
             raise BenchError(f"argument {i} ({param.name}) of kernel {kernel_name!r} is {what}, "
                              f"but the parameter is {param.size} bytes")
     return [arg for arg in args if isinstance(arg, (DeviceArray, Shared, Scalar, Pointer))]  # all, by now

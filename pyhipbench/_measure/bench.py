@@ -128,15 +128,17 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
     resets = _checked_resets(all_args, reset_to_zero, restore_value, views)
     rule, cache, rotate = options.stop_rule(), options.cache_state, options.rotate
     timer = default_timer(device) if options.timer == "auto" else options.timer
-    free, total = device.memory_info()
+    sets_asked = rotate if cache == "dirty-cold" else 1
+    # Free memory bounds only the copies a rotation makes: one set makes none (a driver call saved).
+    free, total = (0, 0) if sets_asked == 1 else device.memory_info()
     samples = (rule.max_warmup_samples if options.warmup is None else options.warmup) + rule.max_samples
     launches_made = samples * min_launches_per_sample(timer)  # a graph or batched sample spans several
     set_bytes = sum(a.nbytes for a in rotated_arrays(all_args))
     if set_bytes == 0 and isinstance(rotate, int) and rotate > 1:  # said in bench()'s terms, not the core's
         raise BenchError(f"rotate={rotate}: no argument is a rotated device array, so there is nothing to rotate; "
                          "expected rotate=1, or device arrays among the args")
-    rotation = plan_rotation(set_bytes, device.properties.llc_bytes, free, total,
-                             rotate if cache == "dirty-cold" else 1, max(launches_made, 2))
+    rotation = plan_rotation(set_bytes, device.properties.llc_bytes, free, total, sets_asked,
+                             max(launches_made, 2))
     if cache != "dirty-cold" and rotate != 1:  # one set because of the cache state, not a rotate=1 asked for
         rotation = dataclasses.replace(rotation, reason=f"one argument set: {cache} does not rotate")
     core_timer = timer_for(device, timer, rotation.sets)

@@ -184,5 +184,5 @@ class Result:
             "stats_us": {"median": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high, "rel_ci": s.rel_ci,
                          "mean": s.mean, "stdev": s.stdev, "min": s.min, "max": s.max, "p10": s.p10,
                          "p90": s.p90, "outliers": s.outliers},
-            "times_us": [float(t) for t in self.times_us],
+            "times_us": np.asarray(self.times_us, dtype=np.float64).tolist(),
         }

@@ -623,7 +623,8 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
             if missing:
                 raise BenchError(f"{what} names {', '.join(missing)}, not parameters of {fn.__name__!r} "
                                  f"({', '.join(fn.arg_names)})")
-        prepare_triton_early()  # decorated at import, tuned at the first call: the hash and imports are done by then
+        # Decorated at import, tuned at the first call: the hashes and imports are done by then.
+        prepare_triton_early(None if device is None else target_of(device))
         return Autotuner(fn, configs, key, device, options, launch_options, tune)
 
     return decorate

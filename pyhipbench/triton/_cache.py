@@ -100,8 +100,13 @@ def _recorded_key() -> str:
 SPECIALISER_IMPORTS = ("triton.tools.tensor_descriptor", "triton.experimental.gluon.nvidia.hopper")
 
 
-def _prepare() -> None:
+def _prepare(target: Any) -> None:
     installation_key()
+    if target is not None:
+        try:  # NVIDIA: runs `ptxas --version`, once per process (a subprocess: the GIL is free meanwhile)
+            backend_of(target).hash()
+        except Exception:  # noqa: BLE001 - met again, and reported, where the tuning makes its first cache key
+            pass
     for module in SPECIALISER_IMPORTS:
         try:
             importlib.import_module(module)
@@ -109,13 +114,14 @@ def _prepare() -> None:
             pass
 
 
-def prepare_triton_early() -> None:
+def prepare_triton_early(target: Any = None) -> None:
     """Starts Triton's once-per-process costs in a background thread, so a first tuning does not wait
     for them: `installation_key()` where no earlier process recorded it (hashing's reads release the GIL),
-    and the modules Triton's specialiser imports on its first call."""
+    the hash of `target`'s backend (a GPUTarget, where known) that every cache key holds, and the
+    modules Triton's specialiser imports on its first call."""
     global _early
     if _early is None:
-        _early = threading.Thread(target=_prepare, name="pyhipbench-triton-early", daemon=True)
+        _early = threading.Thread(target=_prepare, args=(target,), name="pyhipbench-triton-early", daemon=True)
         _early.start()
 
 

@@ -45,6 +45,9 @@ def test_check_args_names_the_parameter():
     params = [KernelParam("n", 0, 4)]
     with pytest.raises(hb.BenchError, match=r"argument 0 \(n\) of kernel 'k' is int64 \(8 B\), but the parameter is 4 bytes"):
         check_args("k", params, [hb.int64(1)])
+    with pytest.raises(hb.BenchError, match=r"argument 0 \(n\) of kernel 'k' is a device pointer \(8 B\), "
+                                            r"but the parameter is 4 bytes"):
+        check_args("k", params, [hb.Pointer(0x1000)])
     with pytest.raises(hb.BenchError, match=r"kernel 'k' takes 1 arguments \(n \(4 B\)\), got 0"):
         check_args("k", params, [])
     with pytest.raises(hb.BenchError, match=r"shared\(\) takes a device array or a tensor with __dlpack__ "

@@ -200,6 +200,16 @@ def test_capped_rotation_warns_by_how_much(fake_libraries, fake_driver_cuda):
     assert res.rotation.sets == 7 and res.rotation.wanted == 16 and "9 sets short" in res.rotation.reason
 
 
+@pytest.mark.parametrize("cache, reads", [("warm", 0), ("clean-cold", 0), ("dirty-cold", 1)])
+def test_free_memory_is_read_only_where_the_rotation_may_copy(device, copy, monkeypatch, cache, reads):
+    """A measurement of one argument set makes no copies, so it does not ask the driver for free memory."""
+    src, dst = arrays(device, 1 << 18)
+    calls = []
+    monkeypatch.setattr(type(device), "memory_info", lambda self: calls.append(1) or self.backend.memory_info())
+    res = hb.bench(copy, 1, 64, [src, dst, hb.int64(4)], iterations=2, warmup=0, cache=cache, timer="events")
+    assert len(calls) == reads and res.cache_state == cache and (res.rotation.sets > 1) == (cache == "dirty-cold")
+
+
 def test_unknown_kernel_lists_the_modules_kernels(device):
     with pytest.raises(hb.BenchError, match="no kernel 'cpy' in this ptx module; its kernels: copy"):
         device.load_module(COPY_PTX).kernel("cpy")

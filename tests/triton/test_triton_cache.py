@@ -125,3 +125,33 @@ def test_an_emptied_record_of_the_installation_hash_is_computed_again(fresh_cach
     monkeypatch.setattr(_cache, "_key", None)
     monkeypatch.setattr(triton_cache, "triton_key", lambda: "computed again")
     assert _cache.installation_key() == "computed again"
+
+
+def test_decorating_for_a_device_hashes_its_backend_ahead(device, monkeypatch):
+    """autotune(device=...) starts the early thread with the device's target: the backend's hash, which
+    every cache key holds (on NVIDIA a `ptxas --version` run), is made there, not in the first tuning."""
+    hashed = []
+
+    class Backend:
+        def hash(self):
+            hashed.append(True)
+            return "hashed"
+
+    monkeypatch.setattr(_cache, "_early", None)
+    monkeypatch.setattr(_cache, "backend_of", lambda target: hashed.append(target) or Backend())
+    monkeypatch.setattr(_cache, "SPECIALISER_IMPORTS", ())
+    ht.autotune([triton.Config({"BLOCK": 128})], key=["n"], device=device)(tk.add)
+    _cache._early.join(timeout=60)
+    assert hashed == [ht.target_of(device), True]
+
+
+def test_a_failing_backend_hash_ahead_is_left_for_the_tuning_to_meet(monkeypatch, capsys):
+    def failing(target):
+        raise RuntimeError("no ptxas")
+
+    monkeypatch.setattr(_cache, "_early", None)
+    monkeypatch.setattr(_cache, "backend_of", failing)
+    monkeypatch.setattr(_cache, "SPECIALISER_IMPORTS", ())
+    _cache.prepare_triton_early(ht._kernel.GPUTarget("cuda", 90, 32))
+    _cache._early.join(timeout=60)
+    assert not _cache._early.is_alive() and "no ptxas" not in capsys.readouterr().err
