@@ -59,13 +59,15 @@ class CleanStep:
         self.sink = device.empty(1, np.float32)
         self.kernel = device.bundled_kernel("clean")
         self.grid = device.properties.compute_units * CLEAN_BLOCKS_PER_UNIT
+        # The same launch for every plan: its arguments packed once.
+        args = [self.buffer, uint64(self.buffer.nbytes // 4), self.sink]
+        self._packed = pack_args(self.kernel.params, args, lambda array: array.address)
+        self._offsets = [p.offset for p in self.kernel.params]
 
     def attach(self, plan: _core.LaunchPlan) -> None:
         """Makes `plan` launch the clean step before each timed launch."""
-        args = [self.buffer, uint64(self.buffer.nbytes // 4), self.sink]
-        packed = pack_args(self.kernel.params, args, lambda array: array.address)
         plan.set_clean_step(self.kernel.handle, "clean step", (self.grid, 1, 1), (CLEAN_BLOCK, 1, 1),
-                            packed, [p.offset for p in self.kernel.params])
+                            self._packed, self._offsets)
 
     def free(self) -> None:
         self.buffer.free()
