@@ -102,15 +102,15 @@ SPECIALISER_IMPORTS = ("triton.tools.tensor_descriptor", "triton.experimental.gl
 
 def _prepare(target: Any) -> None:
     installation_key()
-    if target is not None:
-        try:  # NVIDIA: runs `ptxas --version`, once per process (a subprocess: the GIL is free meanwhile)
-            backend_of(target).hash()
-        except Exception:  # noqa: BLE001 - met again, and reported, where the tuning makes its first cache key
-            pass
-    for module in SPECIALISER_IMPORTS:
+    for module in SPECIALISER_IMPORTS:  # first: a first tuning's specialising waits for them
         try:
             importlib.import_module(module)
         except ImportError:
+            pass
+    if target is not None:  # done while that tuning specialises, before its first cache key
+        try:  # NVIDIA: runs `ptxas --version`, once per process (a subprocess: the GIL is free meanwhile)
+            backend_of(target).hash()
+        except Exception:  # noqa: BLE001 - met again, and reported, where the tuning makes its first cache key
             pass
 
 
