@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -19,6 +21,7 @@ from .module import Kernel, Module
 from .stream import Stream
 
 BUNDLED_KERNELS = ("copy", "clean", "empty", "spin")  # pyhipbench/kernels/
+Made = TypeVar("Made")
 
 def available_backends() -> list[str]:
     """The backends that can open device 0 here, in preference order (HIP first)."""
@@ -66,7 +69,7 @@ class Device:
         # The timers' driver library; dlopen returns the one the bindings loaded.
         self.driver = _core.load_driver(self.backend.name)
         self.backend.check_same_driver()
-        self.kept: dict[object, Any] = {}
+        self._start_keeping()
 
     @classmethod
     def from_backend(cls, backend: Backend, driver: _core.Driver) -> "Device":
@@ -74,11 +77,25 @@ class Device:
         device = cls.__new__(cls)
         device.backend, device.driver = backend, driver
         device.properties = backend.properties()
-        device.kept = {}
+        device._start_keeping()
         return device
 
-    # `kept`: what is made once for this device and reused while it lives (the measurement's core
-    # timers and clean step, the bundled modules), keyed by its maker.
+    def _start_keeping(self) -> None:
+        # `kept`: what is made once for this device and reused while it lives (the measurement's core
+        # timers and clean step, the bundled modules), keyed by its maker. A reentrant lock, as one make
+        # keeps another (the timer's probe loads a bundled module).
+        self.kept: dict[object, Any] = {}
+        self._keeping = threading.RLock()
+
+    def keep(self, key: object, make: Callable[[], Made]) -> Made:
+        """What `make()` returns, made once for this device under `key` and kept while it lives. Safe
+        from several threads (a tuner makes them on a thread of its own while the caller goes on): a
+        second caller waits for the first's make."""
+        with self._keeping:
+            if key not in self.kept:
+                self.kept[key] = make()
+            made: Made = self.kept[key]
+            return made
 
     def __del__(self) -> None:
         # Timers free their events, graphs and pinned memory, and the clean step its buffer, in the
@@ -95,11 +112,7 @@ class Device:
         if name not in BUNDLED_KERNELS:
             raise BenchError(f"bundled kernel {show(name)}: expected one of {', '.join(BUNDLED_KERNELS)}")
         code = self.backend.bundled_code(name, self.arch)
-        key = ("bundled module", code)
-        if key not in self.kept:
-            self.kept[key] = self.load_module(code)
-        module: Module = self.kept[key]
-        return module.kernel(name)
+        return self.keep(("bundled module", code), lambda: self.load_module(code)).kernel(name)
 
     # -- facts ---------------------------------------------------------------
     @property

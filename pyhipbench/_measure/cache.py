@@ -77,6 +77,4 @@ class CleanStep:
 def clean_step(device: Device) -> CleanStep:
     """`device`'s clean step: its buffer (CLEAN_BYTES_PER_LLC times the last-level cache, bytes) is
     allocated on first use and kept while the device lives."""
-    if clean_step not in device.kept:
-        device.kept[clean_step] = CleanStep(device)
-    return device.kept[clean_step]
+    return device.keep(clean_step, lambda: CleanStep(device))

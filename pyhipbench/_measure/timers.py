@@ -46,13 +46,14 @@ def core_timer(device: Device, name: str, launches_per_sample: int = 0) -> _core
     """
     if not (isinstance(name, str) and name in TIMERS):
         raise BenchError(f"timer {show(name)}: expected one of {', '.join(TIMERS)}")
-    key = (core_timer, name, integer("launches_per_sample", launches_per_sample, 0, MAX_LAUNCHES_PER_SAMPLE))
-    if key not in device.kept:
+    launches = integer("launches_per_sample", launches_per_sample, 0, MAX_LAUNCHES_PER_SAMPLE)
+
+    def make() -> _core.Timer:
         spin = device.backend.spin_kernel
         spin_function = device.bundled_kernel(spin).handle if name == "batched" and spin else 0
-        device.kept[key] = _core.make_timer(name, device.driver, device.backend.context,
-                                            launches_per_sample=key[2], spin_function=spin_function)
-    return device.kept[key]
+        return _core.make_timer(name, device.driver, device.backend.context, launches_per_sample=launches,
+                                spin_function=spin_function)
+    return device.keep((core_timer, name, launches), make)
 
 
 def default_timer(device: Device) -> str:
@@ -62,18 +63,18 @@ def default_timer(device: Device) -> str:
     timer = device.backend.kernel_timer
     if timer is None:
         return "events"
-    key = (default_timer, timer)
-    if key not in device.kept:
+
+    def probe() -> bool:
         try:
             tracing = core_timer(device, timer)  # a library that does not load fails here, before any launch
             empty = device.bundled_kernel("empty")
             tracing.run(_core.LaunchPlan(empty.handle, "empty", (1, 1, 1), (1, 1, 1), 0, 0, [b""], []), 1, 0)
-            device.kept[key] = True
-            log.info("timer auto on %s: %s (it traced a probe launch)", device.name, timer)
         except Error as e:
-            device.kept[key] = False
             log.info("timer auto on %s: events (%s could not trace a probe launch: %s)", device.name, timer, e)
-    return timer if device.kept[key] else "events"
+            return False
+        log.info("timer auto on %s: %s (it traced a probe launch)", device.name, timer)
+        return True
+    return timer if device.keep((default_timer, timer), probe) else "events"
 
 
 def min_launches_per_sample(timer: str) -> int:
