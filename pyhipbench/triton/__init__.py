@@ -19,12 +19,20 @@ takes a `do_bench` hook instead, but the hook is handed a Python closure that
 launches the kernel, and a closure cannot run inside the C++ loop: the
 decorator compiles each config itself and hands the core the kernel.
 
-Triton is an optional dependency (`pip install triton`); without it every
-call raises ToolchainError saying so.
+Importing this package starts Triton's once-per-process costs on a thread
+(_cache.prepare_triton_early). Triton is an optional dependency (`pip install
+triton`); without it every call raises ToolchainError saying so.
 """
+from . import _kernel
 from ._autotune import Autotuner, ConfigResult, Tuning, autotune
 from ._bench import bench, bench_compiled, bench_compiled_with
+from ._cache import prepare_triton_early
 from ._kernel import TritonKernel, compile, target_of
+
+if _kernel._triton is not None:
+    # Triton's installation hash and the specialiser's imports, on a thread, while the caller opens its
+    # device and makes its tensors: a first tuning or compile would wait for them.
+    prepare_triton_early()
 
 __all__ = ["TritonKernel", "compile", "bench", "bench_compiled", "bench_compiled_with", "autotune", "Autotuner",
            "Tuning", "ConfigResult", "target_of"]

@@ -4,7 +4,8 @@ A tuning goes in three steps. Every config (pruned first, in Python) is
 specialised for the call's arguments and its compile started ahead: Triton's
 cache answers configs compiled before, the compile pool compiles the rest in
 parallel, and a thread makes what the device's first measurement needs once
-(the timer's probe, the clean step). Once all have compiled, they are
+(the timer's probe, the clean step; from the decoration on, for a device
+given there). Once all have compiled, they are
 measured back to back, so the GPU is not left idle (its clock dropping)
 between compiles, while two threads load the configs, in order, ahead of the
 one measuring. The configs tied with the fastest are then measured again
@@ -192,6 +193,7 @@ class Autotuner:
         self._device = device
         self.options, self.launch_options = options, launch_options
         self.tunings: dict[tuple, Tuning] = {}
+        self._setting_up: threading.Thread | None = None
 
     @property
     def device(self) -> Device:
@@ -223,10 +225,7 @@ class Autotuner:
         if tuning is None:
             progress = Progress(len(configs), show=self.tune_options.progress, unit="config",
                                 desc=f"{self.fn.__name__} compiling")
-            # The timer's probe and the clean step are the device's, made while the configs specialise.
-            setting_up = threading.Thread(target=_set_up, args=(self.device, self.options), daemon=True,
-                                          name="pyhipbench device set-up")
-            setting_up.start()
+            setting_up = self._set_up_started()
             try:
                 candidates = [self._specialized(config, args, kwargs) for config in configs]
                 self._compile(candidates, progress)
@@ -247,6 +246,16 @@ class Autotuner:
                 cache.store(tuning)
         self.tunings[key] = tuning
         return tuning
+
+    def _set_up_started(self) -> threading.Thread:
+        """The device's measurement set-up (the timer's probe, the clean step: bench's set_up) on a thread
+        of its own, started once: at decoration for a device given there, else by the first tuning, while
+        its configs specialise and compile. Each tuning joins it before measuring."""
+        if self._setting_up is None:
+            self._setting_up = threading.Thread(target=_set_up, args=(self.device, self.options), daemon=True,
+                                                name="pyhipbench device set-up")
+            self._setting_up.start()
+        return self._setting_up
 
     def pruned(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
         """The configs to time, as Triton's autotuner prunes them, before anything is compiled:
@@ -432,17 +441,21 @@ class Autotuner:
         launches back to back, untimed): a few ms from a cool start run at the boost clock, where such
         configs tie, while over a sustained run a power-capped GPU lowers the clock more for a config that
         draws more power. No clock is discarded there (throttle_threshold 0): the sustained clock is what
-        is read. The fastest holds tie_hold_s: when that leaves its median within the precision, nothing
-        limits the clock under this load and the others are not held. Each later tie follows a held config,
-        the limit already on, so it holds half as long (`_switch_hold_s`) and races the sustained medians
-        before it. Not when the configs were held already (a hold_s bench option) or tie_hold_s is None."""
+        is read. The fastest holds tie_hold_s, the time a limit takes to bite from a cool start, or, after a
+        screen whose kernels loaded the GPU that long (`_loaded_s`), half as long, as every later tie, which
+        follows a held config with the limit already on and has only to settle from it (`_switch_hold_s`);
+        each later one races the sustained medians before it. When the fastest's hold leaves its median
+        within the precision, nothing limits the clock under this load and the others are not held. Not when
+        the configs were held already (a hold_s bench option) or tie_hold_s is None."""
         hold_s = self.tune_options.tie_hold_s
         if not hold_s or self.options.hold_s > 0:
             return results
         results = list(results)
+        first_hold_s = hold_s if _loaded_s(results) < hold_s else _switch_hold_s(hold_s)
         for n, i in enumerate(self._tied(results)):
             candidate = candidates[i]
-            options = self.options.replace(hold_s=hold_s if n == 0 else _switch_hold_s(hold_s), throttle_threshold=0)
+            options = self.options.replace(hold_s=first_hold_s if n == 0 else _switch_hold_s(hold_s),
+                                           throttle_threshold=0)
             bound_us = self._race_bound([r.sustained for r in results if r.sustained is not None])
             if bound_us is not None:
                 options = options.replace(slower_than_us=bound_us)
@@ -453,7 +466,7 @@ class Autotuner:
                 continue
             if n == 0 and sustained.median_us <= results[i].median_us * (1 + self.options.precision):
                 # The load did not slow the fastest: no power or thermal limit bites, the first order stands.
-                results[i] = _noted(results[i], f"held {hold_s} s: {sustained.median_us:.3f} µs, within the "
+                results[i] = _noted(results[i], f"held {first_hold_s} s: {sustained.median_us:.3f} µs, within the "
                                     "precision of its first median, so the ties were not held further", candidate)
                 return results
             results[i] = replace(results[i], sustained=sustained, measure_s=candidate.measure_s)
@@ -560,7 +573,8 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     surely slower than the best so far (False measures every config to the precision; a fixed
     `iterations` never races). `tie_hold_s`: the configs tied with the fastest (those compare's rule
     does not call more than 2 % slower than it; the 4 fastest) are measured again, each after
-    running back to back untimed (the fastest for this many seconds, each later one for half as long),
+    running back to back untimed (the fastest for this many seconds, or half as long after a screen whose
+    kernels ran that long; each later one for half as long),
     and the fastest there wins (None or 0: the fastest median wins;
     docs/measurement.md#ties-under-sustained-load says why).
     `compile_workers`: the compile pool's processes (None: the CPUs less one); `compile_timeout_s`: the
@@ -623,9 +637,11 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
             if missing:
                 raise BenchError(f"{what} names {', '.join(missing)}, not parameters of {fn.__name__!r} "
                                  f"({', '.join(fn.arg_names)})")
-        # Decorated at import, tuned at the first call: the hashes and imports are done by then.
-        prepare_triton_early(None if device is None else target_of(device))
-        return Autotuner(fn, configs, key, device, options, launch_options, tune)
+        tuner = Autotuner(fn, configs, key, device, options, launch_options, tune)
+        if device is not None:  # decorated at import, tuned at the first call: these are done by then
+            prepare_triton_early(target_of(device))
+            tuner._set_up_started()
+        return tuner
 
     return decorate
 
@@ -651,6 +667,13 @@ def _switch_hold_s(tie_hold_s: float) -> float:
     switch to a higher-power one overshoots before it settles, which reads that config slower, on the side
     it loses on anyway (docs/measurement.md#ties-under-sustained-load)."""
     return tie_hold_s / 2
+
+
+def _loaded_s(results: list[ConfigResult]) -> float:
+    """Seconds the measurements in `results` kept the GPU running their kernels (each warm-up and timed
+    launch at its median), back to back."""
+    return sum((r.result.warmup + r.result.samples) * r.result.launches_per_sample * r.result.median_us
+               for r in results if r.result is not None) * 1e-6
 
 
 def _ranking(result: ConfigResult) -> tuple[int, float]:

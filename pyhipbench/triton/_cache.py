@@ -34,7 +34,7 @@ __all__ = ["installation_key", "prepare_triton_early", "cached", "cache_entry", 
 _KEY_FILE = "triton_key.txt"
 _key: str | None = None  # this process's triton_key(): Triton's lru_cache holds it once per process too
 _lock = threading.Lock()
-_early: threading.Thread | None = None
+_early: dict[Any, threading.Thread] = {}  # prepare_triton_early's threads, by target (None: the installation's)
 
 
 def triton_files() -> list[str]:
@@ -101,28 +101,31 @@ SPECIALISER_IMPORTS = ("triton.tools.tensor_descriptor", "triton.experimental.gl
 
 
 def _prepare(target: Any) -> None:
-    installation_key()
-    for module in SPECIALISER_IMPORTS:  # first: a first tuning's specialising waits for them
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
-    if target is not None:  # done while that tuning specialises, before its first cache key
+    if target is not None:
         try:  # NVIDIA: runs `ptxas --version`, once per process (a subprocess: the GIL is free meanwhile)
             backend_of(target).hash()
         except Exception:  # noqa: BLE001 - met again, and reported, where the tuning makes its first cache key
             pass
+        return
+    installation_key()
+    for module in SPECIALISER_IMPORTS:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
 
 
-def prepare_triton_early(target: Any = None) -> None:
-    """Starts Triton's once-per-process costs in a background thread, so a first tuning does not wait
-    for them: `installation_key()` where no earlier process recorded it (hashing's reads release the GIL),
-    the hash of `target`'s backend (a GPUTarget, where known) that every cache key holds, and the
-    modules Triton's specialiser imports on its first call."""
-    global _early
-    if _early is None:
-        _early = threading.Thread(target=_prepare, args=(target,), name="pyhipbench-triton-early", daemon=True)
-        _early.start()
+def prepare_triton_early(target: Any = None) -> threading.Thread:
+    """Starts one of Triton's once-per-process costs on a thread of its own (once per process), so that
+    a first tuning does not wait for it; returns that thread. With no `target` (when pyhipbench.triton is
+    imported, so they run while the caller opens its device and makes its tensors): `installation_key()`
+    where no earlier process recorded it (hashing's reads release the GIL) and the modules Triton's
+    specialiser imports on its first call. With a `target` (a GPUTarget: autotune(device=...)): the hash of
+    its backend, which every cache key holds."""
+    thread = threading.Thread(target=_prepare, args=(target,), daemon=True, name="pyhipbench-triton-early")
+    if _early.setdefault(target, thread) is thread:  # setdefault is atomic: one thread per target
+        thread.start()
+    return _early[target]
 
 
 def cache_key(spec: "Specialized") -> tuple[str, str]:

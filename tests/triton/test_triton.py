@@ -364,6 +364,20 @@ def test_autotune_races_each_later_tie_against_the_sustained_medians_before_it(d
     assert first.sustained.stop_reason == "precision"
 
 
+def test_after_a_screen_that_loaded_the_gpu_for_the_hold_the_fastest_tie_holds_as_long_as_a_later_one(
+        device, fake_driver, monkeypatch):
+    """The screen's kernels ran 2 configs x 4 launches x 2 ms = 16 ms, past tie_hold_s (10 ms): a limit
+    that bites has bitten, so the fastest tie holds half as long, as the later ones."""
+    options = held_slower(monkeypatch, fake_driver, 2000.0, 2400.0)
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, 3)]
+    tuned = ht.autotune(configs, key=["n"], device=device, iterations=4, warmup_samples=0, timer="events",
+                        tie_hold_s=0.01)(tk.add)
+    x, y, out = vectors(device)
+    tuning = tuned.tune((1,), x, y, out, 4096)
+    assert [o.hold_s for o in options if o.hold_s > 0] == [0.005, 0.005]
+    assert all(r.sustained is not None for r in tuning.results)
+
+
 def test_autotune_holds_no_further_tie_when_the_hold_does_not_slow_the_fastest(device, fake_driver, monkeypatch):
     options = held_slower(monkeypatch, fake_driver, 5.0, 5.01)  # within the 1 % precision
     configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, 4)]
@@ -421,6 +435,18 @@ def test_autotune_sets_up_the_device_on_a_thread_while_the_configs_compile(devic
     tuned.tune((16,), x, y, out, 4096)
     assert sorted(order) == [("compile", "MainThread", None), ("set up", "pyhipbench device set-up", "clean-cold")]
     assert clean_step in device.kept and len(runs) == 1
+
+
+def test_decorating_for_a_device_sets_it_up_before_the_first_tuning(device, fake_driver, monkeypatch):
+    """With device= given, the timer's probe and the clean step are made from the decoration on, while the
+    caller goes on (makes its tensors): the first tuning finds them made. Without one, the first tuning
+    starts them, as its device opens."""
+    made = threading.Event()
+    monkeypatch.setattr(ht._autotune, "set_up", lambda d, options: made.set())
+    ht.autotune([triton.Config({"BLOCK": 256})], key=["n"], device=device)(tk.add)
+    assert made.wait(timeout=30)  # before any tuning
+    undecided = ht.autotune([triton.Config({"BLOCK": 256})], key=["n"])(tk.add)
+    assert undecided._setting_up is None
 
 
 def test_autotune_measures_all_the_same_when_setting_up_the_device_fails(device, fake_driver, monkeypatch):

@@ -127,8 +127,24 @@ def test_an_emptied_record_of_the_installation_hash_is_computed_again(fresh_cach
     assert _cache.installation_key() == "computed again"
 
 
+def test_importing_starts_the_installation_hash_and_the_specialiser_imports():
+    """Importing pyhipbench.triton starts the installation's early thread; in a new process it ends
+    with the installation key made and the specialiser's modules imported."""
+    import subprocess
+    import sys
+    script = """
+import sys
+from pyhipbench.triton import _cache
+_cache._early[None].join(timeout=120)
+print(_cache._key is not None, [m in sys.modules for m in _cache.SPECIALISER_IMPORTS])
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True [True, True]"
+
+
 def test_decorating_for_a_device_hashes_its_backend_ahead(device, monkeypatch):
-    """autotune(device=...) starts the early thread with the device's target: the backend's hash, which
+    """autotune(device=...) starts the early thread for the device's target: the backend's hash, which
     every cache key holds (on NVIDIA a `ptxas --version` run), is made there, not in the first tuning."""
     hashed = []
 
@@ -137,21 +153,19 @@ def test_decorating_for_a_device_hashes_its_backend_ahead(device, monkeypatch):
             hashed.append(True)
             return "hashed"
 
-    monkeypatch.setattr(_cache, "_early", None)
+    monkeypatch.setattr(_cache, "_early", {})
     monkeypatch.setattr(_cache, "backend_of", lambda target: hashed.append(target) or Backend())
-    monkeypatch.setattr(_cache, "SPECIALISER_IMPORTS", ())
     ht.autotune([triton.Config({"BLOCK": 128})], key=["n"], device=device)(tk.add)
-    _cache._early.join(timeout=60)
-    assert hashed == [ht.target_of(device), True]
+    _cache._early[ht.target_of(device)].join(timeout=60)
+    assert hashed == [ht.target_of(device), True] and list(_cache._early) == [ht.target_of(device)]
 
 
 def test_a_failing_backend_hash_ahead_is_left_for_the_tuning_to_meet(monkeypatch, capsys):
     def failing(target):
         raise RuntimeError("no ptxas")
 
-    monkeypatch.setattr(_cache, "_early", None)
+    monkeypatch.setattr(_cache, "_early", {})
     monkeypatch.setattr(_cache, "backend_of", failing)
-    monkeypatch.setattr(_cache, "SPECIALISER_IMPORTS", ())
-    _cache.prepare_triton_early(ht._kernel.GPUTarget("cuda", 90, 32))
-    _cache._early.join(timeout=60)
-    assert not _cache._early.is_alive() and "no ptxas" not in capsys.readouterr().err
+    thread = _cache.prepare_triton_early(ht._kernel.GPUTarget("cuda", 90, 32))
+    thread.join(timeout=60)
+    assert not thread.is_alive() and "no ptxas" not in capsys.readouterr().err
