@@ -121,73 +121,104 @@ def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Str
                expect: Expect = None, atol: float | None = None, rtol: float | None = None,
                reset_to_zero: Sequence[DeviceArray] = (), restore_value: Sequence[DeviceArray] = ()) -> Result:
     """bench_chain() with its measurement options already checked (a sweep's candidate, autotune, the CLI)."""
+    return prepare_bench(launches, options, stream=stream, expect=expect, atol=atol, rtol=rtol,
+                         reset_to_zero=reset_to_zero, restore_value=restore_value).run()
+
+
+def prepare_bench(launches: Sequence[Launch], options: BenchOptions, *, stream: Stream | None = None,
+                  expect: Expect = None, atol: float | None = None, rtol: float | None = None,
+                  reset_to_zero: Sequence[DeviceArray] = (), restore_value: Sequence[DeviceArray] = ()
+                  ) -> "PreparedBench":
+    """bench_with's checks, made now and run later (`run()`): a sweep worker prepares the next candidate
+    while the GPU measures the one before. BenchError for bad input, as bench_with."""
     device, checked, views = _checked_chain(launches, stream)
     last = checked[-1]
     expectation = _expectation(expect, last[2], last[0].name, atol, rtol)
     all_args = [a for _, _, args in checked for a in args]
     resets = _checked_resets(all_args, reset_to_zero, restore_value, views)
-    rule, cache, rotate = options.stop_rule(), options.cache_state, options.rotate
-    timer = default_timer(device) if options.timer == "auto" else options.timer
-    sets_asked = rotate if cache == "dirty-cold" else 1
-    # Free memory bounds only the copies a rotation makes: one set makes none (a driver call saved).
-    free, total = (0, 0) if sets_asked == 1 else device.memory_info()
-    samples = (rule.max_warmup_samples if options.warmup is None else options.warmup) + rule.max_samples
-    launches_made = samples * min_launches_per_sample(timer)  # a graph or batched sample spans several
     set_bytes = sum(a.nbytes for a in rotated_arrays(all_args))
-    if set_bytes == 0 and isinstance(rotate, int) and rotate > 1:  # said in bench()'s terms, not the core's
-        raise BenchError(f"rotate={rotate}: no argument is a rotated device array, so there is nothing to rotate; "
-                         "expected rotate=1, or device arrays among the args")
-    rotation = plan_rotation(set_bytes, device.properties.llc_bytes, free, total, sets_asked,
-                             max(launches_made, 2))
-    if cache != "dirty-cold" and rotate != 1:  # one set because of the cache state, not a rotate=1 asked for
-        rotation = dataclasses.replace(rotation, reason=f"one argument set: {cache} does not rotate")
-    core_timer = timer_for(device, timer, rotation.sets)
-    counter = energy_counter(device) if options.energy else None  # refused before anything runs
+    if set_bytes == 0 and isinstance(options.rotate, int) and options.rotate > 1:  # said in bench()'s terms
+        raise BenchError(f"rotate={options.rotate}: no argument is a rotated device array, so there is nothing to "
+                         "rotate; expected rotate=1, or device arrays among the args")
+    timer = default_timer(device) if options.timer == "auto" else options.timer
+    return PreparedBench(device, checked, options, stream, expectation, resets, timer, set_bytes)
 
-    started = time.perf_counter()
-    saved: list[DeviceArray] = []
-    try:
-        with ArgumentSets(device, [(kernel.params, args) for kernel, _, args in checked], rotation.sets) as sets:
-            plan = make_plan([(kernel, config) for kernel, config, _ in checked], sets,
-                             stream.handle if stream else 0)
-            if expectation is not None:
-                expectation.verify(device, plan, sets)
-            contents = []
-            for array, zero in resets:
-                source = 0
-                # The contents as they are now (zeros for a zero fill): restored before each sample, and after.
-                contents.append(np.zeros(array.shape, array.dtype) if zero else array.to_numpy())
-                if not zero:
-                    saved.append(device.array(contents[-1]))
-                    source = saved[-1].address
-                plan.add_reset([sets.address(s, array) for s in range(len(sets))], source, array.nbytes)
-            if cache == "clean-cold":
-                clean_step(device).attach(plan)
-            taken = _core.measure(core_timer, plan, rule.core, options.warmup)
-            energy = None if counter is None else measure_energy(
-                counter, lambda n: _core.measure(core_timer, plan, fixed_count(n, 0).core, 0), sample_s(taken))
-            for (array, _), values in zip(resets, contents):  # the arrays as a reset step leaves them
-                array.copy_from(values)
-    finally:
-        for array in saved:
-            array.free()
-    times_us = taken.times_us
-    log.info("%s: timer %s%s, cache %s%s, %d set(s) (%s); %d samples, stopped: %s", plan.name, timer,
-             " (auto)" if options.timer == "auto" else "", cache, " (auto)" if options.cache == "auto" else "",
-             rotation.sets, rotation.reason, len(times_us), taken.stop_reason)
-    first_kernel, first_config, _ = checked[0]
-    return Result(plan.name, _device_facts(device.properties), first_config, rotation, times_us,
-                  timer=timer, cache_state="warm" if rotation.sets == 1 and cache == "dirty-cold" else cache,
-                  stop_reason="iterations" if options.iterations is not None else taken.stop_reason,
-                  precision=rule.precision, warmup=taken.warmup_samples,
-                  launches_per_sample=taken.launches_per_sample,
-                  host_us_per_kernel=taken.host_us / (len(times_us) * taken.launches_per_sample),
-                  wall_s=time.perf_counter() - started, verified=expectation is not None,
-                  target=first_kernel.module.target, slower_than_us=options.slower_than_us,
-                  ran="chain" if len(checked) > 1 else "kernel",
-                  kernels=_kernel_times(checked, taken.kernel_times_us),
-                  span_us=taken.span_us if len(taken.span_us) else None,
-                  clock=Clock.of(taken), throttled_samples=taken.throttled_samples, energy=energy)
+
+@dataclasses.dataclass(frozen=True)
+class PreparedBench:
+    """A measurement checked and not yet run: its device, each launch's kernel, config and checked
+    arguments, its options, stream, output check, reset steps (array, zero it?), timer and the bytes of
+    one argument set."""
+    device: Device
+    checked: list[tuple[Kernel, LaunchConfig, list[Argument]]]
+    options: BenchOptions
+    stream: Stream | None
+    expectation: Expectation | None
+    resets: list[tuple[DeviceArray, bool]]
+    timer: str
+    set_bytes: int
+
+    def run(self) -> Result:
+        """The measurement: the rotation planned against the memory free now, the sets made, the core's
+        loop run; the sets freed after."""
+        device, checked, options, timer = self.device, self.checked, self.options, self.timer
+        rule, cache, rotate = options.stop_rule(), options.cache_state, options.rotate
+        sets_asked = rotate if cache == "dirty-cold" else 1
+        # Free memory bounds only the copies a rotation makes: one set makes none (a driver call saved).
+        free, total = (0, 0) if sets_asked == 1 else device.memory_info()
+        samples = (rule.max_warmup_samples if options.warmup is None else options.warmup) + rule.max_samples
+        launches_made = samples * min_launches_per_sample(timer)  # a graph or batched sample spans several
+        rotation = plan_rotation(self.set_bytes, device.properties.llc_bytes, free, total, sets_asked,
+                                 max(launches_made, 2))
+        if cache != "dirty-cold" and rotate != 1:  # one set because of the cache state, not a rotate=1 asked for
+            rotation = dataclasses.replace(rotation, reason=f"one argument set: {cache} does not rotate")
+        core_timer = timer_for(device, timer, rotation.sets)
+        counter = energy_counter(device) if options.energy else None  # refused before anything runs
+
+        started = time.perf_counter()
+        saved: list[DeviceArray] = []
+        try:
+            with ArgumentSets(device, [(kernel.params, args) for kernel, _, args in checked], rotation.sets) as sets:
+                plan = make_plan([(kernel, config) for kernel, config, _ in checked], sets,
+                                 self.stream.handle if self.stream else 0)
+                if self.expectation is not None:
+                    self.expectation.verify(device, plan, sets)
+                contents = []
+                for array, zero in self.resets:
+                    source = 0
+                    # The contents as they are now (zeros for a zero fill): restored before each sample, and after.
+                    contents.append(np.zeros(array.shape, array.dtype) if zero else array.to_numpy())
+                    if not zero:
+                        saved.append(device.array(contents[-1]))
+                        source = saved[-1].address
+                    plan.add_reset([sets.address(s, array) for s in range(len(sets))], source, array.nbytes)
+                if cache == "clean-cold":
+                    clean_step(device).attach(plan)
+                taken = _core.measure(core_timer, plan, rule.core, options.warmup)
+                energy = None if counter is None else measure_energy(
+                    counter, lambda n: _core.measure(core_timer, plan, fixed_count(n, 0).core, 0), sample_s(taken))
+                for (array, _), values in zip(self.resets, contents):  # the arrays as a reset step leaves them
+                    array.copy_from(values)
+        finally:
+            for array in saved:
+                array.free()
+        times_us = taken.times_us
+        log.info("%s: timer %s%s, cache %s%s, %d set(s) (%s); %d samples, stopped: %s", plan.name, timer,
+                 " (auto)" if options.timer == "auto" else "", cache, " (auto)" if options.cache == "auto" else "",
+                 rotation.sets, rotation.reason, len(times_us), taken.stop_reason)
+        first_kernel, first_config, _ = checked[0]
+        return Result(plan.name, _device_facts(device.properties), first_config, rotation, times_us,
+                      timer=timer, cache_state="warm" if rotation.sets == 1 and cache == "dirty-cold" else cache,
+                      stop_reason="iterations" if options.iterations is not None else taken.stop_reason,
+                      precision=rule.precision, warmup=taken.warmup_samples,
+                      launches_per_sample=taken.launches_per_sample,
+                      host_us_per_kernel=taken.host_us / (len(times_us) * taken.launches_per_sample),
+                      wall_s=time.perf_counter() - started, verified=self.expectation is not None,
+                      target=first_kernel.module.target, slower_than_us=options.slower_than_us,
+                      ran="chain" if len(checked) > 1 else "kernel",
+                      kernels=_kernel_times(checked, taken.kernel_times_us),
+                      span_us=taken.span_us if len(taken.span_us) else None,
+                      clock=Clock.of(taken), throttled_samples=taken.throttled_samples, energy=energy)
 
 
 def set_up(device: Device, options: BenchOptions) -> None:

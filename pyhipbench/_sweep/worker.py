@@ -8,7 +8,9 @@ a worker that may lack it. The same class runs in a spawned process per GPU
 (`serve`, the local pool) and in a Ray actor (ray_cluster.py). A task is
 one launch or a chain (its launches, or every kernel of its module), run
 through bench_with as one sample; its bench options, the candidate's
-BenchOptions (with racing, the bound), go to bench_with as they are. It
+BenchOptions (with racing, the bound), go to bench_with as they are. A
+task that arrives while another measures is prepared meanwhile (its code
+object loaded, its launches made and checked: prepare_ahead). It
 never lets a pyhipbench error escape: bad input is an outcome; a fault is
 an outcome that asks for the worker to be replaced, since the device
 context may be lost. Hangs and process deaths are the
@@ -31,7 +33,7 @@ from .._device.memory import DeviceArray
 from .._launch.arg_spec import ArgSpec, LaunchArgSpec, materialize, materialize_chain
 from .._launch.args import Shared
 from .._launch.launch import Launch, module_launches
-from .._measure.bench import bench_with
+from .._measure.bench import PreparedBench, prepare_bench
 from .._measure.environment import device_record
 from .._measure.options import BenchOptions
 from .._measure.timers import default_timer
@@ -52,6 +54,10 @@ DIED = "died"        # the worker process (or actor) died: an abort, a segfault,
 _INVALID_ERRORS = (BenchError, IRError, CodegenError, ToolchainError)
 ARGUMENT_SETS_KEPT = 4  # argument lists (by spec) a worker keeps for later candidates; older ones are freed
 MODULES_KEPT = 64  # code objects a worker keeps loaded for later candidates; the least recently used is unloaded
+# A worker process's GIL switch interval, s: as a measurement returns, the measuring thread waits for the GIL
+# while the receiving or preparing thread runs Python; Python's 5 ms default would let that wait outlast a
+# candidate's measurement.
+SWITCH_INTERVAL_S = 2e-4
 
 
 @dataclass(frozen=True)
@@ -105,8 +111,10 @@ class Worker:
     device: Device
     modules: OrderedDict = field(default_factory=OrderedDict)  # code key -> Module, least recently used first
     arguments: OrderedDict = field(default_factory=OrderedDict)
-    ahead: dict = field(default_factory=dict)  # code key -> Future of its Module, loaded by load_ahead
-    timing_launches: bool = False  # the task measuring now times with the events timer (see load_ahead)
+    ahead: dict = field(default_factory=dict)  # candidate id -> Future of its PreparedBench (prepare_ahead)
+    timing_launches: bool = False  # the task measuring now times with the events timer (see prepare_ahead)
+    # The modules and arguments kept, as a task is prepared (by prepare_ahead's thread, or by run).
+    _preparing: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def open(cls, backend: str | None, index: int) -> "Worker":
@@ -119,33 +127,30 @@ class Worker:
                                          backend.triton_target(self.device.arch)), backend.device_count,
                            record=device_record(self.device))
 
-    def load_ahead(self, task: Task, loading: ThreadPoolExecutor) -> None:
-        """Starts loading `task`'s code object (and looking its kernel up) on `loading`'s thread, so it
-        loads while the GPU measures the task before it (the measurement releases the GIL). Host work
-        only, which the kernel timers (cupti, rocprofiler: each kernel's GPU time), batched and graph
-        samples do not see; not while the events timer measures, whose samples span the host's launch
-        calls. A load that fails is the task's outcome, as a load in turn."""
-        if task.code is None or task.code_key in self.modules or task.code_key in self.ahead or \
-                self.timing_launches:
+    def prepare_ahead(self, task: Task, preparing: ThreadPoolExecutor) -> None:
+        """Starts preparing `task` on `preparing`'s thread (its code object loaded, its kernel looked up, its
+        launches made and checked: what run does before measuring), so that happens while the GPU measures
+        the task before it (the measurement releases the GIL). Host work only, which the kernel timers
+        (cupti, rocprofiler: each kernel's GPU time), batched and graph samples do not see; not while the
+        events timer measures, whose samples span the host's launch calls. What fails there is the task's
+        outcome, as it would be in run."""
+        if self.timing_launches:
             return
+        self.ahead[task.candidate_id] = preparing.submit(self._prepared, task)
 
-        def load():
-            module = self.device.load_module(task.code)
-            if task.launches is None:
-                module.kernel(task.kernel)  # BenchError for a missing kernel: the task's, when it runs
-            return module
-        self.ahead[task.code_key] = loading.submit(load)
+    def _prepared(self, task: Task) -> PreparedBench:
+        with self._preparing:
+            return prepare_bench(self._launches(task), task.bench)
 
     def _module(self, task: Task):
         if task.code_key in self.modules:
             self.modules.move_to_end(task.code_key)
             return self.modules[task.code_key]
-        loaded = self.ahead.pop(task.code_key, None)
-        if loaded is None and task.code is None:
+        if task.code is None:
             raise BenchError(f"the code object {task.code_key[:12]} was never sent to this worker")
         while len(self.modules) >= MODULES_KEPT:
             self.modules.popitem(last=False)[1].unload()
-        module = loaded.result() if loaded is not None else self.device.load_module(task.code)
+        module = self.device.load_module(task.code)
         self.modules[task.code_key] = module
         return module
 
@@ -165,8 +170,8 @@ class Worker:
 
     def _cached(self, key: tuple, make) -> Any:
         """The arguments made for `key` (by `make()`: (what the task takes, every argument made)), kept for
-        later tasks with the same specs; the least recently used are freed (the task measuring holds the most
-        recently used entry)."""
+        later tasks with the same specs; the least recently used are freed (the task measuring and the one
+        prepared ahead of it hold the two most recently used entries)."""
         if key in self.arguments:
             self.arguments.move_to_end(key)
             return self.arguments[key][0]
@@ -201,8 +206,9 @@ class Worker:
 
         timer = task.bench.timer
         self.timing_launches = (default_timer(self.device) if timer == "auto" else timer) == "events"
+        prepared = self.ahead.pop(task.candidate_id, None)
         try:
-            result = bench_with(self._launches(task), task.bench)
+            result = (self._prepared(task) if prepared is None else prepared.result()).run()
         except _INVALID_ERRORS as e:
             return failed(INVALID, f"{type(e).__name__}: {e}", replace_worker=False)
         except KernelFault as e:
@@ -222,14 +228,15 @@ def serve(connection, backend: str | None, index: int) -> None:
     or ("error", message), then answer each Task with an Outcome until the connection closes or an
     outcome asks for a fresh worker."""
     die_with_parent()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         worker = Worker.open(backend, index)
         connection.send(("ready", worker.facts()))
     except Error as e:
         connection.send(("error", f"{type(e).__name__}: {e}"))
         return
-    # Tasks are taken as they arrive, by a thread of their own, which starts loading each one's code
-    # object at once on another (load_ahead), so a task sent ahead loads while the GPU measures the one
+    # Tasks are taken as they arrive, by a thread of their own, which starts preparing each one at once on
+    # another (prepare_ahead), so a task sent ahead is loaded and checked while the GPU measures the one
     # before it.
     tasks: queue.Queue[Task | None] = queue.Queue()
 
@@ -241,12 +248,12 @@ def serve(connection, backend: str | None, index: int) -> None:
                 tasks.put(None)
                 return
             try:
-                worker.load_ahead(task, loading)
+                worker.prepare_ahead(task, preparing)
             except RuntimeError:  # the worker is ending (it asked to be replaced): this task is the parent's again
                 return
             tasks.put(task)
 
-    with ThreadPoolExecutor(1, thread_name_prefix="pyhipbench load-ahead") as loading:
+    with ThreadPoolExecutor(1, thread_name_prefix="pyhipbench prepare-ahead") as preparing:
         threading.Thread(target=receive, name="pyhipbench tasks", daemon=True).start()
         while True:
             task = tasks.get()

@@ -210,6 +210,24 @@ def test_free_memory_is_read_only_where_the_rotation_may_copy(device, copy, monk
     assert len(calls) == reads and res.cache_state == cache and (res.rotation.sets > 1) == (cache == "dirty-cold")
 
 
+def test_a_prepared_measurement_is_checked_at_once_and_plans_its_rotation_when_it_runs(device, copy, monkeypatch):
+    """prepare_bench checks everything before anything runs; the rotation is planned against the memory free
+    when it runs (a measurement before it may still hold its copies), not when it was prepared."""
+    from pyhipbench._launch.launch import Launch
+    from pyhipbench._measure.bench import prepare_bench
+    from pyhipbench._measure.options import BenchOptions
+    src, dst = arrays(device, 1 << 18)
+    options = BenchOptions(iterations=2, warmup=0, cache="dirty-cold", timer="events")
+    with pytest.raises(hb.BenchError, match=r"^kernel 'copy' takes 3 arguments"):
+        prepare_bench([Launch(copy, 1, 64, [src, dst])], options)
+    calls = []
+    monkeypatch.setattr(type(device), "memory_info", lambda self: calls.append(1) or self.backend.memory_info())
+    prepared = prepare_bench([Launch(copy, 1, 64, [src, dst, hb.int64(4)])], options)
+    assert calls == []
+    res = prepared.run()
+    assert calls == [1] and res.rotation.sets > 1 and res.cache_state == "dirty-cold"
+
+
 def test_unknown_kernel_lists_the_modules_kernels(device):
     with pytest.raises(hb.BenchError, match="no kernel 'cpy' in this ptx module; its kernels: copy"):
         device.load_module(COPY_PTX).kernel("cpy")

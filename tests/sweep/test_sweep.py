@@ -713,12 +713,11 @@ class _InProcessExecutor(ScriptedExecutor):
 
 
 def test_a_worker_unloads_old_modules_and_the_scheduler_sends_their_code_again(tmp_path, monkeypatch):
-    from types import SimpleNamespace
 
     from pyhipbench._sweep import scheduler, worker
     monkeypatch.setattr(worker, "MODULES_KEPT", 2)
-    monkeypatch.setattr(worker, "bench_with", lambda launches, *args, **options: SimpleNamespace(
-        to_dict=lambda: {"kernel": launches[0].kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
+    _stub_measurement(monkeypatch, lambda launches: {"kernel": launches[0].kernel, "stats_us": {"median": 1.0},
+                                                     "times_us": []})
     device = _StubDevice()
     executor = _InProcessExecutor(worker.Worker(device))
     sources = {name: _StubSource(name.encode()) for name in ("bad", "a", "b", "c")}
@@ -758,12 +757,11 @@ class _PipelinedInProcessExecutor(_InProcessExecutor):
 
 
 def test_with_tasks_sent_ahead_the_scheduler_still_knows_which_code_the_worker_holds(tmp_path, monkeypatch):
-    from types import SimpleNamespace
 
     from pyhipbench._sweep import scheduler, worker
     monkeypatch.setattr(worker, "MODULES_KEPT", 2)
-    monkeypatch.setattr(worker, "bench_with", lambda launches, *args, **options: SimpleNamespace(
-        to_dict=lambda: {"kernel": launches[0].kernel, "stats_us": {"median": 1.0}, "times_us": []}, wall_s=0.0))
+    _stub_measurement(monkeypatch, lambda launches: {"kernel": launches[0].kernel, "stats_us": {"median": 1.0},
+                                                     "times_us": []})
     executor = _PipelinedInProcessExecutor(worker.Worker(_StubDevice()))
     sources = {name: _StubSource(name.encode()) for name in "abcd"}
     # The worker holds two modules and each outcome says which: a task sent ahead of one that loads a module
@@ -782,37 +780,47 @@ def test_with_tasks_sent_ahead_the_scheduler_still_knows_which_code_the_worker_h
     assert [task.code is None for task in executor.sent][-4:] == [False, False, True, True]
 
 
-def _task(name: bytes, code: bytes | None, timer: str = "auto"):
+def _task(name: bytes, code: bytes | None, timer: str = "auto", code_key: str | None = None):
     from pyhipbench._sweep.worker import Task
-    return Task(name.decode(), "k", (1, 1, 1), (64, 1, 1), (), 0, BenchOptions(timer=timer), name.decode(), code)
+    return Task(name.decode(), "k", (1, 1, 1), (64, 1, 1), (), 0, BenchOptions(timer=timer),
+                code_key or name.decode(), code)
 
 
-def test_a_worker_loads_the_next_code_object_while_the_gpu_measures_but_not_under_the_events_timer(monkeypatch):
+def _stub_measurement(monkeypatch, record):
+    """The worker's measurement stubbed: each task prepared as `record(launches)`, its result's to_dict."""
+    from pyhipbench._sweep import worker
+    monkeypatch.setattr(worker, "prepare_bench", lambda launches, options: SimpleNamespace(
+        run=lambda: SimpleNamespace(to_dict=lambda: record(launches), wall_s=0.0)))
+
+
+def test_a_worker_prepares_the_next_task_while_the_gpu_measures_but_not_under_the_events_timer(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
     from pyhipbench._sweep import worker
-    monkeypatch.setattr(worker, "bench_with", lambda launches, *args, **options: SimpleNamespace(
-        to_dict=lambda: {"times_us": []}, wall_s=0.0))
+    prepared = []
+    _stub_measurement(monkeypatch, lambda launches: prepared.append(launches[0].kernel) or {"times_us": []})
     device = _StubDevice()
     hb_worker = worker.Worker(device)
     monkeypatch.setattr(worker, "default_timer", lambda d: "cupti")  # "auto" as on a GPU that CUPTI traces
-    with ThreadPoolExecutor(1) as loading:
-        hb_worker.load_ahead(_task(b"a", b"a"), loading)
+    with ThreadPoolExecutor(1) as preparing:
+        hb_worker.prepare_ahead(_task(b"a", b"a"), preparing)
         assert set(hb_worker.ahead) == {"a"}
         hb_worker.ahead["a"].result()
-        assert device.loaded == [b"a"]
+        assert device.loaded == [b"a"]  # loaded ahead, before its run
         assert hb_worker.run(_task(b"a", b"a")).result is not None
-        assert device.loaded == [b"a"] and not hb_worker.ahead  # the run took the module loaded ahead
-        hb_worker.load_ahead(_task(b"a", b"a"), loading)  # held: nothing to load
-        assert not hb_worker.ahead
+        assert device.loaded == [b"a"] and not hb_worker.ahead  # the run took what was prepared ahead
+        held = _task(b"a again", None, code_key="a")
+        hb_worker.prepare_ahead(held, preparing)  # its module held: prepared, nothing loaded
+        assert hb_worker.run(held).result is not None and device.loaded == [b"a"]
         hb_worker.run(_task(b"b", b"b", timer="events"))  # now measuring with events ...
-        hb_worker.load_ahead(_task(b"c", b"c"), loading)  # ... so the next load waits for its turn
+        hb_worker.prepare_ahead(_task(b"c", b"c"), preparing)  # ... so the next is prepared in its turn
         assert not hb_worker.ahead and device.loaded == [b"a", b"b"]
         bad = _task(b"bad", b"bad")
         hb_worker.run(_task(b"a", b"a"))
-        hb_worker.load_ahead(bad, loading)
-        outcome = hb_worker.run(bad)  # a load ahead that fails is the task's outcome
+        hb_worker.prepare_ahead(bad, preparing)
+        outcome = hb_worker.run(bad)  # what fails ahead is the task's outcome
         assert outcome.reason == worker.INVALID and "cannot load on the hip backend" in outcome.error
+        assert not hb_worker.ahead and len(prepared) == 4
 
 
 class _RaisingSource(_StubSource):
