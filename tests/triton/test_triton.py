@@ -338,13 +338,18 @@ def held_slower(monkeypatch, fake_driver, burst_us: float, held_us: float) -> li
     return options
 
 
-def test_autotune_holds_at_most_four_tied_configs(device, fake_driver, monkeypatch):
-    options = held_slower(monkeypatch, fake_driver, 5.0, 6.0)
-    configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, 7)]
-    tuned = ht.autotune(configs, key=["n"], device=device, iterations=4, warmup_samples=0, timer="events",
-                        tie_hold_s=0.001)(tk.add)
+def tuned_stages(monkeypatch, fake_driver, device, burst_us: float, held_us: float, stages: int, **options):
+    """autotune over `stages` configs differing only in num_stages, each launch burst_us on the fake (held_us
+    in a measurement with a hold): the options of each measurement, the configs and the Tuning."""
+    measured = held_slower(monkeypatch, fake_driver, burst_us, held_us)
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, stages + 1)]
+    tuned = ht.autotune(configs, key=["n"], device=device, warmup_samples=0, timer="events", **options)(tk.add)
     x, y, out = vectors(device)
-    tuning = tuned.tune((1,), x, y, out, 4096)
+    return measured, configs, tuned.tune((1,), x, y, out, 4096)
+
+
+def test_autotune_holds_at_most_four_tied_configs(device, fake_driver, monkeypatch):
+    options, _, tuning = tuned_stages(monkeypatch, fake_driver, device, 5.0, 6.0, 6, iterations=4, tie_hold_s=0.001)
     assert len(options) == 6 + 4 and sum(r.sustained is not None for r in tuning.results) == 4
     assert [r.sustained is not None for r in tuning.results[:4]] == [True] * 4  # ties keep the configs' order
 
@@ -352,12 +357,8 @@ def test_autotune_holds_at_most_four_tied_configs(device, fake_driver, monkeypat
 def test_autotune_races_each_later_tie_against_the_sustained_medians_before_it(device, fake_driver, monkeypatch):
     """Racing on: the second tie's measurement after its hold stops once it is surely slower than the
     first tie's sustained CI upper bound."""
-    options = held_slower(monkeypatch, fake_driver, 5.0, 6.0)
-    configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, 3)]
-    tuned = ht.autotune(configs, key=["n"], device=device, warmup_samples=0, timer="events", cache="warm",
-                        tie_hold_s=0.002)(tk.add)
-    x, y, out = vectors(device)
-    first, second = tuned.tune((1,), x, y, out, 4096).results
+    options, _, tuning = tuned_stages(monkeypatch, fake_driver, device, 5.0, 6.0, 2, cache="warm", tie_hold_s=0.002)
+    first, second = tuning.results
     held = [o for o in options if o.hold_s > 0]
     assert [o.hold_s for o in held] == [0.002, 0.001]
     assert held[0].slower_than_us is None and held[1].slower_than_us == first.sustained.ci_us[1]
@@ -368,23 +369,15 @@ def test_after_a_screen_that_loaded_the_gpu_for_the_hold_the_fastest_tie_holds_a
         device, fake_driver, monkeypatch):
     """The screen's kernels ran 2 configs x 4 launches x 2 ms = 16 ms, past tie_hold_s (10 ms): a limit
     that bites has bitten, so the fastest tie holds half as long, as the later ones."""
-    options = held_slower(monkeypatch, fake_driver, 2000.0, 2400.0)
-    configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, 3)]
-    tuned = ht.autotune(configs, key=["n"], device=device, iterations=4, warmup_samples=0, timer="events",
-                        tie_hold_s=0.01)(tk.add)
-    x, y, out = vectors(device)
-    tuning = tuned.tune((1,), x, y, out, 4096)
+    options, _, tuning = tuned_stages(monkeypatch, fake_driver, device, 2000.0, 2400.0, 2, iterations=4,
+                                      tie_hold_s=0.01)
     assert [o.hold_s for o in options if o.hold_s > 0] == [0.005, 0.005]
     assert all(r.sustained is not None for r in tuning.results)
 
 
 def test_autotune_holds_no_further_tie_when_the_hold_does_not_slow_the_fastest(device, fake_driver, monkeypatch):
-    options = held_slower(monkeypatch, fake_driver, 5.0, 5.01)  # within the 1 % precision
-    configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, 4)]
-    tuned = ht.autotune(configs, key=["n"], device=device, iterations=4, warmup_samples=0, timer="events",
-                        tie_hold_s=0.001)(tk.add)
-    x, y, out = vectors(device)
-    tuning = tuned.tune((1,), x, y, out, 4096)
+    options, configs, tuning = tuned_stages(monkeypatch, fake_driver, device, 5.0, 5.01, 3,  # within the 1 % precision
+                                            iterations=4, tie_hold_s=0.001)
     assert len(options) == 3 + 1 and all(r.sustained is None for r in tuning.results)
     assert tuning.best is configs[0] and "within the precision of its first median" in tuning.results[0].note
 
