@@ -21,7 +21,8 @@ from .module import Kernel, Module
 from .stream import Stream
 
 BUNDLED_KERNELS = ("copy", "clean", "empty", "spin")  # pyhipbench/kernels/
-Made = TypeVar("Made")
+Made = TypeVar("Made")  # what Device.keep makes and keeps
+
 
 def available_backends() -> list[str]:
     """The backends that can open device 0 here, in preference order (HIP first)."""
