@@ -65,7 +65,7 @@ def main() -> None:
     from pyhipbench._measure.options import BenchOptions
     from pyhipbench._measure.timers import core_timer, default_timer
     n = options.samples
-    fixed_count = BenchOptions(iterations=n).stop_rule().core
+    fixed_count = BenchOptions(iterations=n).stop_rule()
     print("| copy | clean read (x LLC) | median µs | p10–p90 µs | histogram of sample / median, 0.94–1.06 "
           "| lag-1 | P(slow after slow) | P(slow after fast) |")
     print("|---|---|---|---|---|---|---|---|")

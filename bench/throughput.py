@@ -72,7 +72,6 @@ def clean_read_sweep(case: dict, repeats: int) -> list[dict]:
     from pyhipbench._measure.bench import make_plan
     from pyhipbench._measure.cache import CleanStep
     from pyhipbench._measure.stats import summarize
-    from pyhipbench._measure.stopping import StopRule
     from pyhipbench._measure.timers import core_timer, default_timer
     device, kernel, grid, block, args, arrays = setup(case)
     config = LaunchConfig.checked(grid, block, 0, device.properties)
@@ -84,11 +83,11 @@ def clean_read_sweep(case: dict, repeats: int) -> list[dict]:
             clean = CleanStep(device, int(factor * llc))
             plan = make_plan([(kernel, config)], sets)
             clean.attach(plan)
-            _core.measure(timer, plan, StopRule().core)  # the clean kernel's first launch, clocks up
+            _core.measure(timer, plan, _core.StopRule())  # the clean kernel's first launch, clocks up
             medians, lows, highs, walls = [], [], [], []
             for _ in range(repeats):
                 start = time.perf_counter()
-                taken = _core.measure(timer, plan, StopRule().core)
+                taken = _core.measure(timer, plan, _core.StopRule())
                 walls.append(time.perf_counter() - start)
                 s = summarize(taken.times_us)
                 medians.append(s.median), lows.append(s.ci_low), highs.append(s.ci_high)

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace pyhipbench {
 
@@ -22,8 +23,6 @@ void require(bool ok, const char* field, T value, const std::string& expected) {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-double median_of(std::vector<double> times_us) { return summarize(std::move(times_us)).median; }
 
 }  // namespace
 
@@ -96,64 +95,148 @@ bool StopRule::settled(double previous_median_us, double median_us) const {
   return std::fabs(median_us - previous_median_us) <= settle * previous_median_us;
 }
 
-// The loop of both measure()s; `run(samples, first_set)` takes one run.
+namespace {
+
+// The median of `samples` samples from `from` on, µs.
+double chunk_median_us(const std::vector<double>& times_us, size_t from, size_t samples) {
+  const auto first = times_us.begin() + static_cast<std::ptrdiff_t>(from);
+  return summarize(std::vector<double>(first, first + static_cast<std::ptrdiff_t>(samples))).median;
+}
+
+// One measure() call: the runs of one timer on one plan or call, and what they
+// have kept so far. `run(samples, first_set)` takes one run.
 template <class Run>
-static Measurement measure_runs(Timer& timer, const std::string& timed, size_t sets, Run run_timer,
-                                const StopRule& rule, std::optional<size_t> warmup) {
-  rule.validate();
-  Measurement m;
-  size_t next_set = 0;
-  if (rule.hold_s > 0) {
-    // Runs double from one warm-up chunk, then are sized from the last run's
-    // wall time to end near the deadline: few synchronisations, and little
-    // overshoot, whatever the sample's length.
-    const auto holding = std::chrono::steady_clock::now();
-    size_t samples = rule.warmup_chunk;
-    for (;;) {
-      const auto run_started = std::chrono::steady_clock::now();
-      const Timings held = run_timer(samples, next_set);
-      next_set = (next_set + samples * held.launches_per_sample) % sets;
-      m.warmup_samples += samples;
-      const double left_s = rule.hold_s - seconds_since(holding);
-      if (left_s <= 0) break;
-      const double per_sample_s = std::max(seconds_since(run_started), 1e-9) / static_cast<double>(samples);
-      samples = std::clamp<size_t>(static_cast<size_t>(std::ceil(left_s / per_sample_s)), 1,
-                                   std::max<size_t>(2 * samples, rule.warmup_chunk));
-      samples = std::min(samples, kMaxHoldRun);
-    }
-  }
-  const auto started = std::chrono::steady_clock::now();
-  auto throttled = [&](const Timings& run) {
-    return rule.throttle_threshold > 0 && run.clock_mhz > 0 && run.default_clock_mhz > 0 &&
-           run.clock_mhz < rule.throttle_threshold * run.default_clock_mhz;
-  };
-  // One run of `samples`, taken again (after a pause) while its clock is below the threshold.
-  size_t retakes = 0;
-  auto take = [&](size_t samples) {
-    for (;;) {
-      Timings taken = run_timer(samples, next_set);
-      if (taken.times_us.size() != samples) {
-        throw MeasurementError("the " + timer.name() + " timer returned " + std::to_string(taken.times_us.size()) +
-                               " samples of " + timed + " where " + std::to_string(samples) + " were asked for");
+class MeasurementLoop {
+ public:
+  MeasurementLoop(Timer& timer, std::string timed, size_t sets, Run run, const StopRule& rule)
+      : timer_(timer), timed_(std::move(timed)), sets_(sets), run_(std::move(run)), rule_(rule) {}
+
+  // The hold (rule.hold_s > 0): untimed runs until hold_s has passed. Runs
+  // double from one warm-up chunk, then are sized from the last run's wall
+  // time to end near the deadline: few synchronisations, and little
+  // overshoot, whatever the sample's length. max_time_s counts from its end.
+  void hold() {
+    if (rule_.hold_s > 0) {
+      const auto holding = std::chrono::steady_clock::now();
+      size_t samples = rule_.warmup_chunk;
+      for (;;) {
+        const auto run_started = std::chrono::steady_clock::now();
+        const Timings held = run_(samples, next_set_);
+        advance_sets(samples, held);
+        measurement_.warmup_samples += samples;
+        const double left_s = rule_.hold_s - seconds_since(holding);
+        if (left_s <= 0) break;
+        const double per_sample_s = std::max(seconds_since(run_started), 1e-9) / static_cast<double>(samples);
+        samples = std::clamp<size_t>(static_cast<size_t>(std::ceil(left_s / per_sample_s)), 1,
+                                     std::max<size_t>(2 * samples, rule_.warmup_chunk));
+        samples = std::min(samples, kMaxHoldRun);
       }
-      next_set = (next_set + samples * taken.launches_per_sample) % sets;
-      m.launches_per_sample = taken.launches_per_sample;
-      if (taken.default_clock_mhz > 0) m.default_clock_mhz = taken.default_clock_mhz;
-      if (!throttled(taken) || retakes == kThrottleRetakes || seconds_since(started) >= rule.max_time_s) {
-        retakes = 0;
+    }
+    started_ = std::chrono::steady_clock::now();
+  }
+
+  // The warm-up, then the first timed samples kept. The first run holds a
+  // warm-up chunk and the first timed chunk: a kernel that settles at once
+  // costs one run (one synchronisation, one CUPTI flush) before the first
+  // stop check. Without a fixed `warmup`, the run is read chunk by chunk
+  // until a chunk's median agrees with the one before it (settle()).
+  void warm_up(std::optional<size_t> warmup) {
+    const size_t chunk = rule_.warmup_chunk;
+    size_t lead = warmup ? *warmup : chunk;  // the untimed samples the first run opens with
+    if (lead > chunk) {
+      // A longer fixed warm-up runs alone, so that no run holds much more than
+      // the largest count a caller asked for (a run's events, or CUPTI records,
+      // are held until its end).
+      take(lead);
+      measurement_.warmup_samples = lead;
+      lead = 0;
+    }
+    // Without a fixed warm-up, at least a chunk after the lead: two chunks to compare in this run.
+    Timings run = take(lead + (warmup ? rule_.first_chunk : std::max(rule_.first_chunk, chunk)));
+    measurement_.warmup_samples += lead;
+    const size_t timed_from = warmup ? lead : settle(run, lead);
+    keep(run, timed_from);
+  }
+
+  bool stopped() const { return !measurement_.stop_reason.empty(); }
+
+  // One timed run, sized by the rule from the samples kept so far.
+  void take_timed_run() {
+    keep(take(measurement_.times_us.empty() ? rule_.first_chunk : rule_.next_chunk(summary_)), 0);
+  }
+
+  Measurement result() && { return std::move(measurement_); }
+
+ private:
+  // Reads `run` chunk by chunk from `from` until a chunk's median agrees with
+  // the one before it: that chunk is already in the steady state, so it and
+  // the samples after it are timed, and only the chunks before it were
+  // warm-up. A kernel still unsettled when the run ends warms up in runs of
+  // one chunk each (replacing `run`). Returns where `run`'s timed samples start.
+  size_t settle(Timings& run, size_t from) {
+    const size_t chunk = rule_.warmup_chunk;
+    double previous = chunk_median_us(run.times_us, 0, chunk);
+    size_t timed_from = from;
+    while (measurement_.warmup_samples < rule_.max_warmup_samples) {
+      if (timed_from + chunk > run.times_us.size()) {
+        measurement_.warmup_samples += run.times_us.size() - timed_from;  // a tail shorter than a chunk
+        run = take(chunk);
+        timed_from = 0;
+      }
+      const double median = chunk_median_us(run.times_us, timed_from, chunk);
+      if (rule_.settled(previous, median)) break;
+      previous = median;
+      timed_from += chunk;
+      measurement_.warmup_samples += chunk;
+    }
+    return timed_from;
+  }
+
+  // One run of `samples`, taken again (after a pause) while its clock is below the threshold.
+  Timings take(size_t samples) {
+    for (;;) {
+      Timings taken = run_checked(samples);
+      if (!retake(taken)) {
+        retakes_ = 0;
         return taken;
       }
-      ++retakes;
-      m.throttled_samples += samples;
+      ++retakes_;
+      measurement_.throttled_samples += samples;
       std::this_thread::sleep_for(std::chrono::duration<double>(kThrottleRecoveryS));
     }
-  };
-  // Appends the timed part of a run (its samples from `from` on) and says why to stop, if it is time.
-  Summary summary;
-  // Never past max_samples: a settled warm-up chunk, timed, may hold more than a fixed count asks for.
-  auto keep = [&](const Timings& run, size_t from) {
+  }
+
+  // A throttled run is taken again, kThrottleRetakes times in a row at most, and not past max_time_s.
+  bool retake(const Timings& run) const {
+    const bool throttled = rule_.throttle_threshold > 0 && run.clock_mhz > 0 && run.default_clock_mhz > 0 &&
+                           run.clock_mhz < rule_.throttle_threshold * run.default_clock_mhz;
+    return throttled && retakes_ < kThrottleRetakes && seconds_since(started_) < rule_.max_time_s;
+  }
+
+  Timings run_checked(size_t samples) {
+    Timings taken = run_(samples, next_set_);
+    if (taken.times_us.size() != samples) {
+      throw MeasurementError("the " + timer_.name() + " timer returned " + std::to_string(taken.times_us.size()) +
+                             " samples of " + timed_ + " where " + std::to_string(samples) + " were asked for");
+    }
+    advance_sets(samples, taken);
+    measurement_.launches_per_sample = taken.launches_per_sample;
+    if (taken.default_clock_mhz > 0) measurement_.default_clock_mhz = taken.default_clock_mhz;
+    return taken;
+  }
+
+  // The next run continues the rotation where `run`, of `samples`, left it.
+  void advance_sets(size_t samples, const Timings& run) {
+    next_set_ = (next_set_ + samples * run.launches_per_sample) % sets_;
+  }
+
+  // Appends the timed part of a run (its samples from `from` on) and says why
+  // to stop, if it is time. Never past max_samples: a settled warm-up chunk,
+  // timed, may hold more than a fixed count asks for.
+  void keep(const Timings& run, size_t from) {
+    Measurement& m = measurement_;
     const size_t n = run.times_us.size();
-    const size_t to = std::min(n, from + (rule.max_samples - m.times_us.size()));
+    const size_t to = std::min(n, from + (rule_.max_samples - m.times_us.size()));
     if (from >= to) return;
     const size_t kept = m.times_us.size();
     m.times_us.insert(m.times_us.end(), run.times_us.begin() + static_cast<std::ptrdiff_t>(from),
@@ -178,60 +261,39 @@ static Measurement measure_runs(Timer& timer, const std::string& timed, size_t s
       m.clock_mhz.push_back(run.clock_mhz);
       m.clock_samples.push_back(to - from);
     }
-    summary = summarize(m.times_us);
-    m.stop_reason = rule.stop_reason(summary, seconds_since(started));
-    m.precision_reached = summary.rel_ci();
-  };
+    summary_ = summarize(m.times_us);
+    m.stop_reason = rule_.stop_reason(summary_, seconds_since(started_));
+    m.precision_reached = summary_.rel_ci();
+  }
+
+  Timer& timer_;
+  const std::string timed_;  // what is timed, for messages: "kernel 'name'" or "call 'name'"
+  const size_t sets_;
+  Run run_;
+  const StopRule& rule_;
+  Measurement measurement_;
+  Summary summary_;  // of the timed samples kept so far
+  size_t next_set_ = 0;
+  size_t retakes_ = 0;                             // of the run being taken
+  std::chrono::steady_clock::time_point started_;  // the hold's end: max_time_s counts from here
+};
+
+// Check the rule, hold, warm up, then take timed runs until the rule says stop; one timer session from the
+// warm-up on.
+template <class Run>
+Measurement measure_runs(Timer& timer, std::string timed, size_t sets, Run run, const StopRule& rule,
+                         std::optional<size_t> warmup) {
+  rule.validate();
+  MeasurementLoop loop(timer, std::move(timed), sets, std::move(run), rule);
+  loop.hold();
   Timer::Session session(timer);
-
-  // The first run holds a warm-up chunk and the first timed chunk: a kernel
-  // that settles at once costs one run (one synchronisation, one CUPTI
-  // flush) before the first stop check. Without a fixed `warmup`, the run is
-  // read chunk by chunk until a chunk's median agrees with the one before it:
-  // that chunk is already in the steady state, so it and the samples after it
-  // are timed, and only the chunks before it were warm-up. A kernel still
-  // unsettled when the run ends warms up in runs of one chunk each.
-  const size_t chunk = rule.warmup_chunk;
-  size_t lead = warmup ? *warmup : chunk;  // the untimed samples the first run opens with
-  if (lead > chunk) {
-    // A longer fixed warm-up runs alone, so that no run holds much more than
-    // the largest count a caller asked for (a run's events, or CUPTI records,
-    // are held until its end).
-    take(lead);
-    m.warmup_samples = lead;
-    lead = 0;
-  }
-  // Without a fixed warm-up, at least a chunk after the lead: two chunks to compare in this run.
-  Timings run = take(lead + (warmup ? rule.first_chunk : std::max(rule.first_chunk, chunk)));
-  size_t timed_from = lead;
-  m.warmup_samples += lead;
-  if (!warmup) {
-    auto chunk_median = [&](size_t from) {
-      return median_of(std::vector<double>(run.times_us.begin() + static_cast<std::ptrdiff_t>(from),
-                                           run.times_us.begin() + static_cast<std::ptrdiff_t>(from + chunk)));
-    };
-    double previous = chunk_median(0);
-    while (m.warmup_samples < rule.max_warmup_samples) {
-      if (timed_from + chunk > run.times_us.size()) {
-        m.warmup_samples += run.times_us.size() - timed_from;  // a tail shorter than a chunk
-        run = take(chunk);
-        timed_from = 0;
-      }
-      const double median = chunk_median(timed_from);
-      if (rule.settled(previous, median)) break;
-      previous = median;
-      timed_from += chunk;
-      m.warmup_samples += chunk;
-    }
-  }
-  keep(run, timed_from);
-
-  while (m.stop_reason.empty()) {
-    keep(take(m.times_us.empty() ? rule.first_chunk : rule.next_chunk(summary)), 0);
-  }
+  loop.warm_up(warmup);
+  while (!loop.stopped()) loop.take_timed_run();
   session.end();
-  return m;
+  return std::move(loop).result();
 }
+
+}  // namespace
 
 Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule, std::optional<size_t> warmup) {
   return measure_runs(

@@ -1,4 +1,4 @@
-"""pyhipbench's C++ core (csrc/bindings.cpp): launch plans, driver libraries and the timers that run them.
+"""pyhipbench's C++ core (csrc/bindings/): launch plans, driver libraries and the timers that run them.
 
 Handles (contexts, functions, streams) and device addresses are plain ints. Times are µs, sizes bytes.
 Bad input to the core raises pyhipbench.errors.BenchError (a ValueError); a failed driver call DriverError.
@@ -259,7 +259,7 @@ class StopRule:
     """Targets and caps of one measurement (pyhipbench/stopping.hpp)."""
 
     def __init__(self, *, precision: float = 0.01, min_samples: int = 10, max_samples: int = 10000,
-                 max_time_s: float = 2.0, settle: float = 0.02, max_warmup_samples: int = 1000,
+                 max_time_s: float = 1.0, settle: float = 0.02, max_warmup_samples: int = 1000,
                  warmup_chunk: int = 8, first_chunk: int = 16, tick_us: float = 0.032,
                  slower_than_us: float = 0.0, race_threshold: float = 0.02,
                  throttle_threshold: float = 0.75, hold_s: float = 0.0) -> None:
@@ -268,9 +268,11 @@ class StopRule:
     def precision(self) -> float:
         """Relative half-width of the median's 95 % CI to reach; 0: no target."""
     @property
-    def min_samples(self) -> int: ...
+    def min_samples(self) -> int:
+        """Timed samples before a 'precision' or 'slower' stop, at least."""
     @property
-    def max_samples(self) -> int: ...
+    def max_samples(self) -> int:
+        """Timed samples at most: then the stop is 'max-samples'."""
     @property
     def max_time_s(self) -> float:
         """Wall time of the measurement, warm-up included (the hold not), s."""
@@ -278,12 +280,15 @@ class StopRule:
     def settle(self) -> float:
         """Warm-up ends when consecutive chunk medians agree within this fraction."""
     @property
-    def max_warmup_samples(self) -> int: ...
+    def max_warmup_samples(self) -> int:
+        """Untimed samples (the hold's included) after which a warm-up that waits for the medians to settle ends,
+        settled or not."""
     @property
     def warmup_chunk(self) -> int:
         """Samples per warm-up chunk."""
     @property
-    def first_chunk(self) -> int: ...
+    def first_chunk(self) -> int:
+        """Samples of the first timed chunk."""
     @property
     def tick_us(self) -> float:
         """A CI no wider than one tick of the timer's clock counts as precise, µs."""

@@ -14,7 +14,7 @@
    chunk by chunk, each chunk continuing the rotation.
 4. There, warm up until two chunk medians agree (or `warmup` samples); then
    take runs, each sized to reach the precision, until the stopping rule
-   (stopping.py) is met: the median's 95 % CI within ±`precision`, or
+   (csrc/stopping.cpp) is met: the median's 95 % CI within ±`precision`, or
    (racing) wholly above `slower_than_us`, or `max_time_s`, or the sample
    cap; `iterations` fixes the count instead.
 5. Free the copies; return the samples with what made them (result.py).
@@ -194,9 +194,9 @@ class PreparedBench:
                     plan.add_reset([sets.address(s, array) for s in range(len(sets))], source, array.nbytes)
                 if cache == "clean-cold":
                     clean_step(device).attach(plan)
-                taken = _core.measure(core_timer, plan, rule.core, options.warmup)
+                taken = _core.measure(core_timer, plan, rule, options.warmup)
                 energy = None if counter is None else measure_energy(
-                    counter, lambda n: _core.measure(core_timer, plan, fixed_count(n, 0).core, 0), sample_s(taken))
+                    counter, lambda n: _core.measure(core_timer, plan, fixed_count(n, 0), 0), sample_s(taken))
                 for (array, _), values in zip(self.resets, contents):  # the arrays as a reset step leaves them
                     array.copy_from(values)
         finally:

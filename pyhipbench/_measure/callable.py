@@ -102,9 +102,9 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
     if options.cache_state == "clean-cold":
         clean_step(device).attach(plan)
     timing = core_timer(device, timer)
-    taken = _core.measure(timing, plan, rule.core, options.warmup)
+    taken = _core.measure(timing, plan, rule, options.warmup)
     energy = None if counter is None else measure_energy(
-        counter, lambda n: _core.measure(timing, plan, fixed_count(n, 0).core, 0), sample_s(taken))
+        counter, lambda n: _core.measure(timing, plan, fixed_count(n, 0), 0), sample_s(taken))
     del keep  # the captured graph's owner (torch's CUDAGraph), alive until the replays are done
     times_us = taken.times_us
     log.info("%s: %s, timer %s%s, cache %s%s; %d samples, stopped: %s", label, "called" if note else "graph replayed",

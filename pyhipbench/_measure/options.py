@@ -14,11 +14,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _core
 from .._values import integer, real, show
 from ..errors import BenchError
 from .cache import CACHE_STATES, DEFAULT_CACHE_STATE
 from .rotation import checked_rotate
-from .stopping import StopRule
 from .timers import PER_KERNEL_TIMERS, TIMERS
 
 # Every launch of a chunk holds its driver events until the chunk's one
@@ -116,14 +116,15 @@ class BenchOptions:
             return DEFAULT_CACHE_STATE
         return "warm" if self.rotate == 1 else "dirty-cold"
 
-    def stop_rule(self) -> StopRule:
-        """The stopping rule these options ask for."""
+    def stop_rule(self) -> _core.StopRule:
+        """The stopping rule these options ask for (the core applies it, csrc/include/pyhipbench/stopping.hpp)."""
         if self.iterations is None:
             if self.slower_than_us is None:
-                return StopRule(precision=self.precision, max_time_s=self.max_time_s,
-                                throttle_threshold=self.throttle_threshold, hold_s=self.hold_s)
-            return StopRule(precision=self.precision, max_time_s=self.max_time_s, slower_than_us=self.slower_than_us,
-                            throttle_threshold=self.throttle_threshold, hold_s=self.hold_s, **RACING_CHUNKS)
+                return _core.StopRule(precision=self.precision, max_time_s=self.max_time_s,
+                                      throttle_threshold=self.throttle_threshold, hold_s=self.hold_s)
+            return _core.StopRule(precision=self.precision, max_time_s=self.max_time_s,
+                                  slower_than_us=self.slower_than_us, throttle_threshold=self.throttle_threshold,
+                                  hold_s=self.hold_s, **RACING_CHUNKS)
         return fixed_count(self.iterations, self.throttle_threshold, self.hold_s)
 
     def replace(self, **changes: Any) -> BenchOptions:
@@ -150,7 +151,7 @@ class BenchOptions:
         return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def fixed_count(samples: int, throttle_threshold: float, hold_s: float = 0.0) -> StopRule:
+def fixed_count(samples: int, throttle_threshold: float, hold_s: float = 0.0) -> _core.StopRule:
     """The rule that takes exactly `samples` timed samples, in one run (after a hold of `hold_s`, s)."""
-    return StopRule(precision=0, min_samples=samples, max_samples=samples, first_chunk=samples,
-                    max_time_s=_FIXED_COUNT_TIME_CAP_S, throttle_threshold=throttle_threshold, hold_s=hold_s)
+    return _core.StopRule(precision=0, min_samples=samples, max_samples=samples, first_chunk=samples,
+                          max_time_s=_FIXED_COUNT_TIME_CAP_S, throttle_threshold=throttle_threshold, hold_s=hold_s)

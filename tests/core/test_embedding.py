@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import pyhipbench
+from pyhipbench._core import StopRule
 from pyhipbench._device.archs import MiB, last_level_cache_bytes
 from pyhipbench._measure.rotation import RotationCapped, plan_rotation
-from pyhipbench._measure.stopping import StopRule
 from pyhipbench.codegen import compile_ir
 
 from codegen_helpers import require, require_toolchain
@@ -94,7 +94,7 @@ def test_tuner_measures_every_candidate_with_each_timer_until_the_stopping_rule_
     assert result.returncode == 0, result.stdout + result.stderr
     assert "copy of 100000 floats (400000 bytes), last-level cache 62914560 bytes (the driver's L2)\n" \
            "rotation: R = 3 (set by the caller (rotate=3))\n" \
-           "stopping: the median's 95 % CI within ±1 %, 10 to 10000 samples, at most 2 s each; racing: a candidate " \
+           "stopping: the median's 95 % CI within ±1 %, 10 to 10000 samples, at most 1 s each; racing: a candidate " \
            "stops once its CI lies above the best one's so far\n" in result.stdout
     rows = rows_of(result.stdout)
     assert [(b, timer) for b, _, timer, *_ in rows] == [(b, t) for b in BLOCKS for t in ("cupti", "events")]

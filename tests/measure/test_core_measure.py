@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pyhipbench import _core
-from pyhipbench._measure.stopping import StopRule
+from pyhipbench._core import StopRule
 from pyhipbench.errors import BenchError, DriverError, KernelFault, MeasurementError
 
 from fakes.host_backend import FAKE_CUDA_CONTEXT
@@ -48,7 +48,7 @@ class Synthetic(_core.Timer):
 
 def test_a_precise_kernel_stops_early_on_precision():
     rng = np.random.default_rng(0)
-    taken = _core.measure(Synthetic(lambda n: rng.normal(10.0, 0.05, n)), plan(), StopRule().core, 0)
+    taken = _core.measure(Synthetic(lambda n: rng.normal(10.0, 0.05, n)), plan(), StopRule(), 0)
     assert taken.stop_reason == "precision" and len(taken.times_us) <= 32
     assert taken.precision_reached <= 0.01
     assert taken.precision_reached == _core.summarize(taken.times_us).rel_ci
@@ -58,7 +58,7 @@ def test_racing_stops_a_surely_slower_kernel_at_its_first_check():
     # ±5 % noise, 10 % above the bound: one run of the first chunk, then "slower".
     rng = np.random.default_rng(7)
     timer = Synthetic(lambda n: rng.normal(10.0, 0.5, n))
-    taken = _core.measure(timer, plan(), StopRule(slower_than_us=9.0).core, 0)
+    taken = _core.measure(timer, plan(), StopRule(slower_than_us=9.0), 0)
     assert taken.stop_reason == "slower" and len(timer.runs) == 1 and len(taken.times_us) == 16
     assert _core.summarize(taken.times_us).ci_low > 9.0
 
@@ -66,7 +66,7 @@ def test_racing_stops_a_surely_slower_kernel_at_its_first_check():
 def test_a_noisy_kernel_takes_more_chunks_and_still_reaches_the_target():
     rng = np.random.default_rng(1)
     timer = Synthetic(lambda n: rng.lognormal(np.log(10.0), 0.2, n))
-    taken = _core.measure(timer, plan(), StopRule().core, 0)
+    taken = _core.measure(timer, plan(), StopRule(), 0)
     assert taken.stop_reason == "precision" and len(taken.times_us) > 64
     # ±20 % noise needs thousands of samples: each run asks for what the CI so far says, at most doubling
     assert [n for n, _ in timer.runs][:4] == [16, 16, 32, 64]
@@ -76,33 +76,33 @@ def test_a_noisy_kernel_takes_more_chunks_and_still_reaches_the_target():
 def test_max_samples_caps_a_kernel_that_never_settles():
     rng = np.random.default_rng(2)
     taken = _core.measure(Synthetic(lambda n: rng.uniform(1.0, 100.0, n)), plan(),
-                          StopRule(precision=0.001, max_samples=200).core, 0)
+                          StopRule(precision=0.001, max_samples=200), 0)
     assert taken.stop_reason == "max-samples" and len(taken.times_us) == 200
 
 
 def test_max_time_caps_the_timed_chunks():
     rng = np.random.default_rng(3)
     timer = Synthetic(lambda n: rng.uniform(1.0, 2.0, n), seconds=0.01)
-    taken = _core.measure(timer, plan(), StopRule(precision=0.0001, max_time_s=0.025).core, 0)
+    taken = _core.measure(timer, plan(), StopRule(precision=0.0001, max_time_s=0.025), 0)
     # At least 10 ms per chunk: over 25 ms after the third (the second, if a sleep overran by 5 ms).
     assert taken.stop_reason == "max-time" and len(timer.runs) in (2, 3)
 
 
 def test_precision_zero_runs_to_max_samples():
-    taken = _core.measure(Synthetic(lambda n: np.full(n, 3.0)), plan(), StopRule(precision=0, max_samples=50).core, 0)
+    taken = _core.measure(Synthetic(lambda n: np.full(n, 3.0)), plan(), StopRule(precision=0, max_samples=50), 0)
     assert taken.stop_reason == "max-samples" and len(taken.times_us) == 50
 
 
 def test_min_samples_hold_even_when_the_first_chunk_is_precise():
     timer = Synthetic(lambda n: np.full(n, 5.0))
-    taken = _core.measure(timer, plan(), StopRule(min_samples=40, first_chunk=8).core, 0)
+    taken = _core.measure(timer, plan(), StopRule(min_samples=40, first_chunk=8), 0)
     assert taken.stop_reason == "precision" and len(taken.times_us) == 40
     assert [n for n, _ in timer.runs] == [8, 32]  # precise at once: the next run brings exactly the missing 32
 
 
 def test_one_tick_wide_interval_is_precise_enough():
     rng = np.random.default_rng(4)
-    taken = _core.measure(Synthetic(lambda n: rng.choice([0.544, 0.576], n)), plan(), StopRule().core, 0)
+    taken = _core.measure(Synthetic(lambda n: rng.choice([0.544, 0.576], n)), plan(), StopRule(), 0)
     assert taken.stop_reason == "precision" and len(taken.times_us) <= 32 and taken.precision_reached > 0.01
 
 
@@ -122,7 +122,7 @@ def test_warm_up_runs_until_a_chunk_agrees_with_the_one_before_and_is_not_timed(
     # Chunks of 8 with medians 20, 12, 10.1, 10.0 (10.1 -> 10.0 is within 2 %): three in the first run of
     # 8 + 16 samples, the fourth in a run of its own, which is steady and so the first timed chunk.
     timer = Synthetic(sample_stream([20.0] * 8 + [12.0] * 8 + [10.1] * 8 + [10.0]))
-    taken = _core.measure(timer, plan(), StopRule().core)
+    taken = _core.measure(timer, plan(), StopRule())
     assert taken.warmup_samples == 24 and [n for n, _ in timer.runs] == [24, 8, 8]
     assert taken.host_us == 2.0 * 16  # the timed samples' host cost only
     np.testing.assert_array_equal(taken.times_us, np.full(16, 10.0))
@@ -131,7 +131,7 @@ def test_warm_up_runs_until_a_chunk_agrees_with_the_one_before_and_is_not_timed(
 def test_a_kernel_that_settles_at_once_costs_one_run_before_its_first_check():
     # Medians 10.1 then 10.0: the second chunk agrees with the first, so it and the rest of the run are timed.
     timer = Synthetic(sample_stream([10.1] * 8 + [10.0]))
-    taken = _core.measure(timer, plan(), StopRule(precision=0, max_samples=16).core)
+    taken = _core.measure(timer, plan(), StopRule(precision=0, max_samples=16))
     assert [n for n, _ in timer.runs] == [24] and taken.warmup_samples == 8
     np.testing.assert_array_equal(taken.times_us, np.full(16, 10.0))
 
@@ -140,7 +140,7 @@ def test_a_fixed_count_smaller_than_a_chunk_takes_exactly_that_many_samples():
     # iterations=3: the first run still holds two chunks to compare; the second settles and is timed, but
     # only 3 of its samples are kept.
     timer = Synthetic(sample_stream([5.0]))
-    taken = _core.measure(timer, plan(), StopRule(precision=0, min_samples=3, max_samples=3, first_chunk=3).core)
+    taken = _core.measure(timer, plan(), StopRule(precision=0, min_samples=3, max_samples=3, first_chunk=3))
     assert len(taken.times_us) == 3 and taken.stop_reason == "max-samples" and taken.warmup_samples == 8
     assert [n for n, _ in timer.runs] == [16] and taken.host_us == 2.0 * 3
 
@@ -150,13 +150,13 @@ def test_iterations_take_exactly_that_many_samples_whatever_the_time():
     rule = BenchOptions(precision=0.01, max_time_s=0.001, iterations=40).stop_rule()  # max_time_s is the precision target's cap, not a fixed count's
     assert (rule.precision, rule.min_samples, rule.max_samples) == (0, 40, 40) and rule.max_time_s >= 1e9
     timer = Synthetic(sample_stream([20.0] * 8 + [12.0] * 8 + [10.0]), seconds=0.002)
-    taken = _core.measure(timer, plan(), rule.core)
+    taken = _core.measure(timer, plan(), rule)
     assert len(taken.times_us) == 40 and taken.stop_reason == "max-samples" and taken.warmup_samples == 24
 
 
 def test_a_long_fixed_warm_up_runs_alone():
     timer = Synthetic(lambda n: np.full(n, 1.0))
-    taken = _core.measure(timer, plan(), StopRule(precision=0, max_samples=16, first_chunk=16).core, 100)
+    taken = _core.measure(timer, plan(), StopRule(precision=0, max_samples=16, first_chunk=16), 100)
     assert [n for n, _ in timer.runs] == [100, 16] and taken.warmup_samples == 100 and len(taken.times_us) == 16
 
 
@@ -164,14 +164,14 @@ def test_a_kernel_settling_late_warms_up_in_runs_of_one_chunk():
     # Chunk medians 40, 39, ..., 35 never agree within 2 %, then 1.0, 1.0 do: chunks 1-3 come in the first
     # run, chunks 4-8 in runs of their own; the eighth is the first timed.
     timer = Synthetic(sample_stream([float(v) for v in range(40, 34, -1) for _ in range(8)] + [1.0]))
-    taken = _core.measure(timer, plan(), StopRule(precision=0, max_samples=16).core)
+    taken = _core.measure(timer, plan(), StopRule(precision=0, max_samples=16))
     assert [n for n, _ in timer.runs] == [24, 8, 8, 8, 8, 8, 8] and taken.warmup_samples == 56
     np.testing.assert_array_equal(taken.times_us, np.full(16, 1.0))
 
 
 def test_a_fixed_warm_up_and_the_rotation_continuing_across_chunks():
     timer = Synthetic(lambda n: np.full(n, 1.0), launches_per_sample=5)
-    taken = _core.measure(timer, plan(sets=7), StopRule(precision=0, max_samples=40, first_chunk=16).core, 3)
+    taken = _core.measure(timer, plan(sets=7), StopRule(precision=0, max_samples=40, first_chunk=16), 3)
     # The first run holds the 3 warm-up samples and the first chunk; the sets continue after 19 and 35 samples of 5.
     assert timer.runs == [(19, 0), (16, 95 % 7), (8, 175 % 7)]
     assert taken.warmup_samples == 3 and taken.launches_per_sample == 5 and taken.stop_reason == "max-samples"
@@ -180,14 +180,14 @@ def test_a_fixed_warm_up_and_the_rotation_continuing_across_chunks():
 def test_a_timer_that_returns_the_wrong_sample_count_is_a_measurement_error():
     timer = Synthetic(lambda n: np.ones(n - 1))
     with pytest.raises(MeasurementError, match="the synthetic timer returned 15 samples of kernel 'kern' where 16"):
-        _core.measure(timer, plan(), StopRule().core, 0)
+        _core.measure(timer, plan(), StopRule(), 0)
 
 
 def test_an_error_inside_a_chunk_keeps_its_class():
     def fail(n):
         raise KeyError("draw failed")
     with pytest.raises(KeyError, match="draw failed"):
-        _core.measure(Synthetic(fail), plan(), StopRule().core, 0)
+        _core.measure(Synthetic(fail), plan(), StopRule(), 0)
 
 
 @pytest.mark.parametrize("options, message", [
@@ -204,13 +204,19 @@ def test_the_core_refuses_a_bad_rule_naming_the_field(options, message):
         _core.StopRule(**options)
 
 
-def test_python_rule_is_the_core_rule():
+def test_every_field_of_the_rule_is_a_keyword_a_property_and_in_the_repr():
     rule = StopRule(precision=0.02, max_samples=500, tick_us=0.0, slower_than_us=3.5)
-    assert (rule.core.precision, rule.core.max_samples, rule.core.tick_us, rule.core.slower_than_us) == \
-        (0.02, 500, 0.0, 3.5)
-    assert StopRule() == StopRule(**{f: getattr(_core.StopRule(), f) for f in (
-        "precision", "min_samples", "max_samples", "max_time_s", "settle", "max_warmup_samples", "warmup_chunk",
-        "first_chunk", "tick_us", "slower_than_us")})
+    assert (rule.precision, rule.max_samples, rule.tick_us, rule.slower_than_us) == (0.02, 500, 0.0, 3.5)
+    fields = ("precision", "min_samples", "max_samples", "max_time_s", "settle", "max_warmup_samples", "warmup_chunk",
+              "first_chunk", "tick_us", "slower_than_us", "race_threshold", "throttle_threshold", "hold_s")
+    assert repr(rule) == f"StopRule({', '.join(f'{f}={getattr(rule, f)!r}' for f in fields)})"
+    assert repr(eval(repr(rule), {"StopRule": StopRule})) == repr(rule)
+
+
+def test_bench_options_default_to_the_core_rule():
+    from pyhipbench._measure.options import BenchOptions
+    assert repr(BenchOptions().stop_rule()) == repr(StopRule())
+    assert StopRule().max_time_s == 1.0
 
 
 # ---- statistics: the core against numpy and the order-statistics formula ----
@@ -313,7 +319,7 @@ def test_events_timer_measures_continuing_the_rotation(driver, fake_driver, back
     fake_driver.read_args(1)
     context = FAKE_CUDA_CONTEXT if backend_name == "cuda" else 0
     timer = _core.make_timer("events", driver, context)
-    taken = _core.measure(timer, plan(sets=3), StopRule(precision=0, max_samples=40).core, 5)
+    taken = _core.measure(timer, plan(sets=3), StopRule(precision=0, max_samples=40), 5)
     launches = [r for r in fake_driver.records() if r.call.decode() in ("cuLaunchKernel", "hipExtModuleLaunchKernel")]
     assert len(launches) == 5 + 40 and taken.warmup_samples == 5 and taken.stop_reason == "max-samples"
     assert [r.arg_values[0] - 0xA000 for r in launches] == [k % 3 for k in range(45)]
@@ -333,7 +339,7 @@ def cupti_timer(fake_libraries, fake_driver_cuda, fake_cupti):
 def test_one_cupti_session_for_a_whole_measurement(cupti_timer, fake_driver_cuda, fake_cupti):
     fake_driver_cuda.lib.fake_set_launch_ms_step(0.0005)  # launch k runs 4 + 0.5 k µs: each sample names its launch
     rule = StopRule(precision=0, max_samples=48, first_chunk=16)
-    taken = _core.measure(cupti_timer, plan(sets=2), rule.core, 8)
+    taken = _core.measure(cupti_timer, plan(sets=2), rule, 8)
     # Runs of 8 + 16 (warm-up and the first chunk), 16, 16: subscribed and enabled once, one default flush per
     # run (each brought all its records), one tear-down.
     assert trace_calls(fake_cupti) == (["cuptiActivityRegisterCallbacks", "cuptiSubscribe", "cuptiEnableCallback",
@@ -363,7 +369,7 @@ def test_another_threads_run_waits_for_the_whole_cupti_session(cupti_timer, fake
         time.sleep(0.05)
     fake_driver_cuda.run_kernel(body, 0xF00)
     rule = StopRule(precision=0, max_samples=400_000, first_chunk=200_000)
-    a = threading.Thread(target=lambda: outcome.setdefault("a", _core.measure(cupti_timer, plan(), rule.core, 8)))
+    a = threading.Thread(target=lambda: outcome.setdefault("a", _core.measure(cupti_timer, plan(), rule, 8)))
     a.start()
     a.join()
     b.join()
@@ -373,7 +379,7 @@ def test_another_threads_run_waits_for_the_whole_cupti_session(cupti_timer, fake
 
 def test_each_chunk_takes_only_its_own_records(cupti_timer, fake_cupti):
     fake_cupti.lib.fake_cupti_set_foreign_records(2)  # other launches' kernel records between ours
-    taken = _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=100).core, None)
+    taken = _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=100), None)
     assert len(taken.times_us) == 100 and taken.warmup_samples == 8
     np.testing.assert_allclose(taken.times_us, KERNEL_US, atol=1e-9)
 
@@ -381,7 +387,7 @@ def test_each_chunk_takes_only_its_own_records(cupti_timer, fake_cupti):
 def test_a_failure_mid_session_leaves_cupti_off(cupti_timer, fake_cupti, fake_driver_cuda):
     fake_driver_cuda.fail("cuLaunchKernel", 1, after=30)  # in the second timed chunk
     with pytest.raises(DriverError, match="cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE .*kernel 'kern'"):
-        _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=64).core, 8)
+        _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=64), 8)
     assert not fake_cupti.tracing
     assert trace_calls(fake_cupti)[-3:] == ["cuptiActivityFlushAll", "cuptiActivityDisable", "cuptiUnsubscribe"]
 
@@ -389,29 +395,29 @@ def test_a_failure_mid_session_leaves_cupti_off(cupti_timer, fake_cupti, fake_dr
 def test_a_kernel_fault_inside_measure_is_a_kernel_fault_and_cupti_is_off(cupti_timer, fake_cupti, fake_driver_cuda):
     fake_driver_cuda.fail("cuEventSynchronize", 700, sticky=True)  # CUDA_ERROR_ILLEGAL_ADDRESS
     with pytest.raises(KernelFault, match="kernel 'kern' faulted while running") as caught:
-        _core.measure(cupti_timer, plan(), StopRule().core)
+        _core.measure(cupti_timer, plan(), StopRule())
     assert caught.value.code == 700 and not caught.value.context_usable
     assert not fake_cupti.tracing
 
 
 def test_dropped_records_in_a_later_chunk_are_a_measurement_error(cupti_timer, fake_cupti):
-    taken = _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16).core, 8)
+    taken = _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16), 8)
     assert len(taken.times_us) == 16
     fake_cupti.lib.fake_cupti_drop_records(1)
     with pytest.raises(MeasurementError, match="CUPTI dropped 1 activity records"):
-        _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16).core, 8)
+        _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16), 8)
     assert not fake_cupti.tracing
 
 
 def test_a_failed_tear_down_is_reported_and_tracing_is_off(cupti_timer, fake_cupti):
     fake_cupti.fail("cuptiActivityDisable", 1)
     with pytest.raises(DriverError, match="cuptiActivityDisable failed"):
-        _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16).core, 0)
+        _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16), 0)
     assert not fake_cupti.lib.fake_cupti_subscribed()
 
 
 def test_plain_runs_after_a_measurement_still_trace_themselves(cupti_timer, fake_cupti):
-    _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16).core, 0)
+    _core.measure(cupti_timer, plan(), StopRule(precision=0, max_samples=16), 0)
     times, _, _ = cupti_timer.run(plan(), 3, 0)
     np.testing.assert_allclose(times, KERNEL_US, atol=1e-9)
     assert trace_calls(fake_cupti)[-7:] == ["cuptiActivityRegisterCallbacks", "cuptiSubscribe", "cuptiEnableCallback",

@@ -184,10 +184,10 @@ class Alternating(_core.Timer):
 
 
 def test_warm_up_is_capped():
-    from pyhipbench._measure.stopping import StopRule
+    from pyhipbench._core import StopRule
     timer = Alternating()
     plan = _core.LaunchPlan(0xF00, "kern", (1, 1, 1), (1, 1, 1), 0, 0, [bytes(8)], [0])
-    taken = _core.measure(timer, plan, StopRule().core)
+    taken = _core.measure(timer, plan, StopRule())
     assert taken.warmup_samples == 1000   # max_warmup_samples, in 8-sample chunks that never agree
     # The first run (3 warm-up chunks), 122 runs of one chunk, then one timed run of constant times.
     assert timer.runs == 1 + 122 + 1 and len(taken.times_us) == 16

@@ -5,17 +5,17 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
+from pyhipbench._core import StopRule
 from pyhipbench._measure.stats import summarize
-from pyhipbench._measure.stopping import StopRule
 
 
 def simulate(rule: StopRule, draw, seconds_per_sample: float = 0.0):
     """Feeds `rule` chunks from `draw(n)` as bench() does; returns (samples, reason)."""
     samples = np.empty(0)
     while True:
-        chunk = rule.core.next_chunk(summarize(samples)) if len(samples) else rule.first_chunk
+        chunk = rule.next_chunk(summarize(samples)) if len(samples) else rule.first_chunk
         samples = np.concatenate([samples, draw(chunk)])
-        reason = rule.core.stop_reason(summarize(samples), len(samples) * seconds_per_sample)
+        reason = rule.stop_reason(summarize(samples), len(samples) * seconds_per_sample)
         if reason:
             return samples, reason
 
@@ -63,7 +63,7 @@ def test_min_samples_holds_even_when_the_first_chunk_is_precise():
 
 def test_without_a_precision_target_chunks_double_and_never_pass_max_samples():
     rule = StopRule(precision=0, first_chunk=16, max_samples=100)
-    assert [rule.core.next_chunk(summarize(np.ones(t))) for t in (8, 16, 32, 64, 96)] == [16, 16, 32, 36, 4]
+    assert [rule.next_chunk(summarize(np.ones(t))) for t in (8, 16, 32, 64, 96)] == [16, 16, 32, 36, 4]
 
 
 def spread(n: int, width: float) -> np.ndarray:
@@ -80,18 +80,18 @@ def test_a_chunk_asks_for_the_samples_the_ci_says_the_precision_needs(n, width):
     ratio = (s.ci_high - s.ci_low) / 2 / (0.01 * s.median)
     assert ratio > 1  # not yet precise
     expected = min(max(int(np.ceil(n * ratio**2)) - n, 8), n)
-    assert rule.core.next_chunk(s) == expected
+    assert rule.next_chunk(s) == expected
 
 
 def test_an_interval_far_wider_than_the_target_at_most_doubles_the_samples():
     rule = StopRule(precision=1e-9, first_chunk=16, tick_us=0.0)  # (h / target)^2 ~ 1e16: past any count
-    assert rule.core.next_chunk(summarize(spread(32, 3.0))) == 32
+    assert rule.next_chunk(summarize(spread(32, 3.0))) == 32
 
 
 def test_a_precise_chunk_short_of_min_samples_asks_for_the_rest():
     rule = StopRule(min_samples=100, first_chunk=16)
-    assert rule.core.next_chunk(summarize(np.full(30, 5.0))) == 70
-    assert StopRule(first_chunk=16).core.next_chunk(summarize(np.full(30, 5.0))) == 8  # at least first_chunk / 2
+    assert rule.next_chunk(summarize(np.full(30, 5.0))) == 70
+    assert StopRule(first_chunk=16).next_chunk(summarize(np.full(30, 5.0))) == 8  # at least first_chunk / 2
 
 
 def test_a_tick_limited_kernel_aims_at_a_one_tick_interval():
@@ -99,12 +99,12 @@ def test_a_tick_limited_kernel_aims_at_a_one_tick_interval():
     rule = StopRule(first_chunk=16, tick_us=0.032)
     s = summarize(np.r_[np.full(10, 0.544), np.full(12, 0.576), np.full(10, 0.608)])
     ratio = (s.ci_high - s.ci_low) / 2 / 0.016
-    assert rule.core.next_chunk(s) == min(max(int(np.ceil(32 * ratio**2)) - 32, 8), 32)
+    assert rule.next_chunk(s) == min(max(int(np.ceil(32 * ratio**2)) - 32, 8), 32)
 
 
 def test_settled():
     rule = StopRule(settle=0.02)
-    assert rule.core.settled(10.0, 10.15) and not rule.core.settled(10.0, 10.3)
+    assert rule.settled(10.0, 10.15) and not rule.settled(10.0, 10.3)
 
 
 def test_racing_stops_a_surely_slower_kernel_after_its_first_chunk():
@@ -139,9 +139,9 @@ def test_racing_sizes_the_next_run_to_lift_the_interval_above_the_bound():
     s = summarize(np.linspace(9.0, 11.0, 32))
     bound = 9.727
     assert s.ci_low < bound < s.median  # not yet surely slower
-    assert StopRule(slower_than_us=bound).core.stop_reason(s, 0.0) is None
-    plain = StopRule(first_chunk=16).core.next_chunk(s)
-    raced = StopRule(first_chunk=16, slower_than_us=bound).core.next_chunk(s)
+    assert StopRule(slower_than_us=bound).stop_reason(s, 0.0) is None
+    plain = StopRule(first_chunk=16).next_chunk(s)
+    raced = StopRule(first_chunk=16, slower_than_us=bound).next_chunk(s)
     assert raced == int(np.ceil(32 * ((s.median - s.ci_low) / (s.median - bound)) ** 2)) - 32 == 23
     assert 8 < raced < plain == 32
 
@@ -152,7 +152,7 @@ def test_racing_sizes_by_the_lower_end_of_a_lopsided_interval():
     # shrink to 0.8: (1 / 0.8)^2 x 32 = 50 samples, 18 more; not first_chunk / 2 run after run.
     s = summarize(np.r_[np.full(14, 9.0), np.full(18, 10.0)])
     assert (s.median, s.ci_low, s.ci_high) == (10.0, 9.0, 10.0)
-    assert StopRule(slower_than_us=9.2).core.next_chunk(s) == 18
+    assert StopRule(slower_than_us=9.2).next_chunk(s) == 18
 
 
 @pytest.mark.parametrize("options, message", [
