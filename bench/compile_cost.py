@@ -52,7 +52,7 @@ def _in_process(module, triple, cpu, features, kernels):
 
 
 def _fresh_worker(module, triple, cpu, features, kernels):
-    emit._close_workers()
+    emit.emission_pool().close()
     return _warm(module, triple, cpu, features, kernels)
 
 

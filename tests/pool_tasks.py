@@ -1,6 +1,7 @@
 """Tasks the compile pool's tests run in its workers (a worker imports them by module name)."""
 import os
 import signal
+import sys
 import time
 
 from pyhipbench._sweep.sources import Source
@@ -20,6 +21,18 @@ def fail(message: str) -> None:
 
 def crash() -> None:
     os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def die_unnoticed(after_s: float) -> None:
+    """Kills this worker `after_s` after it replies, from a child that keeps the worker's reply pipe open: the
+    pool sees no end of that pipe and learns of the death only when it sends the next task."""
+    requests_fd, worker = int(sys.argv[1]), os.getpid()
+    if os.fork() == 0:
+        os.close(requests_fd)  # so that no reader of the requests is left
+        time.sleep(after_s)
+        os.kill(worker, signal.SIGKILL)
+        time.sleep(5)
+        os._exit(0)
 
 
 def sleep(seconds: float) -> float:

@@ -1,4 +1,5 @@
-"""The compile pool: CPU processes that compile ahead of the GPU, started once and reused.
+"""The compile pool: CPU processes that compile ahead of the GPU (and emit LLVM code for codegen), started once
+and reused.
 
 Each worker is a fresh Python process (worker.py) that opens no GPU (it
 compiles for a target it is handed) and runs one task at a time: a picklable
@@ -11,7 +12,8 @@ LLVM abort, a segfault, the OOM killer) fails with the exit status. Either way
 only that task is lost: a new worker takes the next one. Workers start when
 there is work for them and stay until the process exits (or `close()`), so a
 tuner pays their start-up (Python, Triton, the kernel's module) once per
-process, not once per tuning.
+process, not once per tuning. A forked child starts its own workers: its
+parent's are the parent's.
 
 One dispatcher thread moves tasks to idle workers and replies to futures, so
 results stream in while the caller measures.
@@ -21,12 +23,14 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import pickle
 import signal
 import subprocess
 import sys
 import threading
 import time
 import traceback
+import weakref
 from collections import Counter, deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -68,12 +72,14 @@ class TaskOutcome:
     """How a task ended (`ended`, one of ENDINGS: it returned, it raised, it ran past its timeout, its worker
     died, it could not be sent, the pool closed first): `value` (what the function returned) or `error` (one
     line saying what happened); `queue_s`: seconds from submit to a worker taking it; `run_s`: seconds in the
-    worker (to the timeout or the death, for those)."""
+    worker (to the timeout or the death, for those); `exit_code`: for a task whose worker died running it, the
+    worker's exit status (negative: the signal that killed it), for a caller that words the death itself."""
     value: Any = None
     error: str | None = None
     queue_s: float = 0.0
     run_s: float = 0.0
     ended: str = "ok"
+    exit_code: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -108,13 +114,27 @@ class CompilePool:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
+        self._closed = False
+        self._start_afresh()
+        _pools.add(self)
+
+    def _start_afresh(self) -> None:
+        """No workers, no tasks: a new pool's state, and a forked child's (whose parent's workers, pipes and
+        dispatcher thread are not its own; the parent still owns and ends those workers)."""
         self.startup_s: list[float] = []
         self._lock = threading.RLock()  # a future's callback may submit again
         self._pending: deque[_Task] = deque()
         self._live: list[_Worker] = []
         self._wake_read, self._wake_write = Pipe(duplex=False)
         self._thread: threading.Thread | None = None
-        self._closed = False
+
+    def _forget_parents_workers(self) -> None:
+        for worker in self._live:
+            worker.requests.close()
+            worker.replies.close()
+        self._wake_read.close()
+        self._wake_write.close()
+        self._start_afresh()
 
     def submit(self, function: Callable[..., Any], *args: Any, timeout_s: float | None = None) -> Future:
         """Runs `function(*args)` in a worker; `timeout_s`: its limit once a worker has it (None: none)."""
@@ -184,41 +204,56 @@ class CompilePool:
                     self._live.remove(worker)
                 continue
             self._pending.remove(task)
-            task.started = time.perf_counter()
-            worker.task = task
+            started = time.perf_counter()
             try:
-                worker.requests.send((task.function, task.args))
+                request = pickle.dumps((task.function, task.args))
             except Exception as e:  # a task that does not pickle: its failure, the worker is fine
-                worker.task = None
                 self._finish(task, TaskOutcome(error=f"it cannot be sent to a compile worker: "
-                                               f"{type(e).__name__}: {e}", queue_s=task.started - task.submitted,
+                                               f"{type(e).__name__}: {e}", queue_s=started - task.submitted,
                                                ended="unsent"))
+                continue
+            try:
+                worker.requests.send_bytes(request)
+            except OSError:  # the worker died idle, found only now: the task waits for another
+                self._pending.appendleft(task)
+                self._kill(worker)
+                self._live.remove(worker)
+                continue
+            task.started = started
+            worker.task = task
         waiting = Counter(t.env for t in self._pending)
         for env, count in waiting.items():
             free = sum(1 for w in self._live if w.env == env and w.task is None)  # starting, or idle
             for _ in range(count - free):
-                if len(self._live) >= self.workers:
+                if len(self._live) >= self.workers or not self._spawn(env):
                     return
-                self._spawn(env)
 
-    def _spawn(self, env: tuple[tuple[str, str], ...]) -> None:
+    def _spawn(self, env: tuple[tuple[str, str], ...]) -> bool:
         """A fresh interpreter running worker.py: not multiprocessing's spawn, which would run the caller's
         __main__ script again in it. In a session of its own, so a terminal's Ctrl-C reaches only the parent,
-        which decides (close() kills the workers; they die with the parent too)."""
+        which decides (close() kills the workers; they die with the parent too). False when it cannot start
+        (what waits has failed)."""
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
         # This process's pyhipbench, whatever the working directory holds (-P: no directory put first).
         start = (f"import sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); "
                  "from pyhipbench._compile.worker import main; main()")
-        process = subprocess.Popen([sys.executable, "-P", "-c", start, str(requests_read), str(replies_write)],
-                                   pass_fds=(requests_read, replies_write),
-                                   stdin=subprocess.DEVNULL, start_new_session=True, env=dict(env))
+        try:
+            process = subprocess.Popen([sys.executable, "-P", "-c", start, str(requests_read), str(replies_write)],
+                                       pass_fds=(requests_read, replies_write),
+                                       stdin=subprocess.DEVNULL, start_new_session=True, env=dict(env))
+        except OSError as e:  # no interpreter there, or no process to be had
+            for fd in (requests_read, requests_write, replies_read, replies_write):
+                os.close(fd)
+            self._fail_pending(f"cannot start a compile worker ({sys.executable}): {e}")
+            return False
         os.close(requests_read)
         os.close(replies_write)
         worker = _Worker(process, Connection(requests_write, readable=False), Connection(replies_read, writable=False),
                          env, time.perf_counter())
         worker.requests.send(list(sys.path))  # the worker imports kernels' modules as this process does
         self._live.append(worker)
+        return True
 
     @staticmethod
     def _kill(worker: _Worker) -> None:
@@ -257,7 +292,7 @@ class CompilePool:
             if task is not None:
                 self._finish(task, TaskOutcome(error=f"its compile worker died ({status})",
                                                queue_s=task.started - task.submitted, run_s=now - task.started,
-                                               ended="died"))
+                                               ended="died", exit_code=worker.process.returncode))
             elif not worker.ready:
                 self._fail_pending(f"a compile worker died starting ({status}; its error is on stderr)")
             return
@@ -289,16 +324,29 @@ def _exit_status(code: int | None) -> str:
     return f"exit status {code}"
 
 
-_shared: CompilePool | None = None
+_pools: weakref.WeakSet[CompilePool] = weakref.WeakSet()
+_shared: dict[str, CompilePool] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_pool(workers: int) -> CompilePool:
-    """The process's compile pool, reused by every tuning and sweep; `workers` is its size from now on."""
-    global _shared
+def _start_afresh_in_child() -> None:
+    global _shared_lock
+    _shared_lock = threading.Lock()  # another thread may have held it at the fork
+    for pool in list(_pools):
+        pool._forget_parents_workers()
+
+
+os.register_at_fork(after_in_child=_start_afresh_in_child)
+
+
+def shared_pool(workers: int, use: str = "compile") -> CompilePool:
+    """The process's pool for `use`, reused by all its tasks; `workers` is its size from now on. "compile":
+    every tuning's and sweep's compiles ahead of the GPU; codegen's LLVM emission has a pool of its own, so
+    that a compile_ir never waits behind a tuning's queue."""
     with _shared_lock:
-        if _shared is None or _shared.closed:
-            _shared = CompilePool(workers)
-            atexit.register(_shared.close)
-        _shared.workers = workers
-        return _shared
+        pool = _shared.get(use)
+        if pool is None or pool.closed:
+            pool = _shared[use] = CompilePool(workers)
+            atexit.register(pool.close)
+        pool.workers = workers
+        return pool

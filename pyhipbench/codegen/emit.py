@@ -1,187 +1,122 @@
-"""LLVM code emission in a worker process, so that an LLVM abort costs one compile.
+"""LLVM code emission in a compile pool's worker process, so that an LLVM abort costs one compile.
 
 IR that verifies can still be impossible to select (an MFMA intrinsic for
 gfx1100, ``llvm.nvvm.wgmma.*`` for sm_90 rather than sm_90a, a name NVPTX
 cannot spell): LLVM then prints ``LLVM ERROR: ...`` and calls abort(), which
-no Python code can catch. So emission runs in a worker process
-(``emit_worker.py``), started on first use and reused across compiles; a
-worker that dies becomes a ``CodegenError`` quoting what LLVM printed, and the
-next compile starts a new one. The worker is a plain ``python emit_worker.py``
-subprocess rather than a ``multiprocessing`` child: it does not re-import the
-caller's ``__main__`` (a tuner script without a ``__main__`` guard works) and
-its stderr is captured without touching the parent's.
+no Python code can catch. So emission runs as a task of a compile pool
+(``pyhipbench._compile.pool``): its workers are started on first use and
+reused across compiles, threads compile in parallel in several of them, a
+forked child starts its own, and a worker's death costs only its task. The
+emission's pool is its own, not the one Triton's and a sweep's compiles queue
+in, so a compile_ir never waits behind a tuning.
 
-Workers are pooled: a thread that finds none idle starts another, so threads
-compile in parallel as they did in-process. A forked child starts its own.
-The cost, measured by bench/compile_cost.py, is in docs/codegen.md.
+What LLVM prints goes, for the task's length, to a file this process made and
+reads afterwards: it outlives an abort, whose message becomes a
+``CodegenError`` quoting it, and it carries what a target probe reports as
+warnings. The cost, measured by bench/compile_cost.py, is in docs/codegen.md.
 """
 
 from __future__ import annotations
 
-import atexit
-import fcntl
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
-import llvmlite
+import llvmlite.binding as llvm
 
+from .._compile.pool import CompilePool, shared_pool
 from ..errors import CodegenError
 from . import ir
-from .emit_worker import read_message, write_message
 
-__all__ = ["assembly", "check_target", "known_processors"]
+__all__ = ["assembly", "check_target", "emission_pool", "known_processors"]
 
-_WORKER = Path(__file__).with_name("emit_worker.py")
 _UNKNOWN_PROCESSOR = "is not a recognized processor for this target"
 _UNKNOWN_FEATURE = "is not a recognized feature for this target"
 
 
-class _WorkerDied(Exception):
-    """The worker exited during a request; ``status`` says how."""
-
-    def __init__(self, status: str, stderr: str) -> None:
-        super().__init__(status)
-        self.status, self.stderr = status, stderr
+def emission_pool() -> CompilePool:
+    """The process's pool for LLVM emission: a worker per CPU at most, since each compile's thread waits for
+    its own task."""
+    return shared_pool(len(os.sched_getaffinity(0)), "emission")
 
 
-class _WorkerGone(Exception):
-    """The worker had exited before the request reached it (not the request's fault)."""
+# What runs in a worker.
 
-
-class _Worker:
-    """One code generator process and the file its stderr goes to."""
-
-    def __init__(self) -> None:
-        env = dict(os.environ)
-        # The worker imports llvmlite from where this process found it.
-        paths = [str(Path(llvmlite.__file__).parent.parent), env.get("PYTHONPATH", "")]
-        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+@contextmanager
+def _printing_to(path: str) -> Iterator[None]:
+    """The process's stdout and stderr (LLVM writes to the file descriptors) go to `path` meanwhile."""
+    with open(path, "ab") as file:
+        saved = [os.dup(1), os.dup(2)]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(file.fileno(), 1)
+        os.dup2(file.fileno(), 2)
         try:
-            self._stderr = tempfile.TemporaryFile()
-            # Appending writes let the parent empty the file between requests.
-            flags = fcntl.fcntl(self._stderr.fileno(), fcntl.F_GETFL)
-            fcntl.fcntl(self._stderr.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
-            self.process = subprocess.Popen(
-                [sys.executable, str(_WORKER)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-            )
-        except OSError as e:
-            raise CodegenError(f"cannot start the code generator process ({sys.executable}): {e}") from None
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def call(self, request: tuple) -> tuple[object, str]:
-        """(reply, what the worker wrote on stderr meanwhile); raises _WorkerDied."""
-        self._stderr.seek(0)
-        self._stderr.truncate()
-        try:
-            write_message(self.process.stdin, request)
-        except (BrokenPipeError, ConnectionResetError):
-            raise _WorkerGone() from None
-        reply = read_message(self.process.stdout)
-        if reply is None:
-            code = self.process.wait()
-            raise _WorkerDied(_exit_status(code), self._read_stderr())
-        return reply, self._read_stderr()
-
-    def _read_stderr(self) -> str:
-        self._stderr.seek(0)
-        return self._stderr.read().decode(errors="replace")
-
-    def close(self) -> None:
-        """Let the worker finish (it exits when stdin closes), then free its pipes."""
-        try:
-            self.process.stdin.close()
-            self.process.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            self.kill()
-        self.process.stdout.close()
-        self._stderr.close()
-
-    def kill(self) -> None:
-        if self.alive():
-            self.process.kill()
-        self.process.wait()
-
-
-def _exit_status(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit status {code}"
-
-
-_lock = threading.Lock()
-_idle: list[_Worker] = []
-
-
-def _forget_workers() -> None:
-    # In a forked child the pool's pipes are shared with the parent's workers:
-    # drop them (the parent still owns those processes) and start afresh, with
-    # a new lock (another thread may have held the old one at the fork).
-    global _lock
-    _lock = threading.Lock()
-    _idle.clear()
-
-
-def _close_workers() -> None:
-    with _lock:
-        while _idle:
-            _idle.pop().close()
-
-
-os.register_at_fork(after_in_child=_forget_workers)
-atexit.register(_close_workers)
-
-
-def _run(request: tuple) -> tuple[object, str]:
-    """Send ``request`` to an idle worker (or a new one); (value, stderr).
-
-    A worker is returned to the pool only after a complete request, so an
-    interrupt mid-request (KeyboardInterrupt) never leaves a half-read reply
-    for the next caller. A worker that died while idle is replaced silently
-    (also when that is found only on sending); one that dies during the
-    request raises _WorkerDied.
-    """
-    for attempt in (1, 2):
-        with _lock:
-            while _idle and not _idle[-1].alive():
-                _idle.pop().close()
-            worker = _idle.pop() if _idle else None
-        if worker is None:
-            worker = _Worker()
-        done = False
-        try:
-            (status, value), stderr = worker.call(request)
-            done = True
-        except _WorkerGone:
-            if attempt == 2:
-                raise CodegenError("the code generator process exited before it could take a request") from None
-            continue
+            yield
         finally:
-            if done:
-                with _lock:
-                    _idle.append(worker)
-            else:
-                worker.kill()
-                worker.close()
-        break
-    if status != "ok":
-        raise CodegenError(f"LLVM failed: {value}\n{stderr.strip()}".strip())
-    return value, stderr
+            for fd, copy in enumerate(saved, start=1):
+                os.dup2(copy, fd)
+                os.close(copy)
 
 
-def _quote(stderr: str) -> str:
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+def _target_machine(triple: str, cpu: str, features: str) -> Any:
+    ir._init_llvm()
+    return llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features)
+
+
+def _emit(printed: str, triple: str, cpu: str, features: str, bitcode: bytes) -> str:
+    with _printing_to(printed):
+        return str(_target_machine(triple, cpu, features).emit_assembly(llvm.parse_bitcode(bitcode)))
+
+
+def _create_target_machine(printed: str, triple: str, cpu: str, features: str) -> None:
+    """Only the target machine: LLVM reports an unknown processor or feature as a warning, and lists the
+    target's processors and features for cpu "help"."""
+    with _printing_to(printed):
+        _target_machine(triple, cpu, features)
+
+
+# What runs here.
+
+class _Aborted(Exception):
+    """The worker died during the task (LLVM aborted); `status` says how, `printed` what LLVM printed first."""
+
+    def __init__(self, status: str, printed: str) -> None:
+        super().__init__(status)
+        self.status, self.printed = status, printed
+
+
+def _run(pool: CompilePool, task: Callable[..., Any], *args: Any) -> tuple[Any, str]:
+    """`task(file, *args)` in `pool`: what it returned and what LLVM printed in the file; raises _Aborted, or
+    CodegenError for any other failure."""
+    with tempfile.NamedTemporaryFile(prefix="pyhipbench-llvm-") as file:
+        outcome = pool.submit(task, file.name, *args).result()
+        printed = file.read().decode(errors="replace")
+    if outcome.ok:
+        return outcome.value, printed
+    if outcome.exit_code is not None:
+        raise _Aborted(_exit_status(outcome.exit_code), printed)
+    if outcome.ended == "raised":
+        raise CodegenError(f"LLVM failed: {outcome.error}\n{printed.strip()}".strip())
+    raise CodegenError(str(outcome.error))
+
+
+def _exit_status(exit_code: int) -> str:
+    if exit_code < 0:
+        try:
+            return f"killed by {signal.Signals(-exit_code).name}"
+        except ValueError:
+            return f"killed by signal {-exit_code}"
+    return f"exit status {exit_code}"
+
+
+def _quote(printed: str) -> str:
+    lines = [line for line in printed.strip().splitlines() if line.strip()]
     # An abort prints LLVM's message, then a stack dump; the message is what
     # a user needs, so at most 20 lines are quoted.
     return "\n".join(lines[:20]) or "(LLVM printed nothing)"
@@ -193,18 +128,17 @@ def assembly(module: ir.Module, triple: str, cpu: str, features: str, kernels: l
     An LLVM abort raises CodegenError naming the kernels and the target and
     quoting LLVM's message. Warnings LLVM prints are discarded.
     """
-    bitcode = module.ref.as_bitcode()
     try:
-        text, _ = _run(("emit", triple, cpu, features, bitcode))
-    except _WorkerDied as e:
+        text, _ = _run(emission_pool(), _emit, triple, cpu, features, module.ref.as_bitcode())
+    except _Aborted as e:
         raise CodegenError(
             f"LLVM aborted while generating code for {cpu} (kernel{'s' if len(kernels) > 1 else ''} "
-            f"{', '.join(kernels)}; {e.status}):\n{_quote(e.stderr)}\n"
+            f"{', '.join(kernels)}; {e.status}):\n{_quote(e.printed)}\n"
             "The IR verifies but LLVM cannot compile it for this target: an intrinsic or "
             "feature the processor lacks is the usual cause (e.g. MFMA on gfx11, wgmma on "
             "sm_90 instead of sm_90a)."
         ) from None
-    return text
+    return str(text)
 
 
 _probed: dict[tuple[str, str, str], str] = {}
@@ -218,13 +152,13 @@ def check_target(triple: str, cpu: str, features: str = "") -> str:
     key = (triple, cpu, features)
     if key not in _probed:
         try:
-            _, stderr = _run(("probe", triple, cpu, features))
-        except _WorkerDied as e:
+            _, printed = _run(emission_pool(), _create_target_machine, triple, cpu, features)
+        except _Aborted as e:
             raise CodegenError(
                 f"LLVM aborted creating a target machine for {cpu}{' with ' + features if features else ''}: "
-                f"{_quote(e.stderr)}"
+                f"{_quote(e.printed)}"
             ) from None
-        complaints = [line.strip() for line in stderr.splitlines()
+        complaints = [line.strip() for line in printed.splitlines()
                       if _UNKNOWN_PROCESSOR in line or _UNKNOWN_FEATURE in line]
         _probed[key] = "; ".join(dict.fromkeys(complaints))
     return _probed[key]
@@ -236,20 +170,18 @@ _listed: dict[str, tuple[str, ...]] = {}
 def known_processors(triple: str) -> tuple[str, ...]:
     """The processors LLVM (llvmlite's) knows for ``triple``, sorted; cached.
 
-    LLVM prints this list once per process, so a new worker is started for it
-    (only when an error message needs it).
+    LLVM prints this list once per process, so a pool of its own starts a
+    worker for it (only when an error message needs it).
     """
     if triple not in _listed:
-        worker = _Worker()
+        pool = CompilePool(1)
         try:
-            _, stderr = worker.call(("help", triple))
-        except _WorkerDied as e:
-            raise CodegenError(f"LLVM aborted listing the processors of {triple}: {_quote(e.stderr)}") from None
-        except _WorkerGone:
-            raise CodegenError(f"the code generator process exited before listing the processors of {triple}") from None
+            _, printed = _run(pool, _create_target_machine, triple, "help", "")
+        except _Aborted as e:
+            raise CodegenError(f"LLVM aborted listing the processors of {triple}: {_quote(e.printed)}") from None
         finally:
-            worker.close()
-        listing = stderr.split("Available CPUs for this target:", 1)[-1]
+            pool.close()
+        listing = printed.split("Available CPUs for this target:", 1)[-1]
         listing = listing.split("Available features for this target:", 1)[0]
         _listed[triple] = tuple(sorted(re.findall(r"^\s+(\S+)\s+- ", listing, re.MULTILINE)))
     return _listed[triple]

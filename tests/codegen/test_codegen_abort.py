@@ -1,11 +1,14 @@
 """An LLVM fatal error ("LLVM ERROR: Cannot select ...",
 then abort()) costs one compile, not the process. Emission runs in a worker
-process; its death becomes a CodegenError quoting LLVM, naming the kernel
-and the target, and the next compile starts a new worker."""
+process of the compile pool; its death becomes a CodegenError quoting LLVM,
+naming the kernel and the target, and a new worker takes the next compile."""
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
+import time
 
 import pytest
 
@@ -69,20 +72,27 @@ define ptx_kernel void @second(ptr addrspace(1) %out) {
         compile_ir(two, "sm_90")
 
 
+def worker_pid() -> int:
+    """The pid of one of the emission's workers (an idle one: this process compiles nothing meanwhile)."""
+    return emit.emission_pool().submit(os.getpid).result(timeout=60).value
+
+
 def test_the_worker_is_reused_across_compiles():
     compile_ir(COPY, "sm_90")
-    worker = emit._idle[-1]
+    started = len(emit.emission_pool().startup_s)
     compile_ir(COPY, "sm_90")
-    assert emit._idle[-1] is worker and worker.alive()
+    assert len(emit.emission_pool().startup_s) == started
 
 
 def test_a_worker_that_died_while_idle_is_replaced():
     compile_ir(COPY, "sm_90")
-    worker = emit._idle[-1]
-    worker.process.send_signal(signal.SIGKILL)
-    worker.process.wait()
+    pid = worker_pid()
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:  # until the pool has seen it end
+        time.sleep(0.01)
     assert ".visible .entry copy(" in compile_ir(COPY, "sm_90").data.decode()
-    assert worker not in emit._idle and all(w.alive() for w in emit._idle)
+    assert worker_pid() != pid
 
 
 def test_threads_compile_in_parallel_workers():
@@ -90,41 +100,31 @@ def test_threads_compile_in_parallel_workers():
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda _: compile_ir(COPY, "sm_90").data, range(8)))
     assert len(set(results)) == 1 and b".visible .entry copy(" in results[0]
-    assert all(w.alive() for w in emit._idle)
 
 
 def test_a_forked_child_starts_its_own_worker():
-    import os
+    """The child's emission runs in a worker it started, not in one of its parent's."""
+    def workers_parent() -> int:
+        return emit.emission_pool().submit(os.getppid).result(timeout=60).value
+
     compile_ir(COPY, "sm_90")
-    parents = list(emit._idle)
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: must not talk to the parent's workers
+    if pid == 0:
         try:
-            ok = not emit._idle and b"copy" in compile_ir(COPY, "sm_90").data
+            ok = b"copy" in compile_ir(COPY, "sm_90").data and workers_parent() == os.getpid()
             os.write(write, b"1" if ok else b"0")
         finally:
             os._exit(0)
     os.close(write)
     assert os.read(read, 1) == b"1"
     os.waitpid(pid, 0)
-    assert emit._idle[: len(parents)] == parents and all(w.alive() for w in parents)
-    assert b"copy" in compile_ir(COPY, "sm_90").data
+    assert b"copy" in compile_ir(COPY, "sm_90").data and workers_parent() == os.getpid()
 
 
 def test_a_worker_that_cannot_start_is_a_codegen_error(monkeypatch, tmp_path):
-    emit._close_workers()
-    monkeypatch.setattr(emit.sys, "executable", str(tmp_path / "no-python"))
-    with pytest.raises(CodegenError, match=rf"^cannot start the code generator process \({tmp_path}/no-python\): "
+    emit.emission_pool().close()
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    with pytest.raises(CodegenError, match=rf"^cannot start a compile worker \({tmp_path}/no-python\): "
                        r".*No such file"):
         emit.assembly(ir.parse(COPY), "nvptx64-nvidia-cuda", "sm_90", "", ["copy"])
-
-
-def test_a_worker_found_dead_only_on_sending_is_replaced(monkeypatch):
-    compile_ir(COPY, "sm_90")
-    worker = emit._idle[-1]
-    worker.process.send_signal(signal.SIGKILL)
-    worker.process.wait()
-    monkeypatch.setattr(worker, "alive", lambda: True)  # as if it died after the check
-    assert ".visible .entry copy(" in compile_ir(COPY, "sm_90").data.decode()
-    assert worker not in emit._idle

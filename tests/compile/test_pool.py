@@ -2,6 +2,7 @@
 or kills its worker costing only that task."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
@@ -44,10 +45,26 @@ def test_a_task_that_kills_its_worker_fails_with_the_signal_and_a_new_worker_tak
     pool = CompilePool(1)
     try:
         died, square = outcomes([pool.submit(pool_tasks.crash), pool.submit(pool_tasks.square, 7)])
-        assert died.error == "its compile worker died (signal 11, SIGSEGV)"
+        assert died.error == "its compile worker died (signal 11, SIGSEGV)" and died.exit_code == -signal.SIGSEGV
         assert square.ok and square.value == 49 and len(pool.startup_s) == 2
     finally:
         pool.close()
+
+
+def test_a_worker_found_dead_only_on_sending_is_replaced_and_the_task_kept(pool):
+    assert pool.submit(pool_tasks.die_unnoticed, 0.3).result(timeout=60).ok
+    time.sleep(1.5)
+    square = pool.submit(pool_tasks.square, 5).result(timeout=60)
+    assert square.ok and square.value == 25 and len(pool.startup_s) == 2
+
+
+def test_a_worker_that_cannot_start_fails_what_waits(pool, monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    failed = pool.submit(pool_tasks.square, 2).result(timeout=60)
+    assert failed.ended == "died" and failed.exit_code is None
+    assert failed.error.startswith(f"cannot start a compile worker ({tmp_path}/no-python): [Errno 2]")
+    monkeypatch.undo()
+    assert pool.submit(pool_tasks.square, 3).result(timeout=60).value == 9
 
 
 def test_a_task_past_its_timeout_has_its_worker_killed(pool):
