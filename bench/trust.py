@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 import pyhipbench as hb
-from pyhipbench._measure import report
-from pyhipbench._measure.comparison import compare
-from pyhipbench._measure.environment import environment, finish
+from pyhipbench._results import report
+from pyhipbench._results.comparison import compare
+from pyhipbench._results.environment import environment, finish
 
 HERE = Path(__file__).resolve().parent
 PAIRS = 20
@@ -59,7 +59,7 @@ def environment_case(device: hb.Device, out: Path) -> dict:
     finish(env)
     path = out / "report.json"
     path.write_text(report.render(path, [res.to_dict()], env))
-    fresh = subprocess.run([sys.executable, "-c", "import json, sys; from pyhipbench._measure import report; "
+    fresh = subprocess.run([sys.executable, "-c", "import json, sys; from pyhipbench._results import report; "
                             "print(json.dumps(report.read(sys.argv[1]).environment))", str(path)],
                            capture_output=True, text=True, check=True)
     [record] = env["devices"]

@@ -11,7 +11,7 @@ argument sets, statistics.
 
 This module is the public API; the packages whose names start with `_` are the
 implementation. `pyhipbench.codegen` (LLVM IR to code objects),
-`pyhipbench.triton` (Triton kernels and autotuning) and the sweep names load
+`pyhipbench.triton` (Triton kernels and autotuning), the sweep and source names load
 their dependencies (llvmlite, Triton, SQLite) only when first used.
 """
 from importlib import import_module as _import_module
@@ -64,10 +64,15 @@ __version__ = _distribution_version("pyhipbench")  # pyproject.toml holds the on
 
 # Names loaded on first use (PEP 562), so `import pyhipbench` does not import what they need:
 # name -> the module that defines it, relative to this package.
-_LAZY: dict[str, str] = {name: "._sweep" for name in (
-    "sweep", "Candidate", "load_space", "candidates_from_json", "Source", "CodeObjectSource", "IRSource",
-    "CudaSource", "HipSource", "TritonSource", "Code", "CompileTarget", "SOURCE_KINDS", "register_source_kind",
-    "Store", "SweepSummary", "SweepInterrupted", "export_best", "load_results", "watchdog_s")}
+_LAZY: dict[str, str] = {
+    **{name: "._sweep" for name in ("sweep", "Candidate", "load_space", "candidates_from_json", "Store",
+                                    "SweepSummary", "SweepInterrupted", "export_best", "load_results",
+                                    "watchdog_s")},
+    **{name: "._sources" for name in ("Source", "CodeObjectSource", "IRSource", "CudaSource", "HipSource", "Code",
+                                      "CompileTarget", "register_source_kind")},
+    # Triton's kind is the Triton front end's; its module hands out the registry with the kind in it.
+    "TritonSource": ".triton._source", "SOURCE_KINDS": ".triton._source",
+}
 
 
 def __getattr__(name: str) -> object:

@@ -4,7 +4,7 @@ import signal
 import sys
 import time
 
-from pyhipbench._sweep.sources import Source
+from pyhipbench._sources import Source
 
 
 def pid() -> int:

@@ -2,9 +2,8 @@
 results durable in SQLite, resumable after a kill. The public names are pyhipbench's own
 (`pyhipbench.sweep`, `pyhipbench.Candidate`, ...), loaded on first use.
 
-    candidate.py      Candidate (one launch, or a chain: LaunchSpec, ref:LAUNCH.ARG), load_space (JSON / YAML
-                      search spaces); its options a pyhipbench.BenchOptions
-    sources.py        source kinds: code objects, LLVM IR, CUDA/HIP C++, Triton; a registry for more
+    candidate.py      Candidate (one launch, or a chain of pyhipbench._sources.chain), load_space (JSON / YAML
+                      search spaces); its source a pyhipbench._sources kind, its options a pyhipbench.BenchOptions
     worker.py         one GPU's worker: Task in, Outcome out (which says the code objects it holds)
     scheduler.py      the sweep's loop: events from the workers to the parts below, faults retried once
     compile_queue.py  each source's code, compiled in a CPU pool ahead of the GPUs
@@ -17,7 +16,6 @@ results durable in SQLite, resumable after a kill. The public names are pyhipben
     ray_cluster.py    a Ray actor per GPU of a Ray cluster
     store.py          the SQLite results database
     lock.py           the writer's lock: one sweep at a time writes a database
-    frozen.py         read-only JSON data: a candidate's tags
 """
 from __future__ import annotations
 
@@ -32,24 +30,10 @@ from .candidate import Candidate, candidates_from_json, load_space
 from .interrupts import SweepInterrupted
 from .local import LocalPool
 from .scheduler import TIMEOUT_FLOOR_S, SweepSummary, interrupted, run, watchdog_s
-from .sources import (
-    SOURCE_KINDS,
-    Code,
-    CodeObjectSource,
-    CompileTarget,
-    CudaSource,
-    HipSource,
-    IRSource,
-    Source,
-    TritonSource,
-    register_source_kind,
-)
 from .store import Store, export_best, load_results
 
-__all__ = ["sweep", "Candidate", "load_space", "candidates_from_json", "Source", "CodeObjectSource",
-           "IRSource", "CudaSource", "HipSource", "TritonSource", "Code", "CompileTarget", "SOURCE_KINDS",
-           "register_source_kind", "Store", "SweepSummary", "SweepInterrupted", "export_best", "load_results",
-           "watchdog_s"]
+__all__ = ["sweep", "Candidate", "load_space", "candidates_from_json", "Store", "SweepSummary", "SweepInterrupted",
+           "export_best", "load_results", "watchdog_s"]
 
 
 def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = False, gpus: list[int] | None = None,

@@ -17,9 +17,10 @@ from typing import Any
 
 from .._compile.pool import TaskOutcome, shared_pool, unexpected
 from .._launch.arg_spec import ArgSpec
+from .._sources.code import Code, CompileTarget
+from .._sources.source import Source
 from ..errors import Error
 from .candidate import Candidate
-from .sources import Code, CompileTarget, Source
 from .worker import DIED, INVALID, TIMEOUT
 
 __all__ = ["CompileQueue", "Compiled", "COMPILE_TIMEOUT_S"]

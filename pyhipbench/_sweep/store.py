@@ -31,8 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._measure.environment import environment, finish
-from .._measure.report import render
+from .._results.environment import environment, finish
+from .._results.report import render
 from .._textfile import decode, parse_json
 from .._values import show
 from ..errors import BenchError

@@ -34,12 +34,12 @@ from .._launch.arg_spec import ArgSpec, LaunchArgSpec, materialize, materialize_
 from .._launch.args import Shared
 from .._launch.launch import Launch, module_launches
 from .._measure.bench import PreparedBench, prepare_bench
-from .._measure.environment import device_record
 from .._measure.options import BenchOptions
 from .._measure.timers import default_timer
+from .._results.environment import device_record
+from .._sources.chain import MODULE, Launches
+from .._sources.code import CompileTarget
 from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
-from .candidate import MODULE, Launches
-from .sources import CompileTarget
 
 __all__ = ["Task", "Outcome", "DeviceFacts", "Worker", "serve", "INVALID", "FAULT", "ERROR", "TIMEOUT", "DIED"]
 

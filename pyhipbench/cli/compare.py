@@ -5,15 +5,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from .._measure import report
-from .._measure.comparison import (
+from .._results import report
+from .._results.comparison import (
     DEFAULT_THRESHOLD,
     clock_differences,
     compare,
     environment_differences,
     why_unmatched,
 )
-from .._measure.report import ACROSS
+from .._results.report import ACROSS
 from ..errors import BenchError
 from . import values
 from .command import add_command

@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .._measure import report
-from .._measure.comparison import DEFAULT_THRESHOLD
+from .._results import report
+from .._results.comparison import DEFAULT_THRESHOLD
 from ..errors import BenchError
 from . import values
 from .command import add_command
@@ -51,7 +51,7 @@ def _read(path: Path) -> tuple[list[dict], list[dict], dict | None, bool]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._measure import plot
+    from .._results import plot
     from .._values import integer
     best = integer("--best", args.best, 1)
     html = args.output.suffix.lower() == ".html"

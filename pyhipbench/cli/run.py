@@ -1,8 +1,10 @@
 """`pyhipbench run`: compile CUDA/HIP C++ or LLVM IR (or load a code object) and time a kernel, or a chain.
 
-A chain (`--chain FILE`) is a sweep candidate's launches (pyhipbench._sweep.candidate: the same schema,
-checked by the same code): several of the input's kernels run in order as one sample, an argument
-`ref:LAUNCH.ARG` the very argument of an earlier launch, or "module" for every kernel of the input's module.
+The input is a source as a sweep's (pyhipbench._sources: the same kinds, made from the same JSON by the
+registry, compiled the same way). A chain (`--chain FILE`) is a sweep candidate's launches
+(pyhipbench._sources.chain: the same schema, checked by the same code): several of the input's kernels
+run in order as one sample, an argument `ref:LAUNCH.ARG` the very argument of an earlier launch, or
+"module" for every kernel of the input's module.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import argparse
 import functools
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any
 
 import numpy as np
 
@@ -21,14 +23,15 @@ from .._launch.launch import Launch, module_launches
 from .._launch.launch_config import dims
 from .._measure.bench import bench_with
 from .._measure.cache import CACHE_STATES
-from .._measure.environment import environment, finish
 from .._measure.options import MAX_LAUNCHES, BenchOptions
-from .._measure.report import check_format, render, render_as
 from .._progress import elapsed
-from .._sweep.candidate import LAUNCH_FIELDS, MODULE, Launches, checked_chain
+from .._results.environment import environment, finish
+from .._results.report import check_format, render, render_as
+from .._sources import SOURCE_KINDS, CodeObjectSource, CompileTarget, IRSource, Source, source_from_json
+from .._sources.chain import LAUNCH_FIELDS, MODULE, Launches, checked_chain
 from .._textfile import parse_json, parse_yaml, read_text
-from ..codegen import compile_for_device, ir
-from ..codegen.source import SOURCE_LANGUAGES, CompiledSource, compile_source
+from ..codegen import ir
+from ..codegen.source import SOURCE_LANGUAGES
 from ..errors import BenchError
 from . import values
 from .command import OpenDevice, add_command, add_device_options
@@ -52,6 +55,8 @@ CHAIN_FILE_FIELDS = ("launches", "grid", "block", "shared_bytes", "args")
 STDOUT = "-"  # --out -: the report on stdout
 # auto first, then the timers from the most faithful (docs/measurement.md#timers)
 TIMER_CHOICES = ("auto", "cupti", "rocprofiler", "events", "graph", "batched")
+# read_input's kinds told by content -> the source kind each is (C++ source is told by its suffix).
+INPUT_KINDS = {"code object": CodeObjectSource.kind, "ir": IRSource.kind}
 FLAGS = {"grid": "--grid", "block": "--block", "shared_bytes": "--shared-bytes", "args": "--arg"}
 
 
@@ -154,28 +159,31 @@ def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
     # Flags that cannot apply are refused, not ignored, in the flags' own terms.
     if not expected and (args.atol is not None or args.rtol is not None):
         raise BenchError("--atol and --rtol apply to --expect's files; expected --expect N=FILE.npy with them")
-    kind, source = read_input(args.input)
+    kind, content = read_input(args.input)
     if kind != "ir" and args.no_icache_flush:
-        what = f"already a {codeobject.detect_format(source)} code object" if kind == "code object" \
+        what = f"already a {codeobject.detect_format(content)} code object" if kind == "code object" \
             else "a C++ source file"
         raise BenchError(f"--no-icache-flush applies to LLVM IR input only; {args.input} is {what}")
     if kind != "source" and args.compile_option:
         raise BenchError(f"--compile-option applies to CUDA/HIP C++ source (.cu, .hip) only; {args.input} "
                          "is not one")
-    module = ir.parse(source, name=str(args.input)) if kind == "ir" else None
+    if kind == "ir":
+        ir.parse(content, name=str(args.input))  # IR that does not parse is refused before a device is opened
+    kernels = [args.kernel] if chain is None else [] if chain == MODULE else [launch.kernel for launch in chain]
+    source = input_source(args, kind, list(dict.fromkeys(kernels)))
     device = open_device(args.backend, args.device)
     started = environment([device])
-    kernels = [args.kernel] if chain is None else [] if chain == MODULE else [launch.kernel for launch in chain]
-    lowered: dict[str, str] = {}  # a C++ name expression -> the name the module knows it by
-    if module is not None:
-        source = compile_for_device(module, device, icache_flush=False if args.no_icache_flush else None)
-        print(describe(source), file=human)
-    elif kind == "source":
-        source, lowered = _compile_source(args, source, device, list(dict.fromkeys(kernels)), human)
-    loaded = device.load_module(source)
+    if kind == "source":
+        check_language(args.input, device)
+    # What a compiler is told of the GPU; a code object, loaded as is, needs no driver query.
+    target = CompileTarget(device.arch, device.backend.compile_driver_version() if source.needs_compiler else None)
+    code = source.compile(target, ())
+    if code.code_object is not None:
+        print(describe(code.code_object), file=human)
+    loaded = device.load_module(code.code_object or code.data)  # a CodeObject: the module records its target
     if chain is None:
         kernel_args = [materialize(spec, device) for spec in args.arg]
-        launches = [Launch(loaded.kernel(lowered.get(args.kernel, args.kernel)), grid, block, kernel_args,
+        launches = [Launch(loaded.kernel(code.kernel_name(args.kernel)), grid, block, kernel_args,
                            args.shared_bytes or 0)]
     elif chain == MODULE:
         launches = module_launches(loaded, fields["grid"], fields["block"],
@@ -183,7 +191,7 @@ def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
                                    shared_bytes=fields["shared_bytes"])
     else:
         made = materialize_chain([launch.args for launch in chain], device)
-        launches = [Launch(loaded.kernel(lowered.get(launch.kernel, launch.kernel)), launch.grid, launch.block,
+        launches = [Launch(loaded.kernel(code.kernel_name(launch.kernel)), launch.grid, launch.block,
                            launch_args, launch.shared_bytes) for launch, launch_args in zip(chain, made)]
     with elapsed(None if options.iterations is not None else options.max_time_s, "measuring"):
         result = bench_with(launches, options, expect=expected or None, atol=args.atol, rtol=args.rtol)
@@ -232,21 +240,30 @@ def read_chain(args: argparse.Namespace) -> tuple[Launches, dict]:
         raise BenchError(f"{path}: {e}") from None
 
 
-def _compile_source(args: argparse.Namespace, text: str, device: Device, kernels: list[str],
-                    human: TextIO) -> tuple[CompiledSource, dict[str, str]]:
-    """(code object, each of `kernels`' lowered name) for a .cu / .hip file, compiled for `device`; what was
-    compiled said on `human`."""
+def input_source(args: argparse.Namespace, kind: str, kernels: list[str]) -> Source:
+    """The input (`kind` as read_input tells it) as a source, made by the registry from the JSON a search
+    space would describe it by, so checked and compiled as a sweep's: with --no-icache-flush for LLVM IR; a
+    C++ file's kind by its suffix, with its folder on the include path, --compile-option and `kernels` (--kernel,
+    a chain's kernels) as name expressions, so that a template instance ("scale<float>") names its kernel."""
+    described: dict[str, Any] = {"path": str(args.input)}
+    if kind == "source":
+        described.update(kind=next(name for name, made in SOURCE_KINDS.items() if made.suffix == args.input.suffix),
+                         options=[f"-I{args.input.parent}", *args.compile_option], name_expressions=kernels)
+    else:
+        described["kind"] = INPUT_KINDS[kind]
+    if args.no_icache_flush:
+        described["icache_flush"] = False
+    return source_from_json(described, Path("."))
+
+
+def check_language(path: Path, device: Device) -> None:
+    """BenchError when C++ source `path` is not the language of `device`'s runtime compiler."""
     # SOURCE_LANGUAGES names the backend whose runtime compiler takes each suffix.
-    language, backend = SOURCE_LANGUAGES[args.input.suffix], device.backend.name
+    language, backend = SOURCE_LANGUAGES[path.suffix], device.backend.name
     if language != backend:
         wanted = " or ".join(suffix for suffix, name in SOURCE_LANGUAGES.items() if name == backend)
-        raise BenchError(f"{args.input} is {language.upper()} C++ (by its suffix), but the device is a "
+        raise BenchError(f"{path} is {language.upper()} C++ (by its suffix), but the device is a "
                          f"{backend} one; expected a {wanted} file")
-    # --kernel (a chain's kernels) are name expressions, so a template instance ("scale<float>") names its kernel.
-    code = compile_source(device, text, name_expressions=kernels, name=args.input.name,
-                          options=[f"-I{args.input.parent}", *args.compile_option])
-    print(describe(code), file=human)
-    return code, dict(code.lowered_names)
 
 
 def load_expected(expected: list[tuple[int, Path]]) -> dict[int, np.ndarray]:

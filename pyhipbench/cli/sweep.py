@@ -6,9 +6,9 @@ import shlex
 from pathlib import Path
 
 from .._device.backends import BACKEND_NAMES
-from .._measure.report import check_format
+from .._results.report import check_format
+from .._results.tags import tags_text
 from .._sweep import Store, SweepInterrupted, SweepSummary, export_best, load_space, sweep
-from .._sweep.candidate import tags_text
 from .._sweep.scheduler import TIMEOUT_FLOOR_S
 from .._sweep.store import refuse_non_database
 from .._sweep.worker import INVALID

@@ -15,6 +15,7 @@ from .._device.device import Device
 from .._device.memory import DeviceArray
 from .._device.module import Kernel, Module
 from .._launch.args import Argument, Pointer, Scalar, Shared, shared
+from .._sources.code import scratch_sizes
 from .._values import icache_flush as checked_icache_flush
 from .._values import show
 from ..codegen import compile_ir
@@ -359,13 +360,6 @@ def _ptx_head(ptx: str) -> str:
     entry = ptx.find(".entry")
     body = ptx.find("{", entry) if entry >= 0 else -1
     return ptx if body < 0 else ptx[:body] + "{\n}\n"
-
-
-def scratch_sizes(per_program: Sequence[int], grid: Sequence[int]) -> tuple[int, ...]:
-    """Each scratch pointer's buffer for a launch of `grid`: its per-program bytes x the programs
-    (0: a null pointer is passed)."""
-    programs = math.prod(int(g) for g in grid)
-    return tuple(programs * size for size in per_program)
 
 
 def scratch_bytes(metadata: Any) -> tuple[int, int]:

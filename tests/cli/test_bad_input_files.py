@@ -16,7 +16,7 @@ import pytest
 
 import pyhipbench as hb
 from pyhipbench import cli
-from pyhipbench._measure import report
+from pyhipbench._results import report
 from pyhipbench._sweep.store import Row, Store, load_results, now
 from pyhipbench._textfile import MAX_DEPTH, MAX_IR_DEPTH
 from pyhipbench.cli.files import read_input

@@ -10,7 +10,7 @@ import pytest
 
 import pyhipbench as hb
 from pyhipbench import cli
-from pyhipbench._measure import report
+from pyhipbench._results import report
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
 
@@ -30,7 +30,7 @@ def test_a_json_report_opened_in_a_fresh_process_gives_its_environment(fake_gpu,
     [record] = written["devices"]
     assert record["driver_version"] == "999.12.34" and record["temperature_start_c"] == 44
     assert record["temperature_end_c"] == 44
-    read = subprocess.run([sys.executable, "-c", "import json, sys; from pyhipbench._measure import report; "
+    read = subprocess.run([sys.executable, "-c", "import json, sys; from pyhipbench._results import report; "
                            "r = report.read(sys.argv[1]); print(json.dumps(r.environment))", str(out)],
                           capture_output=True, text=True, check=True)
     assert json.loads(read.stdout) == {k: v for k, v in written.items() if k != "results"}

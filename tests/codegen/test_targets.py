@@ -12,7 +12,7 @@ import pytest
 import pyhipbench as hb
 from pyhipbench import cli
 from pyhipbench._codeobject import image as codeobject
-from pyhipbench._measure.report import to_csv
+from pyhipbench._results.report import to_csv
 from pyhipbench.codegen import compile_for_device, compile_ir, device_target, ir
 from pyhipbench.codegen.nvptx import arch_specific
 

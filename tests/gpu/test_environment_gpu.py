@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 import pyhipbench as hb
-from pyhipbench._measure.environment import environment, finish
+from pyhipbench._results.environment import environment, finish
 
 
 def smi(field: str) -> str:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
-from pyhipbench._measure.comparison import compare
-from pyhipbench._measure.environment import environment
+from pyhipbench._results.comparison import compare
+from pyhipbench._results.environment import environment
 from pyhipbench.errors import BenchError, MeasurementError
 
 KERNEL_US = 4.0  # the fake driver's launch duration
@@ -265,7 +265,7 @@ def test_a_compile_error_of_the_first_call_propagates_for_tritons_autotuner(cuda
 
 @pytest.mark.parametrize("suffix", [".json", ".csv", ".md"])
 def test_a_callables_result_writes_reads_back_and_compares(cuda, tmp_path, suffix):
-    from pyhipbench._measure import report
+    from pyhipbench._results import report
     device, _, lib = cuda
     res = hb.bench_callable(lambda: launch(lib, GEMM), device=device, cache="warm", graph=False, iterations=3,
                             warmup=0, name="gemm op")

@@ -92,7 +92,7 @@ def test_the_threshold_is_a_fraction_below_one(value):
 
 
 def test_reports_carry_the_clock(device):
-    from pyhipbench._measure.report import to_csv, to_markdown
+    from pyhipbench._results.report import to_csv, to_markdown
     data = bench(device, iterations=5, warmup=0).to_dict()
     header, row = to_csv([data]).splitlines()
     fields = dict(zip(header.split(","), row.split(",")))

@@ -8,9 +8,9 @@ import pytest
 
 import pyhipbench as hb
 from pyhipbench import _core, cli
-from pyhipbench._measure import report
-from pyhipbench._measure.comparison import DEFAULT_THRESHOLD, compare
 from pyhipbench._measure.stats import summarize
+from pyhipbench._results import report
+from pyhipbench._results.comparison import DEFAULT_THRESHOLD, compare
 
 
 def result(times_us, kernel: str = "k", samples: bool = True) -> dict:

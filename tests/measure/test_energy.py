@@ -5,7 +5,8 @@ import pytest
 from test_measurement import copy, copy_args  # noqa: F401 (copy: the fixture)
 
 import pyhipbench as hb
-from pyhipbench._measure import energy, report
+from pyhipbench._measure import energy
+from pyhipbench._results import report
 
 POWER_W, PERIOD_MS = 300.0, 2.0
 

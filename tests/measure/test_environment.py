@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import pyhipbench as hb
-from pyhipbench._measure.environment import SCHEMA_VERSION, environment, finish
+from pyhipbench._results.environment import SCHEMA_VERSION, environment, finish
 
 NVML_FIELDS = ("uuid", "default_sm_clock_mhz", "max_sm_clock_mhz", "max_memory_clock_mhz", "persistence_mode",
                "power_limit_w", "temperature_start_c")

@@ -9,11 +9,11 @@ import pytest
 
 import pyhipbench as hb
 from pyhipbench import _core, cli
-from pyhipbench._measure import report
 from pyhipbench._measure.cache import clean_step
-from pyhipbench._measure.comparison import compare
-from pyhipbench._measure.environment import environment
 from pyhipbench._measure.timers import core_timer, default_timer
+from pyhipbench._results import report
+from pyhipbench._results.comparison import compare
+from pyhipbench._results.environment import environment
 
 from codegen_helpers import require_toolchain
 from fakes.driver import mapped_libraries

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 import pyhipbench as hb
 from pyhipbench import cli
-from pyhipbench._measure import report
-from pyhipbench._measure.comparison import compare
+from pyhipbench._results import report
+from pyhipbench._results.comparison import compare
 
 EXAMPLES = int(os.environ.get("PYHIPBENCH_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

@@ -1,7 +1,9 @@
-"""The package's layout rules: no import cycles, a light `import pyhipbench`, vendor choices only in backends/."""
+"""The package's layout rules: no import cycles, layers that import only downwards, a light `import pyhipbench`,
+vendor choices only in backends/."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,11 +18,29 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _imported(node: ast.Import | ast.ImportFrom, package: str) -> set[str]:
+    """The pyhipbench modules (and the names taken from them) one import statement names, a relative one
+    resolved against `package`."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names if alias.name.startswith("pyhipbench")}
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join(anchor + ([base] if base else []))
+    if not base.startswith("pyhipbench"):
+        return set()
+    return {base} | {f"{base}.{alias.name}" for alias in node.names}
+
+
+def _package(name: str, is_package: bool) -> str:
+    return name if is_package else name.rpartition(".")[0]
+
+
 def _runtime_imports(source: str, name: str, is_package: bool) -> set[str]:
     """The pyhipbench modules module `name` (its `source`) imports when it is imported: module level
     only, `if TYPE_CHECKING:` blocks left out (function-level imports run later, on first use)."""
     tree = ast.parse(source)
-    package = name if is_package else name.rpartition(".")[0]
+    package = _package(name, is_package)
     found: set[str] = set()
 
     def visit(statements: list[ast.stmt]) -> None:
@@ -32,18 +52,26 @@ def _runtime_imports(source: str, name: str, is_package: bool) -> set[str]:
                 visit(node.orelse)
                 for handler in getattr(node, "handlers", []):
                     visit(handler.body)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join(anchor + ([base] if base else []))
-                if base.startswith("pyhipbench"):
-                    found.add(base)
-                    found.update(f"{base}.{alias.name}" for alias in node.names)
-            elif isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names if alias.name.startswith("pyhipbench"))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.update(_imported(node, package))
 
     visit(tree.body)
+    return found
+
+
+_MODULE_NAME = re.compile(r"pyhipbench(\.\w+)+")
+
+
+def _every_import(source: str, name: str, is_package: bool) -> set[str]:
+    """The pyhipbench modules module `name` imports anywhere: at module level, in functions, for type
+    checking, or by name (a string that is a module's full name, as importlib.import_module takes it)."""
+    package = _package(name, is_package)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update(_imported(node, package))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_NAME.fullmatch(node.value):
+            found.add(node.value)
     return found
 
 
@@ -86,6 +114,67 @@ def test_the_rule_finds_a_cycle_and_skips_type_checking_imports():
     assert _runtime_imports(source, "pyhipbench.a", False) == {"pyhipbench", "pyhipbench.b"}
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# The layers, from the bottom. Measuring, and what it stands on: the shared modules, devices, launches, code
+# objects, source kinds, code generation. Above it: results (reports, comparisons, plots) and tuning. On top,
+# the front ends: pyhipbench.triton, the sweep, and the command line over all of them.
+_FRONT_ENDS = ("pyhipbench.triton", "pyhipbench._sweep", "pyhipbench.cli")
+_ABOVE_MEASURING = ("pyhipbench._results", "pyhipbench._tuning", *_FRONT_ENDS)
+_MEASURING_AND_BELOW = ("pyhipbench.errors", "pyhipbench._values", "pyhipbench._textfile", "pyhipbench._frozen",
+                        "pyhipbench._progress", "pyhipbench._cpp", "pyhipbench._device", "pyhipbench._launch",
+                        "pyhipbench._codeobject", "pyhipbench._sources", "pyhipbench.codegen", "pyhipbench._compile",
+                        "pyhipbench._measure")
+# The front ends a front end may import: the command line runs the others.
+_FRONT_END_MAY_IMPORT = {"pyhipbench.cli": ("pyhipbench.triton", "pyhipbench._sweep")}
+# Imports across the layers the rules allow, (importer, imported): the source-kind registry imports Triton's
+# kind, which lives with the Triton front end, by name on its first use (never at module level).
+_ALLOWED = {("pyhipbench._sources.source", "pyhipbench.triton._source")}
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == package or module.startswith(package + ".") for package in packages)
+
+
+def _violations(importers: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str]:
+    """"A imports B" for each module A in `importers` that imports a module B in `forbidden` anywhere."""
+    wrong = set()
+    for path in PACKAGE.rglob("*.py"):
+        name = _module_name(path)
+        if _within(name, importers):
+            for imported in _every_import(path.read_text(), name, path.name == "__init__.py"):
+                if _within(imported, forbidden) and (name, imported) not in _ALLOWED:
+                    wrong.add(f"{name} imports {imported}")
+    return sorted(wrong)
+
+
+def test_measuring_and_what_it_stands_on_import_nothing_above_them():
+    """No results, tuning or front end, not even in a function: the data flows up from measuring."""
+    wrong = _violations(_MEASURING_AND_BELOW, _ABOVE_MEASURING)
+    assert not wrong, "an import from below measuring into a layer above it: " + "; ".join(wrong)
+
+
+def test_results_and_tuning_import_no_front_end():
+    wrong = _violations(("pyhipbench._results", "pyhipbench._tuning"), _FRONT_ENDS)
+    assert not wrong, "results or tuning import a front end: " + "; ".join(wrong)
+
+
+@pytest.mark.parametrize("front_end", _FRONT_ENDS)
+def test_no_front_end_imports_another(front_end):
+    others = tuple(f for f in _FRONT_ENDS if f != front_end and f not in _FRONT_END_MAY_IMPORT.get(front_end, ()))
+    wrong = _violations((front_end,), others)
+    assert not wrong, f"{front_end} imports another front end: " + "; ".join(wrong)
+
+
+def test_the_layer_rules_see_imports_in_functions_for_types_and_by_name():
+    source = ("from . import bench\n"
+              "if TYPE_CHECKING:\n    from .._tuning.trial import Trial\n"
+              "def report():\n    from .._results import plot\n"
+              "KIND = {'triton': 'pyhipbench.triton._source'}\n")
+    assert _every_import(source, "pyhipbench._measure.a", False) == {
+        "pyhipbench._measure", "pyhipbench._measure.bench", "pyhipbench._tuning.trial", "pyhipbench._tuning.trial.Trial",
+        "pyhipbench._results", "pyhipbench._results.plot", "pyhipbench.triton._source"}
+    assert _within("pyhipbench._results.plot", _ABOVE_MEASURING) and not _within("pyhipbench._resultsx", _ABOVE_MEASURING)
 
 
 def test_import_pyhipbench_loads_no_code_generator_triton_or_sweep():

@@ -1083,13 +1083,13 @@ def test_a_spare_that_cannot_open_its_gpu_turns_the_standby_off(fake_gpus, monke
 
 
 def test_tags_read_as_a_person_reads_them():
-    from pyhipbench._sweep.candidate import tags_text
+    from pyhipbench._results.tags import tags_text
     assert tags_text({"BLOCK_M": 64, "num_warps": 4, "kind": "tma"}) == " BLOCK_M=64 num_warps=4 kind=tma"
     assert tags_text([1, 2]) == " [1, 2]" and tags_text({}) == "" and tags_text(None) == ""
 
 
 def test_a_csv_export_carries_the_candidate_id_and_tags(tmp_path):
-    from pyhipbench._measure import report
+    from pyhipbench._results import report
     rows = [{"kernel": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "timer": "cupti", "cache_state": "warm",
              "stats_us": {"median": 2.0, "ci_low": 1.9, "ci_high": 2.1, "rel_ci": 0.05, "p10": 1.9, "p90": 2.1,
                           "outliers": 0},

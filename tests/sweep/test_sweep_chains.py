@@ -25,7 +25,7 @@ from pyhipbench import (
     load_space,
 )
 from pyhipbench._launch.arg_spec import RefSpec, parse_arg
-from pyhipbench._sweep.candidate import MODULE, LaunchSpec
+from pyhipbench._sources.chain import MODULE, LaunchSpec
 from pyhipbench._sweep.scheduler import run
 from pyhipbench._sweep.worker import INVALID, Task, Worker
 

@@ -1,4 +1,5 @@
-"""Read-only JSON data: a candidate's tags, deep-copied and frozen when it is made.
+"""Read-only JSON data: a sweep candidate's tags and a Triton source's constexprs, deep-copied and frozen
+when they are made (both are hashed into ids).
 
 `freeze(value)` copies JSON-serialisable data, every dict a FrozenDict and
 every list a FrozenList (tuples stay tuples, their items frozen); `thaw`
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from .._values import show
+from ._values import show
 
 __all__ = ["FrozenDict", "FrozenList", "freeze", "thaw"]
 

@@ -30,6 +30,7 @@ from .._values import file_format
 from ..errors import BenchError
 from .comparison import compare
 from .report import match_key
+from .tags import tags_text
 
 FORMATS = (".png", ".svg")
 
@@ -90,7 +91,6 @@ def distributions(results: list[dict[str, Any]]) -> Any:
 
 def _label(result: dict[str, Any]) -> str:
     """The result's kernel and launch, or for a sweep's candidate its kernel and tags; at most 60 characters."""
-    from .._sweep.candidate import tags_text  # a sweep's candidates are told apart by their tags
     key = f"{result['kernel']}{tags_text(result['tags'])}" if result.get("tags") else match_key(result)
     return key if len(key) <= 60 else key[:57] + "..."
 
