@@ -148,7 +148,7 @@ class MeasurementLoop {
       // the largest count a caller asked for (a run's events, or CUPTI records,
       // are held until its end).
       take(lead);
-      measurement_.warmup_samples = lead;
+      measurement_.warmup_samples += lead;  // after the hold's samples, if any
       lead = 0;
     }
     // Without a fixed warm-up, at least a chunk after the lead: two chunks to compare in this run.

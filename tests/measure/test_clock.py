@@ -110,9 +110,10 @@ def test_a_hold_runs_untimed_for_its_seconds_before_the_samples(device, fake_dri
     assert held.wall_s >= 0.02 > plain.wall_s
 
 
-def test_every_launch_of_a_hold_counts_as_warm_up(device, fake_driver):
-    held = bench(device, iterations=20, warmup=2, hold_s=0.002)  # short: the fake keeps 65536 records
-    assert len(fake_driver.records("cuLaunchKernel")) == held.warmup + 20
+@pytest.mark.parametrize("warmup", [2, 12])  # 12: longer than a warm-up chunk, run on its own after the hold
+def test_every_launch_of_a_hold_counts_as_warm_up(device, fake_driver, warmup):
+    held = bench(device, iterations=20, warmup=warmup, hold_s=0.002)  # short: the fake keeps 65536 records
+    assert len(fake_driver.records("cuLaunchKernel")) == held.warmup + 20 and held.warmup > warmup
 
 
 def test_the_holds_runs_are_not_taken_again_for_their_clock(device, fake_driver):
