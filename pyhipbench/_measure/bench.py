@@ -30,6 +30,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,26 +50,24 @@ from ..errors import BenchError
 from .cache import clean_step
 from .energy import energy_counter, measure_energy, sample_s
 from .expect import Expect, Expectation
-from .options import BenchOptions, fixed_count
+from .options import BenchOptions, fixed_count, takes_options
+from .resolved import Resolved, resolve
 from .result import Clock, KernelTime, Result
 from .rotation import plan_rotation
-from .timers import default_timer, min_launches_per_sample, timer_for
+from .timers import min_launches_per_sample, timer_for
 
 log = logging.getLogger(__name__)
 
 
-def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
-          timer: str = "auto", cache: str = "auto", precision: float = 0.01, max_time_s: float = 1.0,
-          iterations: int | None = None, warmup: int | None = None, rotate: int | str = "auto",
-          slower_than_us: float | None = None, throttle_threshold: float = 0.75, energy: bool = False,
-          hold_s: float = 0.0, shared_bytes: int = 0, stream: Stream | None = None, expect: Expect = None,
-          atol: float | None = None, rtol: float | None = None) -> Result:
+@takes_options()
+def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *, shared_bytes: int = 0,
+          stream: Stream | None = None, expect: Expect = None, atol: float | None = None, rtol: float | None = None,
+          **options: Any) -> Result:
     """Times `kernel` (µs per launch) until its median is known to ±`precision` (95 % CI).
 
-    `timer`, `cache`, `precision`, `max_time_s` (s), `iterations`, `warmup`,
-    `rotate`, `slower_than_us` (µs), `throttle_threshold` (a fraction of
-    the rated SM clock), `energy` and `hold_s` (s) are the measurement's options
-    (`BenchOptions` documents each). Arrays wrapped in `shared()` never rotate.
+    `options`: the measurement's options, `BenchOptions`' fields as keywords (timer, cache, precision,
+    max_time_s in s, iterations, warmup, rotate, slower_than_us in µs, throttle_threshold, energy, hold_s
+    in s; `BenchOptions` documents each). Arrays wrapped in `shared()` never rotate.
     `shared_bytes`: dynamic shared memory, bytes.
     `stream`: a `Device.stream()` (None = the default stream).
     `expect`: reference outputs (a list aligned with `args`, or a dict
@@ -77,44 +76,31 @@ def bench(kernel: Kernel, grid: Dims, block: Dims, args: list[Argument], *,
     (`atol`, `rtol`: numpy.isclose's tolerances) before anything is timed,
     raising OutputMismatch if wrong (expect.py).
     """
-    options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
-                           iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us,
-                           throttle_threshold=throttle_threshold, energy=energy, hold_s=hold_s)
-    with elapsed(_limit_s(options), f"measuring {getattr(kernel, 'name', 'a kernel')}"):
-        return bench_with([Launch(kernel, grid, block, args, shared_bytes)], options, stream=stream,
+    checked = BenchOptions.from_keywords("bench", options)
+    with elapsed(checked.limit_s, f"measuring {getattr(kernel, 'name', 'a kernel')}"):
+        return bench_with([Launch(kernel, grid, block, args, shared_bytes)], checked, stream=stream,
                           expect=expect, atol=atol, rtol=rtol)
 
 
-def bench_chain(launches: Sequence[Launch], *, timer: str = "auto", cache: str = "auto", precision: float = 0.01,
-                max_time_s: float = 1.0, iterations: int | None = None, warmup: int | None = None,
-                rotate: int | str = "auto", slower_than_us: float | None = None, throttle_threshold: float = 0.75,
-                energy: bool = False, hold_s: float = 0.0, stream: Stream | None = None, expect: Expect = None,
+@takes_options()
+def bench_chain(launches: Sequence[Launch], *, stream: Stream | None = None, expect: Expect = None,
                 atol: float | None = None, rtol: float | None = None, reset_to_zero: Sequence[DeviceArray] = (),
-                restore_value: Sequence[DeviceArray] = ()) -> Result:
+                restore_value: Sequence[DeviceArray] = (), **options: Any) -> Result:
     """Times a chain of launches run in order as one sample (µs per chain), as bench() times one.
 
-    The chain's kernels rotate together: set s of every launch holds set s's
-    copy of each array, so an array two launches share is one buffer within a
-    set. The clean step (clean-cold) runs before the chain, not between its
-    kernels. With the cupti timer a sample is the sum of the kernels' own
-    times, and the result gives each kernel's median and the chain's span
-    (first start to last end); the events timer brackets the whole chain.
-    `expect` is aligned with the last launch's arguments. `reset_to_zero`,
-    `restore_value`: arrays (arguments of the chain) zero-filled, or given back
-    their contents at the call, before each sample, outside its timing, and
-    once more after the last (the arrays end as a reset step leaves them).
+    `options`: bench()'s (`BenchOptions`). The chain's kernels rotate together: set s of every launch
+    holds set s's copy of each array, so an array two launches share is one buffer within a set. The
+    clean step (clean-cold) runs before the chain, not between its kernels. With the cupti timer a
+    sample is the sum of the kernels' own times, and the result gives each kernel's median and the
+    chain's span (first start to last end); the events timer brackets the whole chain. `expect` is
+    aligned with the last launch's arguments. `reset_to_zero`, `restore_value`: arrays (arguments of
+    the chain) zero-filled, or given back their contents at the call, before each sample, outside its
+    timing, and once more after the last (the arrays end as a reset step leaves them).
     """
-    options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
-                           iterations=iterations, warmup=warmup, rotate=rotate, slower_than_us=slower_than_us,
-                           throttle_threshold=throttle_threshold, energy=energy, hold_s=hold_s)
-    with elapsed(_limit_s(options), "measuring a chain"):
-        return bench_with(launches, options, stream=stream, expect=expect, atol=atol, rtol=rtol,
+    checked = BenchOptions.from_keywords("bench_chain", options)
+    with elapsed(checked.limit_s, "measuring a chain"):
+        return bench_with(launches, checked, stream=stream, expect=expect, atol=atol, rtol=rtol,
                           reset_to_zero=reset_to_zero, restore_value=restore_value)
-
-
-def _limit_s(options: BenchOptions) -> float | None:
-    """The most seconds a measurement may run, for its elapsed bar (None: a fixed count, no limit)."""
-    return None if options.iterations is not None else options.hold_s + options.max_time_s
 
 
 def bench_with(launches: Sequence[Launch], options: BenchOptions, *, stream: Stream | None = None,
@@ -140,37 +126,35 @@ def prepare_bench(launches: Sequence[Launch], options: BenchOptions, *, stream: 
     if set_bytes == 0 and isinstance(options.rotate, int) and options.rotate > 1:  # said in bench()'s terms
         raise BenchError(f"rotate={options.rotate}: no argument is a rotated device array, so there is nothing to "
                          "rotate; expected rotate=1, or device arrays among the args")
-    timer = default_timer(device) if options.timer == "auto" else options.timer
-    return PreparedBench(device, checked, options, stream, expectation, resets, timer, set_bytes)
+    return PreparedBench(device, checked, options, stream, expectation, resets, resolve(options, device), set_bytes)
 
 
 @dataclasses.dataclass(frozen=True)
 class PreparedBench:
     """A measurement checked and not yet run: its device, each launch's kernel, config and checked
-    arguments, its options, stream, output check, reset steps (array, zero it?), timer and the bytes of
-    one argument set."""
+    arguments, its options, stream, output check, reset steps (array, zero it?), the options resolved on the
+    device and the bytes of one argument set."""
     device: Device
     checked: list[tuple[Kernel, LaunchConfig, list[Argument]]]
     options: BenchOptions
     stream: Stream | None
     expectation: Expectation | None
     resets: list[tuple[DeviceArray, bool]]
-    timer: str
+    resolved: Resolved
     set_bytes: int
 
     def run(self) -> Result:
         """The measurement: the rotation planned against the memory free now, the sets made, the core's
         loop run; the sets freed after."""
-        device, checked, options, timer = self.device, self.checked, self.options, self.timer
-        rule, cache, rotate = options.stop_rule(), options.cache_state, options.rotate
-        sets_asked = rotate if cache == "dirty-cold" else 1
+        device, checked, options, timer = self.device, self.checked, self.options, self.resolved.timer
+        rule, cache, sets_asked = options.stop_rule(), self.resolved.cache_state, self.resolved.sets_asked
         # Free memory bounds only the copies a rotation makes: one set makes none (a driver call saved).
         free, total = (0, 0) if sets_asked == 1 else device.memory_info()
         samples = (rule.max_warmup_samples if options.warmup is None else options.warmup) + rule.max_samples
         launches_made = samples * min_launches_per_sample(timer)  # a graph or batched sample spans several
         rotation = plan_rotation(self.set_bytes, device.properties.llc_bytes, free, total, sets_asked,
                                  max(launches_made, 2))
-        if cache != "dirty-cold" and rotate != 1:  # one set because of the cache state, not a rotate=1 asked for
+        if cache != "dirty-cold" and options.rotate != 1:  # one set for the cache state, not a rotate=1 asked for
             rotation = dataclasses.replace(rotation, reason=f"one argument set: {cache} does not rotate")
         core_timer = timer_for(device, timer, rotation.sets)
         counter = energy_counter(device) if options.energy else None  # refused before anything runs
@@ -192,7 +176,7 @@ class PreparedBench:
                         saved.append(device.array(contents[-1]))
                         source = saved[-1].address
                     plan.add_reset([sets.address(s, array) for s in range(len(sets))], source, array.nbytes)
-                if cache == "clean-cold":
+                if self.resolved.clean_step:
                     clean_step(device).attach(plan)
                 taken = _core.measure(core_timer, plan, rule, options.warmup)
                 energy = None if counter is None else measure_energy(
@@ -223,11 +207,10 @@ class PreparedBench:
 
 def set_up(device: Device, options: BenchOptions) -> None:
     """What a first measurement on `device` with `options` makes once and the device keeps, made now:
-    the auto timer's probe (a traced launch) and the clean step (its buffer, zeroed, and its kernel).
-    A tuner calls it while its configs compile, so that its first measurement does not wait for them."""
-    if options.timer == "auto":
-        default_timer(device)
-    if options.cache_state == "clean-cold":
+    the auto timer's probe (a traced launch, as the options are resolved) and the clean step (its buffer,
+    zeroed, and its kernel). A tuner calls it while its configs compile, so that its first measurement
+    does not wait for them."""
+    if resolve(options, device).clean_step:
         clean_step(device)
 
 

@@ -40,10 +40,11 @@ from ..errors import BenchError, Error
 from .bench import _device_facts
 from .cache import clean_step
 from .energy import energy_counter, measure_energy, sample_s
-from .options import BenchOptions, fixed_count
+from .options import BenchOptions, fixed_count, takes_options
+from .resolved import resolve
 from .result import Clock, KernelTime, Result
 from .rotation import Rotation
-from .timers import TIMERS, core_timer, default_timer
+from .timers import TIMERS, core_timer
 
 CALL_TIMERS = ("cupti", "events")
 log = logging.getLogger(__name__)
@@ -51,46 +52,40 @@ GRAPH_MODES = ("auto", True, False)
 _devices: dict[int, Device] = {}  # the Device of each index, made once: its timers and clean step are reused
 
 
-def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str = "auto", precision: float = 0.01,
-                   max_time_s: float = 1.0, iterations: int | None = None, warmup: int | None = None,
-                   slower_than_us: float | None = None, throttle_threshold: float = 0.75, energy: bool = False,
-                   hold_s: float = 0.0, graph: bool | str = "auto", stream: int | None = None,
-                   device: Device | None = None, name: str | None = None) -> Result:
+@takes_options(leave_out=("rotate",))
+def bench_callable(fn: Callable[[], object], *, graph: bool | str = "auto", stream: int | None = None,
+                   device: Device | None = None, name: str | None = None, **options: Any) -> Result:
     """Times what `fn()` launches on the GPU (µs per call) until its median is known to ±`precision`.
 
-    `timer` ("auto": cupti where it works, else events), `cache` ("auto":
-    clean-cold; or warm), `precision`, `max_time_s` (s), `iterations`, `warmup`,
-    `slower_than_us` (µs), `throttle_threshold`, `energy` and `hold_s` (s): as bench() (`BenchOptions`). `graph`: "auto"
-    replays a captured graph where capture works and calls `fn` otherwise;
-    True requires the graph; False always calls. `stream`: the stream handle
-    `fn` issues its work on (None: torch's current stream when torch is
-    imported, else the default stream); the clean step and the events timer's
-    events go there. `device`: where it runs (None: torch's current device,
-    else the first GPU). `name`: for the result (None: `fn`'s name).
-    What `fn` raises propagates as it is.
+    `options`: bench()'s (`BenchOptions`), rotate aside (a callable's buffers are its own): `timer`
+    ("auto": cupti where it works, else events), `cache` ("auto": clean-cold; or warm), `precision`,
+    `max_time_s` (s), `iterations`, `warmup`, `slower_than_us` (µs), `throttle_threshold`, `energy` and
+    `hold_s` (s). `graph`: "auto" replays a captured graph where capture works and calls `fn` otherwise;
+    True requires the graph; False always calls. `stream`: the stream handle `fn` issues its work on
+    (None: torch's current stream when torch is imported, else the default stream); the clean step and
+    the events timer's events go there. `device`: where it runs (None: torch's current device, else the
+    first GPU). `name`: for the result (None: `fn`'s name). What `fn` raises propagates as it is.
     """
-    if not callable(fn):
-        raise BenchError(f"fn={show(fn)}: expected a callable taking no arguments")
-    if graph not in GRAPH_MODES or isinstance(graph, int) and not isinstance(graph, bool):
-        raise BenchError(f"graph={show(graph)}: expected 'auto', True or False")
-    if timer in TIMERS and timer not in CALL_TIMERS:
-        raise BenchError(f"timer={timer!r}: a callable is timed call by call; expected "
-                         f"{' or '.join(CALL_TIMERS)} or 'auto'")
-    options = BenchOptions(timer=timer, cache=cache, precision=precision, max_time_s=max_time_s,
-                           iterations=iterations, warmup=warmup, rotate=1 if cache == "warm" else "auto",
-                           slower_than_us=slower_than_us, throttle_threshold=throttle_threshold, energy=energy,
-                           hold_s=hold_s)
+    _check_call(fn, graph, options.get("timer", "auto"))  # before the options, whose message on a timer is not
+    checked = BenchOptions.from_keywords("bench_callable", options, leave_out=("rotate",))  # a call's
+    return bench_callable_with(fn, checked, graph=graph, stream=stream, device=device, name=name)
+
+
+def bench_callable_with(fn: Callable[[], object], options: BenchOptions, *, graph: bool | str = "auto",
+                        stream: int | None = None, device: Device | None = None, name: str | None = None) -> Result:
+    """bench_callable() with its measurement options already checked (tune(), autotune's hooked configs)."""
+    _check_call(fn, graph, options.timer)
     if options.cache_state == "dirty-cold":
         raise BenchError("cache='dirty-cold': a callable's buffers are its own, so pyhipbench cannot rotate "
                          "them; expected 'clean-cold' or 'warm'")
-    device = _device(device)
+    device = callable_device(device)
     label = name if name is not None else getattr(fn, "__qualname__", None) or type(fn).__name__
     if not isinstance(label, str):
         raise BenchError(f"name={show(label)}: expected a string")
     stream = _stream(stream)
-    timer = default_timer(device) if options.timer == "auto" else options.timer
-    if timer not in CALL_TIMERS:  # auto on AMD: the rocprofiler timer times launches it issues, not calls
-        timer = "events"
+    resolved = resolve(options, device)
+    # Auto on AMD: the rocprofiler timer times launches it issues, not calls.
+    timer = resolved.timer if resolved.timer in CALL_TIMERS else "events"
     rule = options.stop_rule()
     counter = energy_counter(device) if options.energy else None  # refused before anything runs
 
@@ -99,7 +94,7 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
     device.synchronize()
     first_call_s = time.perf_counter() - started
     plan, note, keep = _call_plan(fn, device, stream, label, graph)
-    if options.cache_state == "clean-cold":
+    if resolved.clean_step:
         clean_step(device).attach(plan)
     timing = core_timer(device, timer)
     taken = _core.measure(timing, plan, rule, options.warmup)
@@ -124,7 +119,21 @@ def bench_callable(fn: Callable[[], object], *, timer: str = "auto", cache: str 
                   clock=Clock.of(taken), throttled_samples=taken.throttled_samples, energy=energy)
 
 
-def _device(device: Device | None) -> Device:
+def _check_call(fn: object, graph: object, timer: object) -> None:
+    """BenchError for what no callable can be timed with: not a callable, a graph mode or a timer (by
+    name) that does not time calls."""
+    if not callable(fn):
+        raise BenchError(f"fn={show(fn)}: expected a callable taking no arguments")
+    if graph not in GRAPH_MODES or isinstance(graph, int) and not isinstance(graph, bool):
+        raise BenchError(f"graph={show(graph)}: expected 'auto', True or False")
+    if timer in TIMERS and timer not in CALL_TIMERS:
+        raise BenchError(f"timer={timer!r}: a callable is timed call by call; expected "
+                         f"{' or '.join(CALL_TIMERS)} or 'auto'")
+
+
+def callable_device(device: Device | None) -> Device:
+    """`device`, checked; None: torch's current device where torch is imported, else the first GPU (one
+    Device per index, made once)."""
     if device is not None:
         if not isinstance(device, Device):
             raise BenchError(f"device={show(device)}: expected a pyhipbench.Device or None")

@@ -11,8 +11,10 @@ checks the rule again for C++ callers, who do not come through here.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import _core
 from .._values import integer, real, show
@@ -36,39 +38,54 @@ RACING_CHUNKS = {"warmup_chunk": 3, "first_chunk": 6, "min_samples": 6}
 _FIXED_COUNT_TIME_CAP_S = 1e9
 
 
+_RULE = _core.StopRule()  # the core's defaults: Python's options and C++'s StopRule share them
+
+
+def option(default: Any, doc: str, *, unit: str = "", cli: str, see: str = "") -> Any:
+    """A BenchOptions field, declared once: its default, what it means (`doc`), its unit ("s", "µs", or ""),
+    how the CLI reads its flag (`cli`: "choice", "fraction", "number", "integer", "count_or_word" or
+    "switch") and the section of docs/measurement.md that explains it (`see`, "Title#anchor"). bench()'s,
+    bench_chain()'s and bench_callable()'s keywords, the CLI's flags and their help, and the API docs' table
+    derive from these declarations (`OPTIONS`)."""
+    return dataclasses.field(default=default, metadata={"doc": doc, "unit": unit, "cli": cli, "see": see})
+
+
 @dataclass(frozen=True)
 class BenchOptions:
     """A measurement's options, each checked on construction (BenchError naming the value).
 
-    `timer`: "cupti", "rocprofiler", "events", "graph", "batched", or "auto"
-    (cupti on NVIDIA, rocprofiler on AMD, where it traces; else events). `cache`: "warm", "dirty-cold", "clean-cold", or
-    "auto" (warm when rotate=1, dirty-cold when rotate > 1, else clean-cold).
-    `precision`: target relative half-width of the median's 95 % CI, in (0, 1).
-    `max_time_s`: wall-time cap of the measurement (warm-up included), seconds.
-    `iterations`: take exactly this many samples instead (no precision target).
-    `warmup`: untimed samples first; None warms up until the times settle.
-    `rotate`: dirty-cold's set count R ("auto": from the last-level cache and
-    free memory; 1 = warm). `slower_than_us`: racing, for tuners: stop
-    (stop_reason "slower") as soon as the median's 95 % CI lies wholly above
-    this time, µs. `throttle_threshold`: a run of samples whose SM clock is
-    below this fraction of the device's rated clock is discarded and taken
-    again after a pause (`Result.throttled_samples` counts them); 0 = off.
-    `hold_s`: untimed runs back to back for at least this long before the
-    warm-up, seconds (0 = none): the measurement then reads the clock the
-    GPU's power and thermal limits sustain under this work rather than its
-    boost clock; `max_time_s` counts from the hold's end.
+    Each field is declared once below, with its default, unit and meaning; `OPTIONS` lists them, and
+    docs/api.md's table is made from it.
     """
-    timer: str = "auto"
-    cache: str = "auto"
-    precision: float = 0.01
-    max_time_s: float = 1.0
-    iterations: int | None = None
-    warmup: int | None = None
-    rotate: int | str = "auto"
-    slower_than_us: float | None = None
-    throttle_threshold: float = 0.75
-    energy: bool = False
-    hold_s: float = 0.0
+    timer: str = option("auto", "which clock reads a sample: cupti (kernel time, NVIDIA), rocprofiler (kernel "
+                        "time, AMD), events, graph or batched; auto: the backend's kernel timer where it traces, "
+                        "else events", cli="choice", see="Timers#timers")
+    cache: str = option("auto", "the cache state at each timed launch: clean-cold, dirty-cold or warm; auto: "
+                        "clean-cold, or warm with rotate 1, dirty-cold with rotate > 1", cli="choice",
+                        see="Cache states#cache-states")
+    precision: float = option(_RULE.precision, "stop when the median's 95 % CI is within this fraction of it, "
+                              "in (0, 1)", cli="fraction", see="The stopping rule#the-stopping-rule")
+    max_time_s: float = option(_RULE.max_time_s, "cap on the measurement's wall time, warm-up included",
+                               unit="s", cli="number", see="The stopping rule#the-stopping-rule")
+    iterations: int | None = option(None, f"take exactly this many samples (1 to {MAX_LAUNCHES}) instead of a "
+                                    "precision target", cli="integer")
+    warmup: int | None = option(None, "this many untimed samples first; none: warm up until two chunk medians "
+                                "agree", cli="integer")
+    rotate: int | str = option("auto", "dirty-cold's argument-set count R, or auto (from the last-level cache "
+                               "and free memory); 1 = warm", cli="count_or_word", see="Rotation#rotation")
+    slower_than_us: float | None = option(None, "racing: stop (reason slower) once the median's 95 % CI lies "
+                                          "wholly above this time by more than 2 %, e.g. the best candidate's "
+                                          "CI upper bound so far", unit="µs", cli="number", see="Racing#racing")
+    throttle_threshold: float = option(_RULE.throttle_threshold, "a run of samples whose SM clock is below this "
+                                       "fraction of the rated clock is discarded and taken again; 0 = off, in "
+                                       "[0, 1)", cli="fraction", see="The clock#the-clock")
+    energy: bool = option(False, "after the measurement, read NVML's energy counter over a 1 s window of samples "
+                          "(Result.energy: mJ per sample, mean W); NVIDIA only, not with clean-cold", cli="switch",
+                          see="Energy#energy")
+    hold_s: float = option(_RULE.hold_s, "untimed runs back to back for at least this long first: the samples "
+                           "then run at the clock the GPU's power and thermal limits sustain, not its boost "
+                           "clock; max_time_s counts from the hold's end", unit="s", cli="number",
+                           see="Sustained load#sustained-load-the-hold")
 
     def __post_init__(self) -> None:
         if not (isinstance(self.timer, str) and self.timer in TIMERS + ("auto",)):
@@ -116,6 +133,12 @@ class BenchOptions:
             return DEFAULT_CACHE_STATE
         return "warm" if self.rotate == 1 else "dirty-cold"
 
+    @property
+    def limit_s(self) -> float | None:
+        """The most seconds a measurement with these options may run: the hold and max_time_s (None for a
+        fixed count, which has no limit)."""
+        return None if self.iterations is not None else self.hold_s + self.max_time_s
+
     def stop_rule(self) -> _core.StopRule:
         """The stopping rule these options ask for (the core applies it, csrc/include/pyhipbench/stopping.hpp)."""
         if self.iterations is None:
@@ -139,16 +162,80 @@ class BenchOptions:
         """Options from a JSON object of bench() keywords; unknown keys refused, naming them."""
         if not isinstance(data, dict):
             raise BenchError(f"bench={show(data)}: expected an object of bench() options")
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names, key=str)
+        return cls.from_keywords("bench", data)
+
+    @classmethod
+    def from_keywords(cls, what: str, keywords: dict[str, Any], leave_out: tuple[str, ...] = ()) -> BenchOptions:
+        """Options from `what`'s keywords (bench(), tune(), ...): a name that is no option, or one of
+        `leave_out` (options `what` does not take), refused, naming it."""
+        names = [name for name in cls.field_names() if name not in leave_out]
+        unknown = sorted(set(keywords) - set(names), key=str)
         if unknown:
-            raise BenchError(f"bench option(s) {', '.join(map(repr, unknown))} unknown; expected "
+            raise BenchError(f"{what} option(s) {', '.join(map(repr, unknown))} unknown; expected "
                              f"{', '.join(sorted(names))}")
-        return cls(**data)
+        return cls(**keywords)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@dataclass(frozen=True)
+class Option:
+    """One BenchOptions field as its declaration gives it: `name`, `type` (as annotated), `default`, `unit`,
+    `doc`, how the CLI reads it (`cli`) and where measurement.md explains it (`see`)."""
+    name: str
+    type: str
+    default: Any
+    unit: str
+    doc: str
+    cli: str
+    see: str
+
+    @property
+    def flag(self) -> str:
+        """The CLI flag: the name without its unit, dashed (max_time_s: --max-time)."""
+        name = self.name.removesuffix("_us").removesuffix("_s") if self.unit else self.name
+        return "--" + name.replace("_", "-")
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The values a "choice" option takes."""
+        return {"timer": ("auto",) + TIMERS, "cache": ("auto",) + CACHE_STATES}.get(self.name, ())
+
+
+OPTIONS: tuple[Option, ...] = tuple(
+    Option(f.name, str(f.type), f.default, f.metadata["unit"], f.metadata["doc"], f.metadata["cli"],
+           f.metadata["see"]) for f in dataclasses.fields(BenchOptions))
+
+Function = TypeVar("Function", bound=Callable[..., Any])
+
+
+def takes_options(leave_out: tuple[str, ...] = ()) -> Callable[[Function], Function]:
+    """A decorator for a function taking the options as `**options`: its signature (help(), inspect, the API
+    docs) lists them as keyword-only parameters with their defaults, after its positional ones; `leave_out`:
+    options it does not take."""
+    def decorate(fn: Function) -> Function:
+        own = inspect.signature(fn)
+        params = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        keyword = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        declared = [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=o.type)
+                    for o in OPTIONS if o.name not in leave_out]
+        fn.__signature__ = own.replace(parameters=positional + declared + keyword)  # type: ignore[attr-defined]
+        return fn
+    return decorate
+
+
+def markdown_table() -> str:
+    """docs/api.md's table of the options: name, type, unit, default, meaning (linked to measurement.md), flag."""
+    rows = ["| option | type | unit | default | meaning | CLI flag |", "|---|---|---|---|---|---|"]
+    for o in OPTIONS:
+        title, _, anchor = o.see.partition("#")
+        see = f" ([{title}](measurement.md#{anchor}))" if o.see else ""
+        kind = o.type.replace(" | ", " or ")  # a pipe would end the table's cell
+        rows.append(f"| `{o.name}` | `{kind}` | {o.unit or '-'} | `{o.default!r}` | {o.doc}{see} | `{o.flag}` |")
+    return "\n".join(rows) + "\n"
 
 
 def fixed_count(samples: int, throttle_threshold: float, hold_s: float = 0.0) -> _core.StopRule:

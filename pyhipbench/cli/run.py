@@ -22,8 +22,6 @@ from .._launch.arg_spec import DTYPES, FILLS, REF_FORM, materialize, materialize
 from .._launch.launch import Launch, module_launches
 from .._launch.launch_config import dims
 from .._measure.bench import bench_with
-from .._measure.cache import CACHE_STATES
-from .._measure.options import MAX_LAUNCHES, BenchOptions
 from .._progress import elapsed
 from .._results.environment import environment, finish
 from .._results.report import check_format, render, render_as
@@ -37,6 +35,7 @@ from . import values
 from .command import OpenDevice, add_command, add_device_options
 from .compile import describe
 from .files import check_output, read_input, write_or_print
+from .options import add_option_flags, options_from
 
 NPY_MAGIC = b"\x93NUMPY"  # what every .npy file starts with
 ARG_HELP = ("a kernel argument, in order: TYPE:VALUE for a scalar (int64:1048576, uint32:0xff, float32:2.5), "
@@ -54,7 +53,6 @@ CHAIN_HELP = ("time a chain of the input's kernels, run in order as one sample, 
 CHAIN_FILE_FIELDS = ("launches", "grid", "block", "shared_bytes", "args")
 STDOUT = "-"  # --out -: the report on stdout
 # auto first, then the timers from the most faithful (docs/measurement.md#timers)
-TIMER_CHOICES = ("auto", "cupti", "rocprofiler", "events", "graph", "batched")
 # read_input's kinds told by content -> the source kind each is (C++ source is told by its suffix).
 INPUT_KINDS = {"code object": CodeObjectSource.kind, "ir": IRSource.kind}
 FLAGS = {"grid": "--grid", "block": "--block", "shared_bytes": "--shared-bytes", "args": "--arg"}
@@ -80,34 +78,7 @@ def add_parser(commands: argparse._SubParsersAction, open_device: OpenDevice) ->
                         help="threads per block, e.g. 256 (required, unless --chain)")
     parser.add_argument("--arg", type=values.kernel_arg, action="append", default=[], help=ARG_HELP)
     parser.add_argument("--shared-bytes", type=values.integer, help="dynamic shared memory, bytes (default 0)")
-    parser.add_argument("--timer", choices=TIMER_CHOICES, default="auto",
-                        help="cupti (kernel time, NVIDIA), rocprofiler (kernel time, AMD), events, graph, batched; "
-                             "auto: the kernel timer where it works, else events")
-    parser.add_argument("--cache", choices=("auto", *CACHE_STATES), default="auto",
-                        help="cache state at each timed launch; auto: clean-cold (warm with --rotate 1, "
-                             "dirty-cold with --rotate N > 1)")
-    parser.add_argument("--precision", type=values.fraction, default=0.01,
-                        help="stop when the median's 95%% CI is within this fraction (default 0.01 = 1%%)")
-    parser.add_argument("--max-time", type=values.number, default=1.0,
-                        help="wall-time cap of the measurement, warm-up included, s")
-    parser.add_argument("--iterations", type=values.integer,
-                        help=f"take exactly this many samples (1 to {MAX_LAUNCHES}) instead of --precision")
-    parser.add_argument("--warmup", type=values.integer,
-                        help="untimed samples first (default: until the times settle)")
-    parser.add_argument("--slower-than", type=values.number, metavar="US",
-                        help="racing: stop (reason 'slower') once the median's 95%% CI lies wholly above this "
-                             "many µs, e.g. the best candidate's CI upper bound so far")
-    parser.add_argument("--throttle-threshold", type=values.number, default=0.75, metavar="FRACTION",
-                        help="a run of samples whose SM clock is below this fraction of the rated clock is "
-                             "discarded and taken again (default 0.75; 0 = off)")
-    parser.add_argument("--energy", action="store_true",
-                        help="also read NVML's energy counter over a 1 s window of samples: mJ per sample and "
-                             "mean W (NVIDIA; not with clean-cold)")
-    parser.add_argument("--hold", type=values.number, default=0.0, metavar="S",
-                        help="run untimed back to back for this many seconds first: the clock the GPU's power "
-                             "and thermal limits sustain, not its boost clock (default 0)")
-    parser.add_argument("--rotate", type=values.count_or_word, default="auto",
-                        help="dirty-cold's argument-set count: 'auto' or a number (1 = warm)")
+    add_option_flags(parser)
     parser.add_argument("--expect", type=values.expect, action="append", default=[], metavar="N=FILE.npy",
                         help="check argument N (its --arg position, 0 for the first; with --chain, its position "
                              "in the last launch's args) after one untimed launch (chain) on every argument set "
@@ -139,10 +110,7 @@ def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
                              "a chain of launches)")
     # The measurement's options and the launch's dimensions first, checked by the library (bench()'s
     # checks, its messages) before a file is read, a device opened or anything compiled.
-    options = BenchOptions(timer=args.timer, cache=args.cache, precision=args.precision, max_time_s=args.max_time,
-                           iterations=args.iterations, warmup=args.warmup, rotate=args.rotate,
-                           slower_than_us=args.slower_than, throttle_threshold=args.throttle_threshold,
-                           energy=args.energy, hold_s=args.hold)
+    options = options_from(args)
     if args.chain is None:
         grid, block = dims("grid", args.grid), dims("block", args.block)  # the device's own limits come later
     for path in args.out:

@@ -27,9 +27,11 @@ import pyhipbench as hb
 from pyhipbench import cli
 from pyhipbench._launch import arg_spec
 from pyhipbench._launch.launch_config import dims
+from pyhipbench._measure.options import OPTIONS
 from pyhipbench._measure.rotation import plan_rotation
 from pyhipbench.cli import compile as compile_command
 from pyhipbench.cli import values
+from pyhipbench.cli.options import READERS
 
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
 COPY_PTX = str(resources.files("pyhipbench") / "kernels" / "copy.ptx")
@@ -125,14 +127,7 @@ def test_target_option(text):
 
 
 # -- `pyhipbench run`'s measurement options against bench()'s ---------------------------------------------
-MEASUREMENT_OPTIONS = [  # (flag, bench() keyword, the flag's converter)
-    ("--precision", "precision", values.fraction),
-    ("--max-time", "max_time_s", values.number),
-    ("--iterations", "iterations", values.integer),
-    ("--warmup", "warmup", values.integer),
-    ("--rotate", "rotate", values.count_or_word),
-    ("--slower-than", "slower_than_us", values.number),
-]
+MEASUREMENT_OPTIONS = [(o.flag, o.name, READERS[o.cli]) for o in OPTIONS if o.cli in READERS]  # flag, keyword, reader
 
 
 class _DeviceReached(Exception):
