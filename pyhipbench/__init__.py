@@ -45,6 +45,8 @@ from ._measure.do_bench import do_bench
 from ._measure.options import BenchOptions
 from ._measure.result import Clock, KernelTime, Result
 from ._measure.rotation import Rotation, RotationCapped, plan_rotation
+from ._tuning.tune import tune
+from ._tuning.tuning import CandidateResult, Tuning
 from .errors import (
     BenchError,
     CodegenError,
@@ -87,7 +89,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
-    "bench", "bench_chain", "bench_callable", "do_bench", "Launch", "module_launches", "KernelTime",
+    "bench", "bench_chain", "bench_callable", "do_bench", "tune", "Tuning", "CandidateResult",
+    "Launch", "module_launches", "KernelTime",
     "BenchOptions", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module",
     "Kernel", "LaunchConfig",
     "Result", "Clock", "Rotation", "RotationCapped", "plan_rotation", "shared", "Pointer", "Scalar",

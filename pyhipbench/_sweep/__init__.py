@@ -9,7 +9,6 @@ results durable in SQLite, resumable after a kill. The public names are pyhipben
     compile_queue.py  each source's code, compiled in a CPU pool ahead of the GPUs
     dispatch.py       which worker runs what next, in the space's order; one task sent ahead
     worker_slot.py    one worker's state: its attempt, the one sent ahead, its watchdog, its replacement
-    racing.py         racing's bound: the lowest CI upper bound so far
     recorder.py       each candidate's end: the store, the summary, the progress bar
     interrupts.py     Ctrl-C: seen between events, the processes shut down, SweepInterrupted
     local.py          a spawned process per local GPU

@@ -9,7 +9,6 @@ device, ("outcome", Outcome) and ("died", reason). Its parts, one job each:
     compile_queue.py  each source's code, compiled ahead of the GPUs once they are known
     dispatch.py       which worker runs what next, in the space's order; tasks sent ahead
     worker_slot.py    one worker's state: its attempt, the one sent ahead, its watchdog
-    racing.py         racing's bound, which each task's options carry
     recorder.py       each candidate's end, in the store, the summary and the progress bar
 
 and here what ties them together:
@@ -44,6 +43,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 from .._progress import Progress
+from .._tuning.racing import RaceBound
 from ..errors import NoDeviceError
 from .candidate import Candidate
 from .compile_queue import Compiled, CompileQueue
@@ -51,7 +51,6 @@ from .dispatch import Dispatcher
 from .gate import MeasureGate
 from .interrupts import POLL_S as INTERRUPT_POLL_S
 from .interrupts import InterruptGuard, SweepInterrupted
-from .racing import RacingBound
 from .recorder import Recorder, SweepSummary
 from .store import Store
 from .worker import DIED, INVALID, TIMEOUT, DeviceFacts, Outcome, Task
@@ -90,7 +89,7 @@ class _Scheduler:
         self.compiles = CompileQueue(candidates, compile_workers)
         self.dispatcher = Dispatcher(candidates)
         self.gate = MeasureGate()
-        self.racing = RacingBound(store, race)
+        self.racing = RaceBound(race, store.lowest_ci_high() if race else None)
         self.recorder = Recorder(store, progress, summary, len(candidates))
 
     def loop(self) -> None:
@@ -134,7 +133,7 @@ class _Scheduler:
 
     def _send(self, slot: WorkerSlot, attempt: Attempt) -> None:
         """Sends `attempt` to `slot`'s worker with the code object only if the worker will not hold it."""
-        c, options = attempt.candidate, self.racing.options_for(attempt.candidate)
+        c, options = attempt.candidate, self.racing.options_for(attempt.candidate.bench)
         code = self.compiles.code[c.code_key]
         data = None if slot.holds(c.code_key) else code.data
         if code.launch is not None:  # the compile fixed the kernel, block, shared memory and the arguments kept
@@ -184,8 +183,8 @@ class _Scheduler:
         done = slot.finished(outcome)
         self.summary.busy_s += outcome.busy_s
         self.gate.measured_one(outcome.busy_s)
-        if outcome.result is not None:  # before the next tasks go out, so they race against it
-            self.racing.lower(outcome.result)
+        if outcome.result is not None and self.racing.enabled:  # before the next tasks go out, to race it
+            self.racing.lower(outcome.result["stats_us"]["ci_high"])
         if outcome.replace_worker:
             self._replace(slot)
         self._dispatch()  # the workers' next tasks go out before this result is committed
@@ -232,8 +231,8 @@ def run(candidates: list[Candidate], store: Store, executor: Executor, *, progre
         timeout_floor_s: float = TIMEOUT_FLOOR_S, compile_workers: int = 2, race: bool = False) -> SweepSummary:
     """Runs every candidate not yet in `store` on `executor`'s workers; returns what it did.
     `timeout_floor_s`: the watchdog's least limit, seconds (worker_slot.py). `race`: each candidate races
-    the lowest CI upper bound so far (racing.py). The executor is closed (its workers ended) however this
-    ends; Ctrl-C raises SweepInterrupted once it is (interrupts.py)."""
+    the lowest CI upper bound so far (the tuning engine's RaceBound). The executor is closed (its workers
+    ended) however this ends; Ctrl-C raises SweepInterrupted once it is (interrupts.py)."""
     started = time.perf_counter()
     done = store.done_ids()
     listed = Counter(c.id for c in candidates)

@@ -18,6 +18,7 @@ scheduler's to see (its watchdog, the process sentinel).
 """
 from __future__ import annotations
 
+import functools
 import queue
 import sys
 import threading
@@ -35,10 +36,11 @@ from .._launch.args import Shared
 from .._launch.launch import Launch, module_launches
 from .._measure.bench import PreparedBench, prepare_bench
 from .._measure.options import BenchOptions
-from .._measure.timers import default_timer
+from .._measure.resolved import resolve
 from .._results.environment import device_record
 from .._sources.chain import MODULE, Launches
 from .._sources.code import CompileTarget
+from .._tuning.ahead import PreparedAhead
 from ..errors import BenchError, CodegenError, Error, IRError, KernelFault, ToolchainError
 
 __all__ = ["Task", "Outcome", "DeviceFacts", "Worker", "serve", "INVALID", "FAULT", "ERROR", "TIMEOUT", "DIED"]
@@ -111,7 +113,7 @@ class Worker:
     device: Device
     modules: OrderedDict = field(default_factory=OrderedDict)  # code key -> Module, least recently used first
     arguments: OrderedDict = field(default_factory=OrderedDict)
-    ahead: dict = field(default_factory=dict)  # candidate id -> Future of its PreparedBench (prepare_ahead)
+    ahead: PreparedAhead[PreparedBench] = field(default_factory=PreparedAhead)  # by candidate id (prepare_ahead)
     timing_launches: bool = False  # the task measuring now times with the events timer (see prepare_ahead)
     # The modules and arguments kept, as a task is prepared (by prepare_ahead's thread, or by run).
     _preparing: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -136,7 +138,7 @@ class Worker:
         outcome, as it would be in run."""
         if self.timing_launches:
             return
-        self.ahead[task.candidate_id] = preparing.submit(self._prepared, task)
+        self.ahead.start(task.candidate_id, preparing, functools.partial(self._prepared, task))
 
     def _prepared(self, task: Task) -> PreparedBench:
         with self._preparing:
@@ -204,11 +206,9 @@ class Worker:
             return Outcome(task.candidate_id, reason=reason, error=error, replace_worker=replace_worker,
                            busy_s=time.perf_counter() - started, modules_held=frozenset(self.modules))
 
-        timer = task.bench.timer
-        self.timing_launches = (default_timer(self.device) if timer == "auto" else timer) == "events"
-        prepared = self.ahead.pop(task.candidate_id, None)
+        self.timing_launches = not resolve(task.bench, self.device).host_work_hidden
         try:
-            result = (self._prepared(task) if prepared is None else prepared.result()).run()
+            result = self.ahead.take(task.candidate_id, functools.partial(self._prepared, task)).run()
         except _INVALID_ERRORS as e:
             return failed(INVALID, f"{type(e).__name__}: {e}", replace_worker=False)
         except KernelFault as e:

@@ -6,30 +6,29 @@ cache answers configs compiled before, the compile pool compiles the rest in
 parallel, and a thread makes what the device's first measurement needs once
 (the timer's probe, the clean step; from the decoration on, for a device
 given there). Once all have compiled, they are
-measured back to back, so the GPU is not left idle (its clock dropping)
-between compiles, while two threads load the configs, in order, ahead of the
-one measuring. The configs tied with the fastest are then measured again
-under sustained load, each after a hold, and the fastest of them there wins.
-A config that fails anywhere is recorded with its reason.
+measured back to back by the tuning engine (pyhipbench/_tuning/engine.py),
+so the GPU is not left idle (its clock dropping) between compiles: loaded
+ahead of the one measuring, raced, the configs tied with the fastest measured
+again under sustained load, the fastest there winning. A config that fails
+anywhere is recorded with its reason.
 """
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._compile.pool import default_workers
-from .._core import judge
 from .._device.device import Device
 from .._measure.bench import set_up
-from .._measure.callable import bench_callable
+from .._measure.callable import bench_callable_with
 from .._measure.options import BenchOptions
 from .._measure.result import Result
-from .._measure.timers import default_timer
 from .._progress import Progress
+from .._tuning.engine import Policy, run_trials
+from .._tuning.trial import Trial
 from .._values import icache_flush as checked_icache_flush
 from .._values import integer, real, show
 from ..errors import BenchError, Error
@@ -47,6 +46,7 @@ from ._kernel import (
     target_of,
     triton_compile,
 )
+from ._tuning import ConfigResult, Tuning
 from ._tuning_cache import TuningCache
 
 if TYPE_CHECKING:
@@ -54,85 +54,9 @@ if TYPE_CHECKING:
 
 __all__ = ["autotune", "Autotuner", "Tuning", "ConfigResult", "TuneOptions"]
 
-LOAD_THREADS = 2  # a load's driver call overlaps the next one's Python
-# The most configs measured again under sustained load: each costs its hold and its samples.
-TIE_LIMIT = 4
 
 HOOKED_NOTE = ("timed through the callable path: Triton's launcher with the hooks around each call, their GPU "
                "work in the time, as triton.autotune times it")
-
-
-@dataclass(frozen=True)
-class ConfigResult:
-    """One autotune candidate: its pyhipbench Result, or why it could not run.
-
-    `compiled`: where its compile came from ("cache": Triton's cache had it;
-    "pool": a compile worker; "here": this process, `note` says why).
-    `compile_s`: seconds compiling (the worker's, or this process's);
-    `queue_s`: seconds it waited for a compile worker; `measure_s`: seconds
-    measuring (its load, which may overlap the bench of the config before,
-    and its bench). `note`: how it was timed when that differs from the C++
-    loop (hooks), or where it compiled. `sustained`: for a config tied with
-    the fastest, its measurement again after the tie hold (None otherwise).
-    `stored`: for a tuning read back from `cache_results`' file, what was
-    stored (`result` is None).
-    """
-    config: Any              # the triton.Config
-    result: Result | None    # None when it failed, or when it was read back from the tuning cache
-    error: str | None = None  # the failure: a compile error, a limit it exceeds, a fault
-    compiled: str | None = None
-    compile_s: float | None = None
-    queue_s: float | None = None
-    measure_s: float | None = None
-    note: str | None = None
-    sustained: Result | None = None
-    stored: dict[str, Any] | None = field(default=None, repr=False)
-
-    @property
-    def median_us(self) -> float | None:
-        if self.result is not None:
-            return self.result.median_us
-        return None if self.stored is None else self.stored.get("median_us")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable: the config, and the median, CI (µs), timer, cache state, samples, why it
-        stopped and the race's bound (µs; None: not raced), or the error; where it compiled and the
-        seconds compiling, queued and measuring; for a tied config, its sustained median and CI (µs) and
-        SM clock (MHz, None where not read)."""
-        if self.stored is not None:
-            return dict(self.stored)
-        out: dict[str, Any] = {"config": self.config.all_kwargs(), "compiled": self.compiled,
-                               "compile_s": self.compile_s, "queue_s": self.queue_s, "measure_s": self.measure_s,
-                               "note": self.note}
-        if self.result is None:
-            return {**out, "error": self.error}
-        r = self.result
-        out |= {"median_us": r.median_us, "ci_us": list(r.ci_us), "timer": r.timer, "cache_state": r.cache_state,
-                "samples": r.samples, "stop_reason": r.stop_reason, "slower_than_us": r.slower_than_us}
-        if self.sustained is not None:
-            clock = self.sustained.clock
-            out |= {"sustained_median_us": self.sustained.median_us, "sustained_ci_us": list(self.sustained.ci_us),
-                    "sustained_clock_mhz": None if clock is None else clock.mean_mhz}
-        return out
-
-
-@dataclass(frozen=True)
-class Tuning:
-    """The outcome of tuning one key: every config's result, and the fastest (by median; among the
-    configs tied with the fastest, by their sustained median).
-    `wall_s`: seconds the tuning took (pruning to the last measurement; reading the file, for a tuning
-    read back); `compile_wall_s`: of those, seconds until every config had compiled;
-    `from_cache`: read back from cache_results' file rather than measured."""
-    key: tuple
-    results: tuple[ConfigResult, ...]
-    best: Any  # the winning triton.Config
-    wall_s: float = 0.0
-    compile_wall_s: float = 0.0
-    from_cache: bool = False
-
-    @property
-    def failed(self) -> tuple[ConfigResult, ...]:
-        return tuple(r for r in self.results if r.error is not None)
 
 
 @dataclass(frozen=True)
@@ -153,21 +77,50 @@ class TuneOptions:
 
 
 @dataclass
-class _Candidate:
-    """A config on its way: specialised, compiling, loaded, measured."""
+class _Call:
+    """One tuning's call: the grid and arguments every config is measured with, and each tensor's DeviceArray
+    view, adopted once for the whole tuning (by id(tensor))."""
+    grid: Any
+    args: Sequence[Any]
+    kwargs: dict[str, Any]
+    views: dict[int, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Config:
+    """A config as the tuning engine measures it (a Contender): specialised, compiling, loaded, measured."""
+    tuner: "Autotuner"
+    call: _Call
     config: Any
     spec: Specialized | None = None
     ahead: Ahead | None = None
     compiled: Any = None  # Triton's CompiledKernel, for a config compiled here
     kernel: TritonKernel | None = None
-    error: str | None = None
     compile_s: float = 0.0
     queue_s: float = 0.0
-    measure_s: float = 0.0
-    note: str | None = None
 
-    def failed(self, error: str) -> None:
-        self.error = self.error or error
+    def prepare(self) -> None:
+        """The kernel loaded on the device (Triton's cache read, for a compile ahead). Not for a hooked config,
+        which Triton's launcher loads itself."""
+        if self.tuner._hooked(self.config):
+            return
+        assert self.spec is not None and self.ahead is not None
+        compiled, entry = self.compiled, self.ahead.entry
+        if compiled is None and entry is not None:
+            compiled = cached(self.spec, entry)  # None: the entry went meanwhile, and build compiles
+        self.kernel = build(self.spec, self.tuner.device, self.tuner.tune_options.icache_flush, compiled)
+
+    def measure(self, options: BenchOptions) -> Result:
+        tuner, call = self.tuner, self.call
+        if tuner._hooked(self.config):
+            return tuner._bench_hooked(self.config, call.grid, call.args, call.kwargs, options)
+        assert self.kernel is not None
+        return bench_compiled_with(self.kernel, call.grid, options, views=call.views, **tuner._resets(),
+                                   **tuner.launch_options)
+
+    def release(self) -> None:
+        if self.kernel is not None:
+            self.kernel.unload()
 
 
 class Autotuner:
@@ -181,9 +134,11 @@ class Autotuner:
     the lowest CI upper bound so far (bench's `slower_than_us`, stop_reason
     "slower"): the winner is measured to the precision, a config surely
     slower only until that is sure. With `tie_hold_s`, the configs tied with
-    the fastest (`_tied`) are measured again, each after running back to back
-    untimed (`_sustained`), at the clock the GPU's power limit sustains for
-    that config (`ConfigResult.sustained`); the fastest of them there wins.
+    the fastest are measured again, each after running back to back untimed,
+    at the clock the GPU's power limit sustains for that config
+    (`ConfigResult.sustained`); the fastest of them there wins. The policy is
+    the tuning engine's (pyhipbench/_tuning/): this class specialises,
+    compiles and launches.
     """
 
     def __init__(self, fn: "JITFunction", configs: Sequence[Any], key: Sequence[str], device: Device | None,
@@ -194,6 +149,11 @@ class Autotuner:
         self.options, self.launch_options = options, launch_options
         self.tunings: dict[tuple, Tuning] = {}
         self._setting_up: threading.Thread | None = None
+
+    @property
+    def policy(self) -> Policy:
+        """The tuning engine's policy for this autotuner's configs."""
+        return Policy(self.options, self.tune_options.race, self.tune_options.tie_hold_s)
 
     @property
     def device(self) -> Device:
@@ -226,21 +186,29 @@ class Autotuner:
             progress = Progress(len(configs), show=self.tune_options.progress, unit="config",
                                 desc=f"{self.fn.__name__} compiling")
             setting_up = self._set_up_started()
+            call = _Call(grid, args, kwargs)
+            trials = [Trial(str(config), _Config(self, call, config)) for config in configs]
             try:
-                candidates = [self._specialized(config, args, kwargs) for config in configs]
-                self._compile(candidates, progress)
+                for trial, config in zip(trials, configs):
+                    self._specialized(trial, config, call)
+                self._compile(trials, progress)
                 compile_wall_s = time.perf_counter() - started
+                for trial, config in zip(trials, configs):
+                    if self._hooked(config) and trial.error is None:
+                        trial.note = HOOKED_NOTE
                 setting_up.join()
                 progress.step(f"{self.fn.__name__} measuring")
-                results = self._measure(candidates, grid, args, kwargs, progress)
+                order = run_trials(trials, self.policy, self.device, progress)
             finally:
                 setting_up.join()
                 progress.close()
-            ran = [r for r in results if r.error is None]
-            if not ran:
+            if self.tune_options.pre_hook is not None:  # as Triton's autotuner leaves the arguments after tuning
+                self.tune_options.pre_hook(self._named(args, kwargs), reset_only=True)
+            results = [_config_result(trial) for trial in trials]
+            if not order:
                 reasons = "; ".join(f"{r.config}: {r.error}" for r in results)
                 raise BenchError(f"autotune of {self.fn.__name__!r} for key {key!r}: no config ran; {reasons}")
-            best = min(ran, key=_ranking).config
+            best = configs[order[0]]
             tuning = Tuning(key, tuple(results), best, time.perf_counter() - started, compile_wall_s)
             if cache is not None:
                 cache.store(tuning)
@@ -283,194 +251,54 @@ class Autotuner:
                 configs = [configs[i] for i in order[:top_k]]
         return configs
 
-    def _race_bound(self, measured: list[Result]) -> float | None:
-        """Racing's bound: the lowest CI upper bound among `measured`, µs (None when there is none,
-        without racing, or with a fixed iteration count)."""
-        if not (self.tune_options.race and measured) or self.options.iterations is not None:
-            return None
-        return min(r.ci_us[1] for r in measured)
-
     def _hooked(self, config: Any) -> bool:
         """Whether Python hooks run around this config's launches (its pre_hook, autotune's pre/post_hook)."""
         t = self.tune_options
         return t.pre_hook is not None or t.post_hook is not None or config.pre_hook is not None
 
-    def _specialized(self, config: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> _Candidate:
-        candidate = _Candidate(config)
-        clash = sorted(set(config.all_kwargs()) & set(kwargs))
+    def _specialized(self, trial: Trial, config: Any, call: _Call) -> None:
+        clash = sorted(set(config.all_kwargs()) & set(call.kwargs))
         if clash:
-            candidate.failed(f"the call also passes {', '.join(clash)}, which the config sets (Triton refuses "
-                             "this too)")
-            return candidate
+            trial.failed(f"the call also passes {', '.join(clash)}, which the config sets (Triton refuses "
+                         "this too)")
+            return
+        contender = trial.contender
+        assert isinstance(contender, _Config)
         try:
-            candidate.spec = specialize(self.fn, list(args), target_of(self.device), **kwargs, **config.all_kwargs())
+            contender.spec = specialize(self.fn, list(call.args), target_of(self.device), **call.kwargs,
+                                        **config.all_kwargs())
         except Error as e:
-            candidate.failed(f"{type(e).__name__}: {e}")
-        return candidate
+            trial.failed(f"{type(e).__name__}: {e}")
 
-    def _compile(self, candidates: list[_Candidate], progress: Progress) -> None:
-        """Every candidate compiled: ahead (cache, pool) where it can be, else here, one after another.
+    def _compile(self, trials: list[Trial], progress: Progress) -> None:
+        """Every specialised config compiled: ahead (cache, pool) where it can be, else here, one after another.
         Waits for the pool's compiles and records each outcome; nothing is loaded yet."""
         t = self.tune_options
-        ready = [c for c in candidates if c.spec is not None]
-        aheads = compile_ahead([c.spec for c in ready], self.device.arch, t.compile_workers, t.compile_timeout_s)
-        for candidate, ahead in zip(ready, aheads):
-            candidate.ahead, candidate.note = ahead, ahead.note
+        ready = [(trial, trial.contender) for trial in trials
+                 if isinstance(trial.contender, _Config) and trial.contender.spec is not None]
+        aheads = compile_ahead([c.spec for _, c in ready], self.device.arch, t.compile_workers,
+                               t.compile_timeout_s)
+        for (trial, config), ahead in zip(ready, aheads):
+            config.ahead, trial.note = ahead, ahead.note
             outcome = ahead.outcome()
             if outcome is not None:
-                candidate.queue_s, candidate.compile_s = outcome.queue_s, outcome.run_s
+                config.queue_s, config.compile_s = outcome.queue_s, outcome.run_s
                 if not outcome.ok:
-                    candidate.failed(ahead.failure(outcome))
+                    trial.failed(ahead.failure(outcome))
             if ahead.where != "here":
                 progress.done()
-        progress.done(len(candidates) - len(ready))  # failed before compiling
-        for candidate in ready:
-            if candidate.ahead.where != "here":
+        progress.done(len(trials) - len(ready))  # failed before compiling
+        for trial, config in ready:
+            if config.ahead.where != "here":
                 continue
-            if candidate.error is None:
+            if trial.error is None:
                 compiling = time.perf_counter()
                 try:
-                    candidate.compiled = triton_compile(candidate.spec, self.device.arch)
+                    config.compiled = triton_compile(config.spec, self.device.arch)
                 except Error as e:
-                    candidate.failed(f"{type(e).__name__}: {e}")
-                candidate.compile_s = time.perf_counter() - compiling
+                    trial.failed(f"{type(e).__name__}: {e}")
+                config.compile_s = time.perf_counter() - compiling
             progress.done()
-
-    def _load(self, candidate: _Candidate) -> None:
-        """`candidate`'s kernel loaded on the device (Triton's cache read, for a compile ahead); a failure
-        becomes its error. Its seconds count into its measure_s. Not for a hooked config, which Triton's
-        launcher loads itself."""
-        if candidate.error is not None or self._hooked(candidate.config):
-            return
-        loading = time.perf_counter()
-        compiled, entry = candidate.compiled, candidate.ahead.entry
-        try:
-            if compiled is None and entry is not None:
-                compiled = cached(candidate.spec, entry)  # None: the entry went meanwhile, and build compiles
-            candidate.kernel = build(candidate.spec, self.device, self.tune_options.icache_flush, compiled)
-        except Error as e:
-            candidate.failed(f"{type(e).__name__}: {e}")
-        candidate.measure_s += time.perf_counter() - loading
-
-    def _measure(self, candidates: list[_Candidate], grid: Any, args: Sequence[Any],
-                 kwargs: dict[str, Any], progress: Progress) -> list[ConfigResult]:
-        """Each compiled candidate loaded and measured, back to back; every kernel unloaded after.
-
-        The candidates load in order on LOAD_THREADS threads of their own while the GPU measures (the
-        measurement releases the GIL; a load is part Python, part driver call): host work, which the kernel
-        timers (cupti, rocprofiler), batched and graph samples do not see. Not under the events timer, whose
-        samples span the host's launch calls: there each candidate loads before its measurement."""
-        results: list[ConfigResult] = []
-        views: dict[int, Any] = {}  # each tensor's DeviceArray view, adopted once for the whole tuning
-        timer = default_timer(self.device) if self.options.timer == "auto" else self.options.timer
-        ahead = timer != "events"
-        try:
-            with ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="pyhipbench load-ahead") as loading:
-                loads = [loading.submit(self._load, c) for c in candidates] if ahead else []
-                for i, candidate in enumerate(candidates):
-                    if ahead:
-                        loads[i].result()
-                    else:
-                        self._load(candidate)
-                    results.append(self._measured(candidate, grid, args, kwargs, results, views))
-                    if results[-1].result is None:
-                        progress.failure()
-                    else:
-                        progress.measured(results[-1].result.median_us, str(candidate.config))
-            results = self._sustained(candidates, results, grid, args, kwargs, views)
-        finally:
-            for candidate in candidates:  # the executor has ended: no load is under way
-                if candidate.kernel is not None:
-                    candidate.kernel.unload()
-        t = self.tune_options
-        if t.pre_hook is not None:  # as Triton's autotuner leaves the arguments after tuning
-            t.pre_hook(self._named(args, kwargs), reset_only=True)
-        return results
-
-    def _measured(self, candidate: _Candidate, grid: Any, args: Sequence[Any], kwargs: dict[str, Any],
-                  results: list[ConfigResult], views: dict[int, Any]) -> ConfigResult:
-        """`candidate` (loaded) measured, raced against `results` so far, as its ConfigResult."""
-        result = None
-        if candidate.error is None:
-            options = self.options
-            bound_us = self._race_bound([r.result for r in results if r.result is not None])
-            if bound_us is not None:
-                options = options.replace(slower_than_us=bound_us)
-            if self._hooked(candidate.config):
-                candidate.note = HOOKED_NOTE
-            try:
-                result = self._bench(candidate, grid, args, kwargs, options, views)
-            except Error as e:
-                candidate.failed(f"{type(e).__name__}: {e}")
-        where = None if candidate.ahead is None else candidate.ahead.where
-        return ConfigResult(candidate.config, result, candidate.error, where,
-                            None if candidate.spec is None else candidate.compile_s,
-                            candidate.queue_s if where == "pool" else None,
-                            candidate.measure_s if candidate.error is None else None, candidate.note)
-
-    def _bench(self, candidate: _Candidate, grid: Any, args: Sequence[Any], kwargs: dict[str, Any],
-               options: BenchOptions, views: dict[int, Any]) -> Result:
-        """One measurement of `candidate` (loaded) with `options`; its seconds count into its measure_s."""
-        started = time.perf_counter()
-        try:
-            if self._hooked(candidate.config):
-                return self._bench_hooked(candidate.config, grid, args, kwargs, options)
-            return bench_compiled_with(candidate.kernel, grid, options, views=views, **self._resets(),
-                                       **self.launch_options)
-        finally:
-            candidate.measure_s += time.perf_counter() - started
-
-    @staticmethod
-    def _tied(results: list[ConfigResult]) -> list[int]:
-        """The configs tied with the fastest: those compare's rule does not call slower than its median
-        (by more than DEFAULT_THRESHOLD, 2 %, the whole CI above it), the TIE_LIMIT fastest; their indices,
-        fastest first; none when only the fastest is."""
-        ran = sorted((i for i, r in enumerate(results) if r.result is not None),
-                     key=lambda i: results[i].result.median_us)
-        if not ran:
-            return []
-        best_us = results[ran[0]].result.median_us
-        tied = [i for i in ran if judge(results[i].result.median_us / best_us - 1,
-                                        results[i].result.ci_us[0] / best_us - 1,
-                                        results[i].result.ci_us[1] / best_us - 1) != "slower"][:TIE_LIMIT]
-        return tied if len(tied) > 1 else []
-
-    def _sustained(self, candidates: list[_Candidate], results: list[ConfigResult], grid: Any, args: Sequence[Any],
-                   kwargs: dict[str, Any], views: dict[int, Any]) -> list[ConfigResult]:
-        """`results` with the tied configs measured again, fastest first, each after a hold (its own
-        launches back to back, untimed): a few ms from a cool start run at the boost clock, where such
-        configs tie, while over a sustained run a power-capped GPU lowers the clock more for a config that
-        draws more power. No clock is discarded there (throttle_threshold 0): the sustained clock is what
-        is read. The fastest holds tie_hold_s, the time a limit takes to bite from a cool start, or, after a
-        screen whose kernels loaded the GPU that long (`_loaded_s`), half as long, as every later tie, which
-        follows a held config with the limit already on and has only to settle from it (`_switch_hold_s`);
-        each later one races the sustained medians before it. When the fastest's hold leaves its median
-        within the precision, nothing limits the clock under this load and the others are not held. Not when
-        the configs were held already (a hold_s bench option) or tie_hold_s is None."""
-        hold_s = self.tune_options.tie_hold_s
-        if not hold_s or self.options.hold_s > 0:
-            return results
-        results = list(results)
-        first_hold_s = hold_s if _loaded_s(results) < hold_s else _switch_hold_s(hold_s)
-        for n, i in enumerate(self._tied(results)):
-            candidate = candidates[i]
-            options = self.options.replace(hold_s=first_hold_s if n == 0 else _switch_hold_s(hold_s),
-                                           throttle_threshold=0)
-            bound_us = self._race_bound([r.sustained for r in results if r.sustained is not None])
-            if bound_us is not None:
-                options = options.replace(slower_than_us=bound_us)
-            try:
-                sustained = self._bench(candidate, grid, args, kwargs, options, views)
-            except Error as e:  # it ran before: keep that result, say why this one is missing
-                results[i] = _noted(results[i], f"sustained measurement failed: {type(e).__name__}: {e}", candidate)
-                continue
-            if n == 0 and sustained.median_us <= results[i].median_us * (1 + self.options.precision):
-                # The load did not slow the fastest: no power or thermal limit bites, the first order stands.
-                results[i] = _noted(results[i], f"held {first_hold_s} s: {sustained.median_us:.3f} µs, within the "
-                                    "precision of its first median, so the ties were not held further", candidate)
-                return results
-            results[i] = replace(results[i], sustained=sustained, measure_s=candidate.measure_s)
-        return results
 
     def _resets(self) -> dict[str, tuple[str, ...]]:
         return {"reset_to_zero": self.tune_options.reset_to_zero, "restore_value": self.tune_options.restore_value}
@@ -509,14 +337,9 @@ class Autotuner:
         timer = options.timer if options.timer in ("auto", "cupti", "events") else "auto"
         stream = self.launch_options.get("stream")
         try:
-            return bench_callable(call, timer=timer, cache=options.cache, precision=options.precision,
-                                  max_time_s=options.max_time_s, iterations=options.iterations,
-                                  warmup=options.warmup, slower_than_us=options.slower_than_us,
-                                  throttle_threshold=options.throttle_threshold, energy=options.energy,
-                                  hold_s=options.hold_s,
-                                  graph=False,
-                                  stream=getattr(stream, "handle", stream), device=self.device,
-                                  name=self.fn.__name__)
+            return bench_callable_with(call, options.replace(timer=timer), graph=False,
+                                       stream=getattr(stream, "handle", stream), device=self.device,
+                                       name=self.fn.__name__)
         except Error:
             raise
         except Exception as e:  # what Triton's launch or a hook raised: this config's failure
@@ -604,8 +427,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
         bench_options["warmup"] = bench_options.pop("warmup_samples")
     bench_options = {**bench_options, **_triton_timing(warmup, rep, use_cuda_graph, bench_options)}
     options, launch_options = split_options(bench_options)
-    if not isinstance(race, bool):
-        raise BenchError(f"race={show(race)}: expected True (the default) or False")
+    policy = Policy.checked(options, race, tie_hold_s)
     for name, hook in (("pre_hook", pre_hook), ("post_hook", post_hook)):
         if hook is not None and not callable(hook):
             raise BenchError(f"{name}={show(hook)}: expected a callable")
@@ -617,8 +439,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     if not isinstance(cache_results, bool):
         raise BenchError(f"cache_results={show(cache_results)}: expected True or False")
     tune = TuneOptions(
-        icache_flush=checked_icache_flush(icache_flush), race=race,
-        tie_hold_s=None if tie_hold_s is None else real("tie_hold_s", tie_hold_s, minimum=0) or None,
+        icache_flush=checked_icache_flush(icache_flush), race=policy.race, tie_hold_s=policy.tie_hold_s,
         prune_configs_by=_checked_prune(prune_configs_by),
         pre_hook=pre_hook, post_hook=post_hook,
         cache_results=cache_results or bool(_kernel._knobs.autotuning.cache),
@@ -655,32 +476,15 @@ def _set_up(device: Device, options: BenchOptions) -> None:
         pass
 
 
-def _noted(result: ConfigResult, note: str, candidate: _Candidate) -> ConfigResult:
-    """`result` with `note` added and the candidate's measuring seconds so far."""
-    return replace(result, note=note if result.note is None else f"{result.note}; {note}",
-                   measure_s=candidate.measure_s)
-
-
-def _switch_hold_s(tie_hold_s: float) -> float:
-    """The hold of a tie after the first, s. It follows a held config, so the power limit is on already and
-    only its own clock has to settle: on the H200 a switch to the lower-power config settles in 40-60 ms; a
-    switch to a higher-power one overshoots before it settles, which reads that config slower, on the side
-    it loses on anyway (docs/measurement.md#ties-under-sustained-load)."""
-    return tie_hold_s / 2
-
-
-def _loaded_s(results: list[ConfigResult]) -> float:
-    """Seconds the measurements in `results` kept the GPU running their kernels (each warm-up and timed
-    launch at its median), back to back."""
-    return sum((r.result.warmup + r.result.samples) * r.result.launches_per_sample * r.result.median_us
-               for r in results if r.result is not None) * 1e-6
-
-
-def _ranking(result: ConfigResult) -> tuple[int, float]:
-    """The pick's order: the configs measured sustained (the ties) by that median, ahead of the rest."""
-    if result.sustained is not None:
-        return 0, result.sustained.median_us
-    return 1, result.median_us
+def _config_result(trial: Trial) -> ConfigResult:
+    """A trial of the engine as the ConfigResult autotune reports."""
+    config = trial.contender
+    assert isinstance(config, _Config)
+    where = None if config.ahead is None else config.ahead.where
+    return ConfigResult(config.config, trial.result, trial.error, where,
+                        None if config.spec is None else config.compile_s,
+                        config.queue_s if where == "pool" else None,
+                        trial.measure_s if trial.error is None else None, trial.note, trial.sustained)
 
 
 def _triton_timing(warmup: object, rep: object, use_cuda_graph: object, bench_options: dict[str, Any]

@@ -22,11 +22,10 @@ from .._device.device import Device
 from .._measure.options import BenchOptions
 from ._cache import backend_of, installation_key
 from ._kernel import target_of
+from ._tuning import ConfigResult, Tuning
 
 if TYPE_CHECKING:
     from triton.runtime.jit import JITFunction
-
-    from ._autotune import Tuning
 
 __all__ = ["TuningCache"]
 
@@ -52,9 +51,8 @@ class TuningCache:
         self.manager = get_cache_manager(hashlib.sha256("-".join(parts).encode()).hexdigest())
         self.file_name = f"{fn.__name__[:150]}.pyhipbench-autotune.json"
 
-    def load(self, started: float) -> "Tuning | None":
+    def load(self, started: float) -> Tuning | None:
         """The stored tuning, or None when there is none (or it cannot be read: a warning says why)."""
-        from ._autotune import ConfigResult, Tuning
         path = self.manager.get_file(self.file_name)
         if path is None:
             return None
@@ -75,7 +73,7 @@ class TuningCache:
             return None
         return Tuning(self.key, tuple(results), best, time.perf_counter() - started, 0.0, from_cache=True)
 
-    def store(self, tuning: "Tuning") -> None:
+    def store(self, tuning: Tuning) -> None:
         results = [r.to_dict() for r in tuning.results]
         text = json.dumps({"format": FORMAT, "key": [str(k) for k in tuning.key], "results": results,
                            "best": self.configs.index(tuning.best)}, default=str)

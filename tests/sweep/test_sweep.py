@@ -796,12 +796,13 @@ def _stub_measurement(monkeypatch, record):
 def test_a_worker_prepares_the_next_task_while_the_gpu_measures_but_not_under_the_events_timer(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
+    from pyhipbench._measure import resolved
     from pyhipbench._sweep import worker
     prepared = []
     _stub_measurement(monkeypatch, lambda launches: prepared.append(launches[0].kernel) or {"times_us": []})
     device = _StubDevice()
     hb_worker = worker.Worker(device)
-    monkeypatch.setattr(worker, "default_timer", lambda d: "cupti")  # "auto" as on a GPU that CUPTI traces
+    monkeypatch.setattr(resolved, "default_timer", lambda d: "cupti")  # "auto" as on a GPU that CUPTI traces
     with ThreadPoolExecutor(1) as preparing:
         hb_worker.prepare_ahead(_task(b"a", b"a"), preparing)
         assert set(hb_worker.ahead) == {"a"}

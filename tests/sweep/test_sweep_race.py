@@ -261,3 +261,18 @@ def test_a_racing_sweep_stops_the_slower_candidate_early_and_the_cli_reads_its_d
                               capture_output=True, text=True, env=env, timeout=120)
     assert compared.returncode == 0, compared.stderr
     assert len(compared.stdout.splitlines()) == 4  # the rule, the header, and both launches compared
+
+
+def test_the_scheduler_races_through_the_tuning_engines_bound(tmp_path, monkeypatch):
+    """The sweep keeps no racing rule of its own: every task's options come from the engine's RaceBound."""
+    from pyhipbench._tuning.racing import RaceBound
+    asked = []
+    real = RaceBound.options_for
+
+    def options_for(self, options):
+        asked.append(self.bound_us)
+        return real(self, options)
+    monkeypatch.setattr(RaceBound, "options_for", options_for)
+    run, executor = _held_run(Store(tmp_path / "r.db"), _candidates(4), race=True)
+    _finish(run, executor, [5.0])
+    assert asked == [None, None, 5.0] == _bounds(executor)

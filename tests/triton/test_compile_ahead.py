@@ -241,7 +241,7 @@ def test_a_tuning_shows_its_configs_compiling_then_measuring(device, fresh_cache
         ht.autotune(CONFIGS, key=["n"], progress="yes")
 
 
-@pytest.mark.parametrize("timer, loads_on", [("graph", "pyhipbench load-ahead"), ("events", "MainThread")])
+@pytest.mark.parametrize("timer, loads_on", [("graph", "pyhipbench prepare-ahead"), ("events", "MainThread")])
 def test_each_config_loads_while_the_one_before_measures_except_under_the_events_timer(
         device, fresh_cache, monkeypatch, timer, loads_on):
     import threading

@@ -324,6 +324,28 @@ def test_autotune_breaks_a_tie_by_measuring_the_tied_configs_again_after_a_hold(
     assert held_all.tune((1,), x, y, out, 4096).best is configs[1] and len(options) == 3
 
 
+def test_autotune_measures_through_the_tuning_engine(device, fake_driver, monkeypatch):
+    """Autotune keeps no policy of its own: its measurements race through the engine's RaceBound and its ties
+    go through the engine's tie round."""
+    from pyhipbench._tuning import engine
+    from pyhipbench._tuning.racing import RaceBound
+    asked, held = [], []
+    real_options_for, real_hold = RaceBound.options_for, engine.hold_ties
+
+    def options_for(self, options):
+        asked.append(self.bound_us)
+        return real_options_for(self, options)
+
+    def hold_ties(trials, *args):
+        held.append([t.label for t in trials])
+        return real_hold(trials, *args)
+    monkeypatch.setattr(RaceBound, "options_for", options_for)
+    monkeypatch.setattr(engine, "hold_ties", hold_ties)
+    _, configs, tuning = tuned_stages(monkeypatch, fake_driver, device, 5.0, 6.0, 3, cache="warm")
+    assert len(asked) >= 3 and asked[0] is None and asked[1] == tuning.results[0].result.ci_us[1]
+    assert held == [[str(c) for c in configs]]
+
+
 def held_slower(monkeypatch, fake_driver, burst_us: float, held_us: float) -> list:
     """Every launch takes burst_us on the fake, held_us in a measurement with a hold; the options of each."""
     options = []

@@ -1,0 +1,84 @@
+"""The tie round: the candidates tied with the fastest, measured again under sustained load.
+
+A few ms from a cool start run at the boost clock, where such candidates tie;
+over a sustained run a power-capped GPU lowers the clock more for a candidate
+that draws more power. So each tie is measured again after a hold (its own
+launches back to back, untimed), fastest first, with no run discarded for its
+clock (throttle_threshold 0: the sustained clock is what is read), and the
+fastest there wins (ranking.py). The fastest holds `tie_hold_s`, the time a
+limit takes to bite from a cool start, or half as long after a screen whose
+kernels loaded the GPU that long (`loaded_s`), as every later tie, which
+follows a held candidate with the limit already on (`switch_hold_s`); each
+later one races the sustained medians before it. When the fastest's hold
+leaves its median within the precision, nothing limits the clock under this
+load and the others are not held. docs/measurement.md#ties-under-sustained-load
+has the figures.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._core import judge
+from .._measure.options import BenchOptions
+from ..errors import Error
+from .racing import RaceBound
+from .trial import Trial
+
+__all__ = ["TIE_LIMIT", "tied", "loaded_s", "switch_hold_s", "hold_ties"]
+
+TIE_LIMIT = 4  # the most candidates measured again: each costs its hold and its samples
+
+
+def tied(trials: Sequence[Trial]) -> list[int]:
+    """The trials tied with the fastest: those compare's rule does not call slower than its median (by more
+    than 2 %, the whole CI above it), the TIE_LIMIT fastest; their indices, fastest first; none when only
+    the fastest is."""
+    ran = sorted(((i, t.result) for i, t in enumerate(trials) if t.result is not None),
+                 key=lambda pair: pair[1].median_us)
+    if not ran:
+        return []
+    best_us = ran[0][1].median_us
+    tie = [i for i, r in ran
+           if judge(r.median_us / best_us - 1, r.ci_us[0] / best_us - 1, r.ci_us[1] / best_us - 1) != "slower"]
+    tie = tie[:TIE_LIMIT]
+    return tie if len(tie) > 1 else []
+
+
+def loaded_s(trials: Sequence[Trial]) -> float:
+    """Seconds the trials' screen measurements kept the GPU running their kernels (each warm-up and timed
+    launch at its median), back to back."""
+    return sum((t.result.warmup + t.result.samples) * t.result.launches_per_sample * t.result.median_us
+               for t in trials if t.result is not None) * 1e-6
+
+
+def switch_hold_s(tie_hold_s: float) -> float:
+    """The hold of a tie after the first, s. It follows a held candidate, so the power limit is on already and
+    only its own clock has to settle: on the H200 a switch to the lower-power config settles in 40-60 ms; a
+    switch to a higher-power one overshoots before it settles, which reads that one slower, on the side it
+    loses on anyway."""
+    return tie_hold_s / 2
+
+
+def hold_ties(trials: Sequence[Trial], options: BenchOptions, tie_hold_s: float | None, race: bool) -> None:
+    """The tie round over `trials` (screened with `options`): each tie's `sustained` set, or a note saying
+    why not. Not when `tie_hold_s` is None or 0, or the screen held already (a hold_s option)."""
+    if not tie_hold_s or options.hold_s > 0:
+        return
+    first_hold_s = tie_hold_s if loaded_s(trials) < tie_hold_s else switch_hold_s(tie_hold_s)
+    bound = RaceBound(race)
+    for n, i in enumerate(tied(trials)):
+        trial, screened = trials[i], trials[i].result
+        assert screened is not None
+        held = options.replace(hold_s=first_hold_s if n == 0 else switch_hold_s(tie_hold_s), throttle_threshold=0)
+        try:
+            sustained = trial.timed_measure(bound.options_for(held))
+        except Error as e:  # it ran before: keep that result, say why this one is missing
+            trial.noted(f"sustained measurement failed: {type(e).__name__}: {e}")
+            continue
+        if n == 0 and sustained.median_us <= screened.median_us * (1 + options.precision):
+            # The load did not slow the fastest: no power or thermal limit bites, the first order stands.
+            trial.noted(f"held {first_hold_s} s: {sustained.median_us:.3f} µs, within the precision of its first "
+                        "median, so the ties were not held further")
+            return
+        trial.sustained = sustained
+        bound.lower(sustained.ci_us[1])

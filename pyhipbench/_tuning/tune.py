@@ -1,0 +1,135 @@
+"""tune(): N candidates (kernel launches, chains, callables) through the tuning engine, the winner found.
+
+The same policy `pyhipbench.triton.autotune` gives Triton configs: each
+candidate prepared ahead while the GPU measures the one before, raced
+against the best so far, the ties measured again under sustained load, the
+fastest there the winner; a candidate that fails keeps its error and the rest
+go on.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
+
+from .._device.device import Device
+from .._device.memory import DeviceArray
+from .._device.module import Kernel
+from .._device.stream import Stream
+from .._launch.launch import Launch
+from .._measure.callable import callable_device
+from .._measure.expect import Expect
+from .._measure.options import BenchOptions
+from .._progress import Progress
+from .._values import show
+from ..errors import BenchError
+from .contenders import CallContender, ChainContender
+from .engine import Policy, run_trials
+from .trial import Contender, Trial
+from .tuning import CandidateResult, Tuning
+
+__all__ = ["tune", "TuneCandidate"]
+
+# What tune() measures: one launch, a chain of launches (one sample is the chain), or a callable.
+TuneCandidate = Union[Launch, Sequence[Launch], Callable[[], object]]
+
+
+def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, race: bool = True,
+         tie_hold_s: float | None = 0.1, device: Device | None = None, progress: bool | None = None,
+         stream: Stream | None = None, expect: Expect = None, atol: float | None = None, rtol: float | None = None,
+         reset_to_zero: Sequence[DeviceArray] | None = None, restore_value: Sequence[DeviceArray] | None = None,
+         **bench_options: Any) -> Tuning:
+    """Measures every candidate and finds the fastest (µs per sample), as autotune does a Triton config.
+
+    `candidates`: a list, or a dict by label, of `Launch` (one kernel), lists of `Launch` (a chain, timed
+    as bench_chain() times it) or callables (timed as bench_callable() times them). `bench_options`:
+    bench()'s options (`BenchOptions`) for every candidate, `slower_than_us` aside (racing sets it).
+    `race`: stop each candidate once it is surely slower than the best so far (False measures each to
+    the precision). `tie_hold_s`: the candidates tied with the fastest are measured again, each after
+    running back to back untimed for about this long (s), and the fastest there wins (None or 0: the
+    fastest median wins; docs/measurement.md#ties-under-sustained-load). `device`: where the callables
+    run (None: bench_callable's default). `stream`, `expect`, `atol`, `rtol`, `reset_to_zero`,
+    `restore_value`: bench_chain()'s, for every launch and chain (the arrays and references each
+    candidate takes). `progress`: a bar on stderr (None: when stderr is a terminal).
+    Returns a Tuning; BenchError when no candidate ran, naming each one's error.
+    """
+    started = time.perf_counter()
+    if "slower_than_us" in bench_options:
+        raise BenchError(f"tune option slower_than_us={show(bench_options['slower_than_us'])}: tune sets it to the "
+                         "best candidate's CI so far; expected race=True (the default) or race=False")
+    policy = Policy.checked(BenchOptions.from_keywords("tune", bench_options), race, tie_hold_s)
+    if progress is not None and not isinstance(progress, bool):
+        raise BenchError(f"progress={show(progress)}: expected True, False or None (a bar when stderr is a terminal)")
+    labelled = _labelled(candidates)
+    given = {"stream": stream, "expect": expect, "atol": atol, "rtol": rtol, "reset_to_zero": reset_to_zero,
+             "restore_value": restore_value}
+    chain_extra = {k: v for k, v in given.items() if v is not None}
+    trials = [Trial(label, _contender(label, candidate, policy.options, chain_extra, device))
+              for label, candidate in labelled]
+    measuring = _measuring_device(trials, device)
+    bar = Progress(len(trials), show=progress, unit="candidate", desc="tuning")
+    try:
+        order = run_trials(trials, policy, measuring, bar)
+    finally:
+        bar.close()
+    results = tuple(CandidateResult(t.label, c, t.result, t.error, t.sustained, t.note, t.measure_s)
+                    for t, (_, c) in zip(trials, labelled))
+    if not order:
+        raise BenchError("tune: no candidate ran; " + "; ".join(f"{r.label}: {r.error}" for r in results))
+    return Tuning(results, tuple(order), time.perf_counter() - started)
+
+
+def _labelled(candidates: object) -> list[tuple[str, Any]]:
+    """(label, candidate) in order: a dict's keys, else each launch's kernel name (a chain's joined by '+'),
+    each callable's name, numbered where two would share one."""
+    if isinstance(candidates, Mapping):
+        pairs = list(candidates.items())
+        for label, _ in pairs:
+            if not isinstance(label, str):
+                raise BenchError(f"candidates: label {show(label)}: expected a string")
+    elif isinstance(candidates, (list, tuple)):
+        pairs = [(_label(c), c) for c in candidates]
+        counts = {label: [p[0] for p in pairs].count(label) for label, _ in pairs}
+        pairs = [(f"{label}#{i}" if counts[label] > 1 else label, c) for i, (label, c) in enumerate(pairs)]
+    else:
+        raise BenchError(f"candidates={show(candidates)}: expected a list, or a dict by label, of Launch, lists of "
+                         "Launch (chains) or callables")
+    if not pairs:
+        raise BenchError("candidates: empty; expected at least one Launch, chain or callable")
+    return pairs
+
+
+def _label(candidate: object) -> str:
+    if isinstance(candidate, Launch):
+        return getattr(candidate.kernel, "name", "launch")
+    if isinstance(candidate, (list, tuple)):
+        return "+".join(getattr(getattr(c, "kernel", None), "name", "launch") for c in candidate)
+    return getattr(candidate, "__qualname__", None) or type(candidate).__name__
+
+
+def _contender(label: str, candidate: object, options: BenchOptions, chain_extra: dict[str, Any],
+               device: Device | None) -> Contender:
+    if isinstance(candidate, Launch):
+        return ChainContender([candidate], options, chain_extra)
+    if isinstance(candidate, (list, tuple)) and candidate and all(isinstance(c, Launch) for c in candidate):
+        return ChainContender(candidate, options, chain_extra)
+    if callable(candidate):
+        if chain_extra:
+            raise BenchError(f"candidate {label!r} is a callable, and {', '.join(chain_extra)} apply to launches; "
+                             "expected them only with launches and chains (a callable runs its own)")
+        return CallContender(candidate, callable_device(device), label)
+    raise BenchError(f"candidate {label!r}={show(candidate)}: expected a pyhipbench.Launch, a non-empty list of "
+                     "Launch (a chain) or a callable")
+
+
+def _measuring_device(trials: list[Trial], device: Device | None) -> Device:
+    """The device the measurements run on (its timer says whether host work may overlap them): the first
+    launch's kernel's, or the callables'."""
+    for trial in trials:
+        if isinstance(trial.contender, ChainContender):
+            kernel = trial.contender.launches[0].kernel
+            if isinstance(kernel, Kernel):
+                return kernel.device
+        elif isinstance(trial.contender, CallContender):
+            return trial.contender.device
+    return callable_device(device)

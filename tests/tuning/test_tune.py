@@ -1,0 +1,130 @@
+"""tune() on the fake drivers: launches, chains and callables through the tuning engine (race, ties, rank)."""
+from __future__ import annotations
+
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import pyhipbench as hb
+from pyhipbench._tuning import contenders
+from pyhipbench.errors import BenchError
+
+COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
+N = 1024
+
+
+@pytest.fixture
+def copy(device):
+    return device.load_module(COPY_PTX).kernel("copy")
+
+
+@pytest.fixture
+def args(device):
+    src = device.array(np.arange(N, dtype=np.float32))
+    return [src, device.empty_like(src), hb.int64(N)]
+
+
+def launch_us(monkeypatch, fake_driver, us: dict[int, float], held_us: dict[int, float] | None = None,
+              ramp_us: dict[int, float] | None = None) -> list:
+    """Each launch of a block size takes us[block] µs on the fake (held_us[block] in a measurement with a
+    hold), each one ramp_us[block] µs more than the last; the (block, options) of every measurement."""
+    measured = []
+    real = contenders.ChainContender.measure
+
+    def measure(self, options):
+        block = self.launches[0].block
+        measured.append((block, options))
+        table = held_us if held_us is not None and options.hold_s > 0 else us
+        fake_driver.lib.fake_set_launch_ms(table[block] / 1000)
+        fake_driver.lib.fake_set_launch_ms_step((ramp_us or {}).get(block, 0.0) / 1000)
+        return real(self, options)
+    monkeypatch.setattr(contenders.ChainContender, "measure", measure)
+    return measured
+
+
+def variants(copy, args, *blocks: int) -> dict[str, hb.Launch]:
+    return {f"block {b}": hb.Launch(copy, 4, b, args) for b in blocks}
+
+
+def test_tune_picks_the_fastest_launch_and_races_the_rest_against_the_best_so_far(device, copy, args, fake_driver,
+                                                                                 monkeypatch):
+    measured = launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 3.0, 256: 4.0}, ramp_us={256: 0.05})
+    tuning = hb.tune(variants(copy, args, 64, 128, 256), timer="events", cache="warm", warmup=0, tie_hold_s=None)
+    assert tuning.best.label == "block 128" and tuning.best.median_us == pytest.approx(3.0)
+    assert [r.label for r in tuning.ranked()] == ["block 128", "block 256", "block 64"]
+    bounds = [options.slower_than_us for _, options in measured]
+    assert bounds[0] is None and bounds[1] == tuning.results[0].result.ci_us[1]
+    assert bounds[2] == tuning.results[1].result.ci_us[1]  # the lowest CI upper bound so far
+    # The third, a ramp never within ±1 %, stops at its first check: surely slower than the second.
+    assert tuning.results[2].result.stop_reason == "slower" and tuning.results[2].result.samples == 6
+    assert tuning.results[1].result.stop_reason == "precision"
+    assert all(r.measure_s > 0 and r.error is None for r in tuning.results) and tuning.wall_s > 0
+    assert "block 128" in tuning.summary().splitlines()[1] and "<- best" in tuning.summary()
+    assert tuning.results[1].to_dict()["result"]["stats_us"]["median"] == pytest.approx(3.0)
+
+
+def test_without_racing_every_candidate_is_measured_to_the_precision(device, copy, args, fake_driver, monkeypatch):
+    measured = launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 3.0})
+    tuning = hb.tune(list(variants(copy, args, 64, 128).values()), race=False, timer="events", cache="warm",
+                     tie_hold_s=None)
+    assert [r.label for r in tuning.results] == ["copy#0", "copy#1"]  # the kernel's name, numbered
+    assert all(options.slower_than_us is None for _, options in measured)
+    assert all(r.result.stop_reason == "precision" for r in tuning.results)
+
+
+def test_the_ties_are_measured_again_after_a_hold_and_the_fastest_there_wins(device, copy, args, fake_driver,
+                                                                            monkeypatch):
+    measured = launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 5.0, 256: 9.0}, held_us={64: 6.0, 128: 5.5})
+    tuning = hb.tune(variants(copy, args, 64, 128, 256), timer="events", cache="warm", iterations=4, warmup=0,
+                     tie_hold_s=0.002)
+    assert tuning.best.label == "block 128"
+    first, second, third = tuning.results
+    assert first.sustained.median_us == pytest.approx(6.0, rel=1e-4) and first.median_us == pytest.approx(6.0)
+    assert second.sustained.median_us == pytest.approx(5.5, rel=1e-4) and third.sustained is None
+    assert [options.hold_s for _, options in measured if options.hold_s > 0] == [0.002, 0.001]
+
+
+def test_a_chain_is_one_candidate_and_a_failed_candidate_keeps_its_error(device, copy, args, fake_driver, monkeypatch):
+    launch_us(monkeypatch, fake_driver, {64: 2.0, 128: 3.0})
+    chain = [hb.Launch(copy, 4, 64, args), hb.Launch(copy, 4, 64, args)]
+    broken = hb.Launch(copy, 4, 128, args[:2])  # one argument short
+    tuning = hb.tune({"chain": chain, "broken": broken, "one": hb.Launch(copy, 4, 128, args)}, timer="events",
+                     cache="warm", tie_hold_s=None)
+    chained, failed, one = tuning.results
+    assert chained.result.ran == "chain" and chained.median_us == pytest.approx(4.0)  # two 2 µs kernels
+    assert failed.result is None and failed.error.startswith("BenchError: ") and tuning.failed == (failed,)
+    assert tuning.best is one and tuning.ranked()[-1] is failed
+    assert "failed: BenchError" in tuning.summary()
+
+
+def test_a_callable_is_a_candidate(device, fake_driver, backend_name):
+    if backend_name != "cuda":
+        pytest.skip("the fake runtime launch (cudaLaunchKernel) is CUDA's")
+    fake_driver.lib.fake_set_launch_ms(0.002)
+    tuning = hb.tune({"call": lambda: fake_driver.runtime_launch(0xA1, 1, 64)}, device=device, timer="events",
+                     cache="warm", tie_hold_s=None)
+    assert tuning.best.label == "call" and tuning.best.result.ran in ("call", "graph")
+
+
+def test_when_no_candidate_runs_the_error_names_each_ones_reason(device, copy, args):
+    with pytest.raises(BenchError, match=r"^tune: no candidate ran; a: BenchError: .*; b: BenchError: "):
+        hb.tune({"a": hb.Launch(copy, 4, 64, args[:1]), "b": hb.Launch(copy, 4, 64, args[:2])}, timer="events")
+
+
+@pytest.mark.parametrize("candidates, options, message", [
+    (5, {}, r"^candidates=5: expected a list, or a dict by label, of Launch"),
+    ([], {}, r"^candidates: empty; expected at least one"),
+    ({1: print}, {}, r"^candidates: label 1: expected a string"),
+    ([3], {}, r"^candidate '.*'=3: expected a pyhipbench.Launch, a non-empty list of Launch"),
+    ([print], {"slower_than_us": 3.0}, r"^tune option slower_than_us=3.0: tune sets it"),
+    ([print], {"race": "yes"}, r"^race='yes': expected True \(the default\) or False"),
+    ([print], {"tie_hold_s": -1}, r"^tie_hold_s=-1"),
+    ([print], {"colour": 1}, r"^tune option\(s\) 'colour' unknown; expected "),
+    ([print], {"precision": 2}, r"^precision=2"),
+    ([print], {"reset_to_zero": []}, r"^candidate 'print' is a callable, and reset_to_zero apply to launches"),
+    ([print], {"progress": "yes"}, r"^progress='yes': expected True, False or None"),
+])
+def test_bad_input_is_refused_in_one_line_before_anything_runs(candidates, options, message):
+    with pytest.raises(BenchError, match=message):
+        hb.tune(candidates, **options)
