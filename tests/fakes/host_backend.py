@@ -59,6 +59,11 @@ class HostBackend:
         self.triton_target = vendor.triton_target.__get__(self)
         self.compile_driver_version = vendor.compile_driver_version.__get__(self)
 
+    def driver_version(self) -> int:
+        """CUDA's driver version as cuDriverGetVersion gives it: the fake's is 12.4 (what a compile target
+        holds: the newest PTX it loads)."""
+        return 12040
+
     def make_current(self) -> None:
         pass
 

@@ -98,7 +98,8 @@ def test_a_chain_is_one_candidate_and_a_failed_candidate_keeps_its_error(device,
     assert "failed: BenchError" in tuning.summary()
 
 
-def test_a_callable_is_a_candidate(device, fake_driver, backend_name):
+def test_a_callable_is_a_candidate(device, fake_driver, backend_name, fake_cupti):
+    """(fake_cupti: skipped in a process where the real driver is loaded, whose torch would capture the call.)"""
     if backend_name != "cuda":
         pytest.skip("the fake runtime launch (cudaLaunchKernel) is CUDA's")
     fake_driver.lib.fake_set_launch_ms(0.002)
