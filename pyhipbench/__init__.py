@@ -45,6 +45,7 @@ from ._measure.do_bench import do_bench
 from ._measure.options import BenchOptions
 from ._measure.result import Clock, KernelTime, Result
 from ._measure.rotation import Rotation, RotationCapped, plan_rotation
+from ._tuning.contenders import SourceLaunch
 from ._tuning.tune import tune
 from ._tuning.tuning import CandidateResult, Tuning
 from .errors import (
@@ -89,7 +90,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
-    "bench", "bench_chain", "bench_callable", "do_bench", "tune", "Tuning", "CandidateResult",
+    "bench", "bench_chain", "bench_callable", "do_bench", "tune", "Tuning", "CandidateResult", "SourceLaunch",
     "Launch", "module_launches", "KernelTime",
     "BenchOptions", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module",
     "Kernel", "LaunchConfig",

@@ -1,18 +1,31 @@
-"""The contenders `tune()` measures: a kernel launch or a chain (bench_chain's), and a callable (bench_callable's)."""
+"""The contenders `tune()` measures: a kernel launch or a chain (bench_chain's), a launch of a kernel compiled from
+a source (SourceLaunch: compiled ahead in the compile pool), and a callable (bench_callable's)."""
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from .._compile.pool import TaskOutcome, shared_pool
 from .._device.device import Device
+from .._device.module import Module
+from .._launch.args import Argument
 from .._launch.launch import Launch
+from .._launch.launch_config import Dims
 from .._measure.bench import PreparedBench, prepare_bench
 from .._measure.callable import bench_callable_with
 from .._measure.options import BenchOptions
 from .._measure.result import Result
+from .._values import show
+from ..errors import BenchError, CodegenError
 
-__all__ = ["ChainContender", "CallContender"]
+if TYPE_CHECKING:  # the source kinds (and the code generator they import) load on a SourceLaunch's first use
+    from .._sources.code import Code
+    from .._sources.source import Source
+
+__all__ = ["ChainContender", "CallContender", "SourceLaunch", "SourceContender"]
 
 
 class ChainContender:
@@ -22,6 +35,12 @@ class ChainContender:
     def __init__(self, launches: Sequence[Launch], options: BenchOptions, extra: dict[str, Any]) -> None:
         self.launches, self.options, self.extra = list(launches), options, extra
         self.prepared: PreparedBench | None = None
+
+    def start_compile(self) -> None:
+        """Nothing: its kernels are loaded already."""
+
+    def finish_compile(self) -> str | None:
+        return None
 
     def prepare(self) -> None:
         """bench_chain()'s checks: the kernels, launches, arguments and resets."""
@@ -42,6 +61,12 @@ class CallContender:
     def __init__(self, fn: Callable[[], object], device: Device, label: str) -> None:
         self.fn, self.device, self.label = fn, device, label
 
+    def start_compile(self) -> None:
+        """Nothing: what it launches is its own."""
+
+    def finish_compile(self) -> str | None:
+        return None
+
     def prepare(self) -> None:
         """Nothing ahead: a callable's first call (which may compile) is part of its measurement."""
 
@@ -50,3 +75,80 @@ class CallContender:
 
     def release(self) -> None:
         """The callable's buffers are its own."""
+
+
+@dataclass(frozen=True)
+class SourceLaunch:
+    """A launch of kernel `kernel` of the code `source` compiles to (a `CodeObjectSource`, `IRSource`,
+    `CudaSource` or `HipSource`): `tune()` compiles it ahead, in the compile pool, then loads and measures
+    it as bench() measures a Launch. `grid`, `block`, `args`, `shared_bytes` (bytes): as Launch's."""
+    source: Source
+    kernel: str
+    grid: Dims
+    block: Dims
+    args: Sequence[Argument]
+    shared_bytes: int = 0
+
+    def checked(self) -> SourceLaunch:
+        """BenchError for a source tune() cannot compile without launch arguments' specs (Triton's, which
+        specialises on them: pyhipbench.triton.autotune tunes those)."""
+        from .._sources.source import Source
+        if not isinstance(self.source, Source):
+            raise BenchError(f"SourceLaunch source={show(self.source)}: expected a pyhipbench source "
+                             "(CodeObjectSource, IRSource, CudaSource, HipSource)")
+        if self.source.specialises:
+            raise BenchError(f"SourceLaunch of a {self.source.kind} source: it compiles for its arguments' specs; "
+                             "expected pyhipbench.triton.autotune for Triton kernels")
+        if not isinstance(self.kernel, str) or not self.kernel:
+            raise BenchError(f"SourceLaunch kernel={show(self.kernel)}: expected the kernel's name")
+        return self
+
+
+class SourceContender:
+    """A SourceLaunch (checked: SourceLaunch.checked): compiled in the compile pool (at once, here, for a code
+    object), loaded on `device`, measured as bench_chain() measures one launch."""
+
+    def __init__(self, launch: SourceLaunch, device: Device, options: BenchOptions, extra: dict[str, Any],
+                 compile_workers: int) -> None:
+        self.launch, self.device, self.options, self.extra = launch, device, options, extra
+        self.compile_workers = compile_workers
+        self.compiling: Future[TaskOutcome] | None = None
+        self.code: Code | None = None
+        self.module: Module | None = None
+        self.prepared: PreparedBench | None = None
+
+    def start_compile(self) -> None:
+        from .._sources.code import CompileTarget
+        source, backend = self.launch.source, self.device.backend
+        target = CompileTarget(self.device.arch, backend.compile_driver_version() if source.needs_compiler else None)
+        if source.needs_compiler:
+            self.compiling = shared_pool(self.compile_workers).submit(source.compile, target, ())
+        else:
+            self.code = source.compile(target, ())
+
+    def finish_compile(self) -> str | None:
+        if self.compiling is not None:
+            outcome = self.compiling.result()
+            if not outcome.ok:
+                raise CodegenError(f"{self.launch.source.kind} source of {self.launch.kernel!r} did not compile: "
+                                   f"{outcome.error}")
+            self.code = outcome.value
+        return None
+
+    def prepare(self) -> None:
+        """The code loaded, its kernel found, bench_chain()'s checks made."""
+        assert self.code is not None
+        launch = self.launch
+        self.module = self.device.load_module(self.code.code_object or self.code.data)
+        kernel = self.module.kernel(self.code.kernel_name(launch.kernel))
+        self.prepared = prepare_bench([Launch(kernel, launch.grid, launch.block, list(launch.args),
+                                              launch.shared_bytes)], self.options, **self.extra)
+
+    def measure(self, options: BenchOptions) -> Result:
+        assert self.prepared is not None
+        return dataclasses.replace(self.prepared, options=options).run()
+
+    def release(self) -> None:
+        self.prepared = None
+        if self.module is not None:
+            self.module.unload()

@@ -1,5 +1,9 @@
-"""The engine: trials screened back to back, each prepared ahead and raced, then the tie round, then the pick.
+"""The engine: trials compiled ahead, screened back to back (each prepared ahead and raced), the tie round, the pick.
 
+0. Compile (`compile_trials`). Every trial's compile is started (the compile
+   pool compiles them in parallel), then each is waited for, in order. The
+   screen starts once all have compiled, so the GPU measures them back to
+   back rather than idling (its clock dropping) between compiles.
 1. Screen. Each trial is measured in order with the policy's options, racing
    the lowest CI upper bound so far (racing.py). Where host work stays out of
    the timer's samples (Resolved.host_work_hidden), PREPARE_THREADS threads
@@ -15,7 +19,7 @@ result and says why); the others go on.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -30,9 +34,9 @@ from .ahead import PreparedAhead
 from .racing import RaceBound
 from .ranking import ranked_indices
 from .ties import hold_ties
-from .trial import Trial
+from .trial import Contender, Trial
 
-__all__ = ["PREPARE_THREADS", "Policy", "run_trials"]
+__all__ = ["PREPARE_THREADS", "Policy", "compile_trials", "run_trials"]
 
 PREPARE_THREADS = 2  # a prepare's driver call overlaps the next one's Python
 
@@ -52,6 +56,29 @@ class Policy:
             raise BenchError(f"race={show(race)}: expected True (the default) or False")
         hold_s = None if tie_hold_s is None else real("tie_hold_s", tie_hold_s, minimum=0) or None
         return cls(options, race, hold_s)
+
+
+def compile_trials(trials: Sequence[Trial], progress: Progress) -> None:
+    """Every trial's compile started, then each waited for in order; a failure becomes the trial's error, a
+    note on where it compiled its note. One progress step per trial."""
+    for trial in trials:
+        _attempt(trial, lambda contender: contender.start_compile())
+    for trial in trials:
+        note = _attempt(trial, lambda contender: contender.finish_compile())
+        if note:
+            trial.noted(note)
+        progress.done()
+
+
+def _attempt(trial: Trial, step: Callable[[Contender], str | None]) -> str | None:
+    """`step` of `trial`'s contender unless it failed already; an Error becomes its error."""
+    if trial.error is not None or trial.contender is None:
+        return None
+    try:
+        return step(trial.contender)
+    except Error as e:
+        trial.failed(f"{type(e).__name__}: {e}")
+        return None
 
 
 def run_trials(trials: Sequence[Trial], policy: Policy, device: Device, progress: Progress) -> list[int]:
@@ -90,9 +117,4 @@ def _screen(trials: Sequence[Trial], policy: Policy, device: Device, progress: P
 
 def _prepared(trial: Trial) -> None:
     """`trial`'s contender prepared unless it failed already; a failure becomes its error."""
-    if trial.error is not None or trial.contender is None:
-        return
-    try:
-        trial.timed_prepare()
-    except Error as e:
-        trial.failed(f"{type(e).__name__}: {e}")
+    _attempt(trial, lambda _: trial.timed_prepare())

@@ -12,7 +12,16 @@ __all__ = ["Contender", "Trial"]
 
 
 class Contender(Protocol):
-    """A candidate as the engine measures it: a kernel launch, a chain, a callable, a Triton config."""
+    """A candidate as the engine measures it: a kernel launch, a chain, a callable, a source to compile, a
+    Triton config."""
+
+    def start_compile(self) -> None:
+        """Its compile started ahead (in the compile pool), where it has one; returns at once. Raises
+        pyhipbench.Error for what cannot compile."""
+
+    def finish_compile(self) -> str | None:
+        """Its compile waited for (or made here, where no worker can); a note on where it compiled, or None.
+        Raises pyhipbench.Error for a failed compile."""
 
     def prepare(self) -> None:
         """Host work before the first measurement (load its code, check its launch); may run on a thread

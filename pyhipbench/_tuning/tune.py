@@ -1,10 +1,10 @@
-"""tune(): N candidates (kernel launches, chains, callables) through the tuning engine, the winner found.
+"""tune(): N candidates (kernel launches, chains, sources to compile, callables) through the tuning engine.
 
-The same policy `pyhipbench.triton.autotune` gives Triton configs: each
-candidate prepared ahead while the GPU measures the one before, raced
-against the best so far, the ties measured again under sustained load, the
-fastest there the winner; a candidate that fails keeps its error and the rest
-go on.
+The same policy `pyhipbench.triton.autotune` gives Triton configs: the
+sources compiled ahead in the compile pool, each candidate prepared ahead
+while the GPU measures the one before, raced against the best so far, the
+ties measured again under sustained load, the fastest there the winner; a
+candidate that fails keeps its error and the rest go on.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
+from .._compile.pool import default_workers
 from .._device.device import Device
 from .._device.memory import DeviceArray
 from .._device.module import Kernel
@@ -21,34 +22,37 @@ from .._measure.callable import callable_device
 from .._measure.expect import Expect
 from .._measure.options import BenchOptions
 from .._progress import Progress
-from .._values import show
+from .._values import integer, show
 from ..errors import BenchError
-from .contenders import CallContender, ChainContender
-from .engine import Policy, run_trials
+from .contenders import CallContender, ChainContender, SourceContender, SourceLaunch
+from .engine import Policy, compile_trials, run_trials
 from .trial import Contender, Trial
 from .tuning import CandidateResult, Tuning
 
 __all__ = ["tune", "TuneCandidate"]
 
-# What tune() measures: one launch, a chain of launches (one sample is the chain), or a callable.
-TuneCandidate = Union[Launch, Sequence[Launch], Callable[[], object]]
+# What tune() measures: one launch, a chain of launches (one sample is the chain), a launch of a kernel compiled
+# from a source, or a callable.
+TuneCandidate = Union[Launch, Sequence[Launch], SourceLaunch, Callable[[], object]]
 
 
 def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, race: bool = True,
          tie_hold_s: float | None = 0.1, device: Device | None = None, progress: bool | None = None,
          stream: Stream | None = None, expect: Expect = None, atol: float | None = None, rtol: float | None = None,
          reset_to_zero: Sequence[DeviceArray] | None = None, restore_value: Sequence[DeviceArray] | None = None,
-         **bench_options: Any) -> Tuning:
+         compile_workers: int | None = None, **bench_options: Any) -> Tuning:
     """Measures every candidate and finds the fastest (µs per sample), as autotune does a Triton config.
 
     `candidates`: a list, or a dict by label, of `Launch` (one kernel), lists of `Launch` (a chain, timed
-    as bench_chain() times it) or callables (timed as bench_callable() times them). `bench_options`:
+    as bench_chain() times it), `SourceLaunch` (a kernel compiled from a source, in the compile pool of
+    `compile_workers` processes, None: the CPUs less one) or callables (timed as bench_callable() times
+    them). `bench_options`:
     bench()'s options (`BenchOptions`) for every candidate, `slower_than_us` aside (racing sets it).
     `race`: stop each candidate once it is surely slower than the best so far (False measures each to
     the precision). `tie_hold_s`: the candidates tied with the fastest are measured again, each after
     running back to back untimed for about this long (s), and the fastest there wins (None or 0: the
     fastest median wins; docs/measurement.md#ties-under-sustained-load). `device`: where the callables
-    run (None: bench_callable's default). `stream`, `expect`, `atol`, `rtol`, `reset_to_zero`,
+    and the sources' kernels run (None: bench_callable's default). `stream`, `expect`, `atol`, `rtol`, `reset_to_zero`,
     `restore_value`: bench_chain()'s, for every launch and chain (the arrays and references each
     candidate takes). `progress`: a bar on stderr (None: when stderr is a terminal).
     Returns a Tuning; BenchError when no candidate ran, naming each one's error.
@@ -60,15 +64,18 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
     policy = Policy.checked(BenchOptions.from_keywords("tune", bench_options), race, tie_hold_s)
     if progress is not None and not isinstance(progress, bool):
         raise BenchError(f"progress={show(progress)}: expected True, False or None (a bar when stderr is a terminal)")
+    workers = default_workers() if compile_workers is None else integer("compile_workers", compile_workers, 1, 1024)
     labelled = _labelled(candidates)
     given = {"stream": stream, "expect": expect, "atol": atol, "rtol": rtol, "reset_to_zero": reset_to_zero,
              "restore_value": restore_value}
     chain_extra = {k: v for k, v in given.items() if v is not None}
-    trials = [Trial(label, _contender(label, candidate, policy.options, chain_extra, device))
+    trials = [Trial(label, _contender(label, candidate, policy.options, chain_extra, device, workers))
               for label, candidate in labelled]
     measuring = _measuring_device(trials, device)
-    bar = Progress(len(trials), show=progress, unit="candidate", desc="tuning")
+    sources = sum(isinstance(t.contender, SourceContender) for t in trials)
+    bar = Progress(len(trials) + sources, show=progress, unit="candidate", desc="tuning")
     try:
+        compile_trials([t for t in trials if isinstance(t.contender, SourceContender)], bar)
         order = run_trials(trials, policy, measuring, bar)
     finally:
         bar.close()
@@ -100,6 +107,8 @@ def _labelled(candidates: object) -> list[tuple[str, Any]]:
 
 
 def _label(candidate: object) -> str:
+    if isinstance(candidate, SourceLaunch):
+        return candidate.kernel
     if isinstance(candidate, Launch):
         return getattr(candidate.kernel, "name", "launch")
     if isinstance(candidate, (list, tuple)):
@@ -108,7 +117,9 @@ def _label(candidate: object) -> str:
 
 
 def _contender(label: str, candidate: object, options: BenchOptions, chain_extra: dict[str, Any],
-               device: Device | None) -> Contender:
+               device: Device | None, compile_workers: int) -> Contender:
+    if isinstance(candidate, SourceLaunch):
+        return SourceContender(candidate.checked(), callable_device(device), options, chain_extra, compile_workers)
     if isinstance(candidate, Launch):
         return ChainContender([candidate], options, chain_extra)
     if isinstance(candidate, (list, tuple)) and candidate and all(isinstance(c, Launch) for c in candidate):
@@ -119,7 +130,7 @@ def _contender(label: str, candidate: object, options: BenchOptions, chain_extra
                              "expected them only with launches and chains (a callable runs its own)")
         return CallContender(candidate, callable_device(device), label)
     raise BenchError(f"candidate {label!r}={show(candidate)}: expected a pyhipbench.Launch, a non-empty list of "
-                     "Launch (a chain) or a callable")
+                     "Launch (a chain), a SourceLaunch or a callable")
 
 
 def _measuring_device(trials: list[Trial], device: Device | None) -> Device:
@@ -130,6 +141,6 @@ def _measuring_device(trials: list[Trial], device: Device | None) -> Device:
             kernel = trial.contender.launches[0].kernel
             if isinstance(kernel, Kernel):
                 return kernel.device
-        elif isinstance(trial.contender, CallContender):
+        elif isinstance(trial.contender, (CallContender, SourceContender)):
             return trial.contender.device
     return callable_device(device)

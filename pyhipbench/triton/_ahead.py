@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._compile.pool import TaskOutcome, shared_pool
+from ..errors import CodegenError
 from . import _kernel
 from ._cache import cache_entry
 
@@ -130,9 +131,9 @@ class Ahead:
         """The worker's outcome (waits for it); None where no worker compiles."""
         return None if self.future is None else self.future.result()
 
-    def failure(self, outcome: TaskOutcome) -> str:
-        """A failed outcome as the error of the config or candidate: as this process's own compile says it."""
-        return f"CodegenError: Triton could not compile {self.what}: {outcome.error}"
+    def failure(self, outcome: TaskOutcome) -> CodegenError:
+        """A failed outcome as the config's error: as this process's own compile says it."""
+        return CodegenError(f"Triton could not compile {self.what}: {outcome.error}")
 
 
 def compile_ahead(specs: "list[Specialized]", arch: str, workers: int, timeout_s: float | None) -> list[Ahead]:

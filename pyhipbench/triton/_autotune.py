@@ -27,7 +27,7 @@ from .._measure.callable import bench_callable_with
 from .._measure.options import BenchOptions
 from .._measure.result import Result
 from .._progress import Progress
-from .._tuning.engine import Policy, run_trials
+from .._tuning.engine import Policy, compile_trials, run_trials
 from .._tuning.trial import Trial
 from .._values import icache_flush as checked_icache_flush
 from .._values import integer, real, show
@@ -98,6 +98,29 @@ class _Config:
     kernel: TritonKernel | None = None
     compile_s: float = 0.0
     queue_s: float = 0.0
+
+    def start_compile(self) -> None:
+        """Triton's cache looked up, else the compile sent to the compile pool where a worker can import the
+        kernel (else it compiles here, in finish_compile)."""
+        t = self.tuner.tune_options
+        assert self.spec is not None
+        [self.ahead] = compile_ahead([self.spec], self.tuner.device.arch, t.compile_workers, t.compile_timeout_s)
+
+    def finish_compile(self) -> str | None:
+        """The pool's compile waited for, or the compile made here; where it compiled, when that is here."""
+        assert self.spec is not None and self.ahead is not None
+        outcome = self.ahead.outcome()
+        if outcome is not None:
+            self.queue_s, self.compile_s = outcome.queue_s, outcome.run_s
+            if not outcome.ok:
+                raise self.ahead.failure(outcome)
+        if self.ahead.where == "here":
+            compiling = time.perf_counter()
+            try:
+                self.compiled = triton_compile(self.spec, self.tuner.device.arch)
+            finally:
+                self.compile_s = time.perf_counter() - compiling
+        return self.ahead.note
 
     def prepare(self) -> None:
         """The kernel loaded on the device (Triton's cache read, for a compile ahead). Not for a hooked config,
@@ -191,7 +214,7 @@ class Autotuner:
             try:
                 for trial, config in zip(trials, configs):
                     self._specialized(trial, config, call)
-                self._compile(trials, progress)
+                compile_trials(trials, progress)
                 compile_wall_s = time.perf_counter() - started
                 for trial, config in zip(trials, configs):
                     if self._hooked(config) and trial.error is None:
@@ -269,36 +292,6 @@ class Autotuner:
                                         **config.all_kwargs())
         except Error as e:
             trial.failed(f"{type(e).__name__}: {e}")
-
-    def _compile(self, trials: list[Trial], progress: Progress) -> None:
-        """Every specialised config compiled: ahead (cache, pool) where it can be, else here, one after another.
-        Waits for the pool's compiles and records each outcome; nothing is loaded yet."""
-        t = self.tune_options
-        ready = [(trial, trial.contender) for trial in trials
-                 if isinstance(trial.contender, _Config) and trial.contender.spec is not None]
-        aheads = compile_ahead([c.spec for _, c in ready], self.device.arch, t.compile_workers,
-                               t.compile_timeout_s)
-        for (trial, config), ahead in zip(ready, aheads):
-            config.ahead, trial.note = ahead, ahead.note
-            outcome = ahead.outcome()
-            if outcome is not None:
-                config.queue_s, config.compile_s = outcome.queue_s, outcome.run_s
-                if not outcome.ok:
-                    trial.failed(ahead.failure(outcome))
-            if ahead.where != "here":
-                progress.done()
-        progress.done(len(trials) - len(ready))  # failed before compiling
-        for trial, config in ready:
-            if config.ahead.where != "here":
-                continue
-            if trial.error is None:
-                compiling = time.perf_counter()
-                try:
-                    config.compiled = triton_compile(config.spec, self.device.arch)
-                except Error as e:
-                    trial.failed(f"{type(e).__name__}: {e}")
-                config.compile_s = time.perf_counter() - compiling
-            progress.done()
 
     def _resets(self) -> dict[str, tuple[str, ...]]:
         return {"reset_to_zero": self.tune_options.reset_to_zero, "restore_value": self.tune_options.restore_value}

@@ -432,18 +432,18 @@ def test_autotune_records_failed_configs_with_the_reason(device, fake_driver, ba
 def test_autotune_sets_up_the_device_on_a_thread_while_the_configs_compile(device, fake_driver, monkeypatch):
     from pyhipbench._measure.cache import clean_step
     order = []
-    real_set_up, real_compile = ht._autotune.set_up, ht._autotune.Autotuner._compile
+    real_set_up, real_compile = ht._autotune.set_up, ht._autotune.compile_trials
 
     def set_up(d, options):
         order.append(("set up", threading.current_thread().name, options.cache_state))
         real_set_up(d, options)
 
-    def compile_configs(self, candidates, progress):
+    def compile_configs(trials, progress):
         order.append(("compile", threading.current_thread().name, None))
-        real_compile(self, candidates, progress)
+        real_compile(trials, progress)
 
     monkeypatch.setattr(ht._autotune, "set_up", set_up)
-    monkeypatch.setattr(ht._autotune.Autotuner, "_compile", compile_configs)
+    monkeypatch.setattr(ht._autotune, "compile_trials", compile_configs)
     runs = timed_by_block(monkeypatch, fake_driver, {})
     tuned = ht.autotune([triton.Config({"BLOCK": 256})], key=["n"], device=device)(tk.add)
     x, y, out = vectors(device)

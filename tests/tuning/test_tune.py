@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pyhipbench as hb
-from pyhipbench._tuning import contenders
+from pyhipbench._measure.bench import PreparedBench
 from pyhipbench.errors import BenchError
 
 COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
@@ -30,16 +30,16 @@ def launch_us(monkeypatch, fake_driver, us: dict[int, float], held_us: dict[int,
     """Each launch of a block size takes us[block] µs on the fake (held_us[block] in a measurement with a
     hold), each one ramp_us[block] µs more than the last; the (block, options) of every measurement."""
     measured = []
-    real = contenders.ChainContender.measure
+    real = PreparedBench.run
 
-    def measure(self, options):
-        block = self.launches[0].block
-        measured.append((block, options))
-        table = held_us if held_us is not None and options.hold_s > 0 else us
+    def run(self):
+        block = self.checked[0][1].block[0]
+        measured.append((block, self.options))
+        table = held_us if held_us is not None and self.options.hold_s > 0 else us
         fake_driver.lib.fake_set_launch_ms(table[block] / 1000)
         fake_driver.lib.fake_set_launch_ms_step((ramp_us or {}).get(block, 0.0) / 1000)
-        return real(self, options)
-    monkeypatch.setattr(contenders.ChainContender, "measure", measure)
+        return real(self)
+    monkeypatch.setattr(PreparedBench, "run", run)
     return measured
 
 
@@ -129,3 +129,37 @@ def test_when_no_candidate_runs_the_error_names_each_ones_reason(device, copy, a
 def test_bad_input_is_refused_in_one_line_before_anything_runs(candidates, options, message):
     with pytest.raises(BenchError, match=message):
         hb.tune(candidates, **options)
+
+
+def test_sources_compile_ahead_then_race_and_their_modules_are_unloaded(device, args, fake_driver, monkeypatch):
+    launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 3.0})
+    loaded = len(device.backend.modules)
+    ptx = hb.CodeObjectSource(COPY_PTX)
+    tuning = hb.tune([hb.SourceLaunch(ptx, "copy", 4, b, args) for b in (64, 128)], device=device, timer="events",
+                     cache="warm", tie_hold_s=None)
+    assert [r.label for r in tuning.results] == ["copy#0", "copy#1"] and tuning.best.label == "copy#1"
+    assert tuning.results[1].result.slower_than_us == tuning.results[0].result.ci_us[1]
+    assert len(device.backend.modules) == loaded  # each candidate's module unloaded after the tuning
+
+
+def test_an_ir_source_compiles_in_the_pool_and_one_that_fails_costs_only_itself(device, args, backend_name):
+    if backend_name != "hip":
+        pytest.skip("the IR is AMDGPU's")
+    from codegen_helpers import require_toolchain
+    from sweep_helpers import IR
+    require_toolchain("gfx942")
+    tuning = hb.tune({"ir": hb.SourceLaunch(hb.IRSource(IR.encode()), "copy", 4, 64, args),
+                      "broken": hb.SourceLaunch(hb.IRSource(b"define void @copy( {"), "copy", 4, 64, args)},
+                     device=device, timer="events", iterations=3, tie_hold_s=None, compile_workers=1)
+    ran, broken = tuning.results
+    assert ran.error is None and ran.result.samples == 3 and tuning.best is ran
+    assert broken.result is None and broken.error.startswith("CodegenError: llvm-ir source of 'copy' did not compile")
+
+
+@pytest.mark.parametrize("launch, message", [
+    (lambda: hb.SourceLaunch(b"ptx", "copy", 1, 1, []), r"^SourceLaunch source=b'ptx': expected a pyhipbench source"),
+    (lambda: hb.SourceLaunch(hb.CodeObjectSource(COPY_PTX), "", 1, 1, []), r"^SourceLaunch kernel='': expected"),
+])
+def test_a_source_launch_that_cannot_compile_is_refused_before_anything_runs(launch, message):
+    with pytest.raises(BenchError, match=message):
+        hb.tune([launch()])
