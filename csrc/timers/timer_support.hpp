@@ -167,14 +167,16 @@ class TimerBase : public Timer {
     }
   }
 
-  // The untimed steps before a sample on argument set `set`, on `stream`: the
-  // resets, then the clean step (so what the resets wrote is cold again).
+  // The untimed steps before a sample on argument set `set`, on `stream`, in
+  // the order real code has them: the clean step (the cache as earlier work
+  // leaves it), then the resets, so what they wrote (an output zeroed right
+  // before the kernel) is in the cache when the chain starts, as in real use.
   void prepare_sample(LaunchPlan& plan, size_t set, Stream stream) {
+    launch_clean_step(plan.clean_step(), stream);
     for (const ResetStep& step : plan.resets()) {
       const Status status = driver_->reset(step, set, stream);
       if (status.code != 0) fail("reset step before " + plan.name(), status.call, status.code);
     }
-    launch_clean_step(plan.clean_step(), stream);
   }
 
   // The plan's chain on argument set `set`: `start` (if any) recorded before its

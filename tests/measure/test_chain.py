@@ -98,13 +98,17 @@ def test_cupti_gives_the_sum_each_kernels_median_and_the_span(fake_libraries, fa
     assert record["ran"] == "chain" and len(record["kernels"]) == 2 and len(record["span_us"]) == 5
 
 
-def test_reset_steps_run_before_the_clean_step_outside_the_timing(device, copy, fake_driver, backend_name):
+def test_reset_steps_run_after_the_clean_step_right_before_the_chain_outside_the_timing(device, copy, fake_driver,
+                                                                                         backend_name):
+    """As in real code: the cache as earlier work leaves it (the clean step), then the output zeroed (or
+    restored) right before the kernel, so what the resets wrote is in the cache when the chain starts."""
     chain, (src, work, dst) = split_chain(device, copy)
     zero, restore = RESET[backend_name]
     res = hb.bench_chain(chain, timer="events", cache="clean-cold", iterations=3, warmup=0,
                          reset_to_zero=[dst], restore_value=[work])
     calls = [r.call.decode() for r in fake_driver.records() if r.call.decode() in (zero, restore, LAUNCH[backend_name])]
-    assert calls == [zero, restore, LAUNCH[backend_name], LAUNCH[backend_name], LAUNCH[backend_name]] * 3
+    clean, chain_launch = LAUNCH[backend_name], LAUNCH[backend_name]
+    assert calls == [clean, zero, restore, chain_launch, chain_launch] * 3
     np.testing.assert_allclose(res.times_us, 8.0, atol=1e-3)
 
 

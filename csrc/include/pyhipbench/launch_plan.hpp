@@ -136,8 +136,9 @@ class PYHIPBENCH_API LaunchPlan {
   void set_clean_step(std::unique_ptr<LaunchPlan> step);
   LaunchPlan* clean_step() const { return clean_step_.get(); }
 
-  // Untimed steps before each sample, before the clean step (so the reset
-  // memory is cold again when the chain starts); the same timers take them.
+  // Untimed steps before each sample, after the clean step (so what they write
+  // is in the cache when the chain starts, as in real code, where an output is
+  // zeroed right before the kernel); the same timers take them.
   // Throws std::invalid_argument unless the step has one destination per set.
   void add_reset(ResetStep step);
   const std::vector<ResetStep>& resets() const { return resets_; }
