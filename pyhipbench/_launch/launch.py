@@ -41,6 +41,16 @@ def module_launches(module: Module, grid: PerKernel, block: PerKernel, args: Seq
     """Every kernel of `module` in order (`names`, else `module.kernel_names()`: sorted by name, so
     `__part_0`, `__part_1`, ... run in their order), each with `args`: a chain as the rocMLIR
     tuning driver runs a module. `grid` and `block`: one value for all, or {kernel name: value}."""
+    from .._device.module import Module  # at run time: the module imports what a launch is
+    if not isinstance(module, Module):
+        raise BenchError(f"module_launches: module={show(module)}: expected a pyhipbench.Module "
+                         "(device.load_module(...))")
+    if not isinstance(args, (list, tuple)):
+        raise BenchError(f"module_launches: args={show(args)}: expected a list of kernel arguments")
+    if names is not None and (isinstance(names, str) or not isinstance(names, (list, tuple)) or not names
+                              or not all(isinstance(n, str) for n in names)):
+        raise BenchError(f"module_launches: names={show(names)}: expected a non-empty list of the module's "
+                         f"kernel names ({', '.join(module.kernel_names())}) or None (all of them, in name order)")
     order = list(module.kernel_names() if names is None else names)
     if not order:
         raise BenchError("the module has no kernels to chain")

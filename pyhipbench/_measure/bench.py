@@ -274,7 +274,8 @@ def _checked_chain(launches: Sequence[Launch], stream: Stream | None
             raise BenchError(f"launches[{i}]={show(launch)}: expected a pyhipbench.Launch")
         kernel, args = launch.kernel, launch.args
         if not isinstance(kernel, Kernel):
-            raise BenchError(f"bench() times a Kernel (device.load_module(...).kernel(name)), "
+            where = "kernel" if len(launches) == 1 else f"launches[{i}].kernel"
+            raise BenchError(f"{where}={show(kernel)}: bench() times a Kernel (device.load_module(...).kernel(name)), "
                              f"got {type(kernel).__name__}")
         if not kernel.module.handle:
             raise BenchError(f"kernel {kernel.name!r}: its {kernel.module.format} module has been unloaded")

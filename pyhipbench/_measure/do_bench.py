@@ -11,7 +11,7 @@ after at most `warmup + rep` ms, and most stop far sooner; they set no counts.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,9 @@ def do_bench(fn: Callable[[], object], warmup: float = 25, rep: float = 100, gra
         quantiles = [real("quantiles", q, minimum=0) for q in quantiles]
         if max(quantiles) > 1:
             raise BenchError(f"quantiles={show(quantiles)}: expected numbers in [0, 1]")
+    if grad_to_none is not None and (isinstance(grad_to_none, (str, bytes)) or not isinstance(grad_to_none, Iterable)
+                                     or not all(hasattr(t, "grad") for t in grad_to_none)):
+        raise BenchError(f"grad_to_none={show(grad_to_none)}: expected a list of tensors (each with a .grad) or None")
     call = fn
     if grad_to_none:
         tensors = list(grad_to_none)

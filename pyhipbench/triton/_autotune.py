@@ -256,10 +256,12 @@ class Autotuner:
         configs = self.configs
         prune = self.tune_options.prune_configs_by
         if prune.get("early_config_prune") is not None:
-            configs = list(prune["early_config_prune"](configs, named, **kwargs))
-            if not configs or not all(isinstance(c, _kernel._triton.Config) for c in configs):
-                raise BenchError(f"early_config_prune returned {show(configs)}: expected a non-empty list of "
+            kept = prune["early_config_prune"](configs, named, **kwargs)
+            if not isinstance(kept, (list, tuple)) or not kept or \
+                    not all(isinstance(c, _kernel._triton.Config) for c in kept):
+                raise BenchError(f"early_config_prune returned {show(kept)}: expected a non-empty list of "
                                  "the triton.Config it was given")
+            configs = list(kept)
         if prune.get("perf_model") is not None:
             top_k = prune.get("top_k", 10)
             if isinstance(top_k, float) and 0 < top_k <= 1:
@@ -270,6 +272,10 @@ class Autotuner:
             if len(configs) > top_k:
                 model = prune["perf_model"]
                 estimates = [model(**named, **kwargs, **c.all_kwargs()) for c in configs]
+                for config, estimate in zip(configs, estimates):
+                    if isinstance(estimate, bool) or not isinstance(estimate, (int, float)) or estimate != estimate:
+                        raise BenchError(f"perf_model returned {show(estimate)} for {config}: expected a number "
+                                         "(an estimated time), which the configs are ranked by")
                 order = sorted(range(len(configs)), key=lambda i: estimates[i])  # ties keep the configs' order
                 configs = [configs[i] for i in order[:top_k]]
         return configs
@@ -399,6 +405,9 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     (compiling, then measuring) for a tuning that lasts past a second; None: when stderr is a terminal.
     """
     _require_triton()
+    if device is not None and not isinstance(device, Device):
+        raise BenchError(f"device={show(device)}: expected a pyhipbench.Device (hb.Device(\"cuda\", 0)) or None "
+                         "(the first GPU, on first use)")
     configs = list(configs) if isinstance(configs, (list, tuple)) else configs
     if not isinstance(configs, list) or not configs or not all(isinstance(c, _kernel._triton.Config) for c in configs):
         raise BenchError(f"configs={show(configs)}: expected a non-empty list of triton.Config")

@@ -158,7 +158,7 @@ def _bench_verdict(keywords: dict) -> str | None:
     """None when bench() accepts the options (it goes on to refuse the missing kernel), else its message."""
     message = _refusal(lambda: hb.bench(None, 1, 1, [], **keywords))
     assert message is not None
-    return None if message.startswith("bench() times a Kernel") else message
+    return None if message.startswith("kernel=None: bench() times a Kernel") else message
 
 
 @FUZZ

@@ -94,9 +94,13 @@ def test_bench_refuses_non_integers_before_launching(device, copy, fake_driver, 
     assert fake_driver.records() == []
 
 
-def test_bench_refuses_what_is_not_a_kernel(device):
-    with pytest.raises(hb.BenchError, match=r"bench\(\) times a Kernel .*, got str"):
+def test_bench_refuses_what_is_not_a_kernel_naming_the_launch_and_value(device):
+    with pytest.raises(hb.BenchError, match=r"^kernel='copy': bench\(\) times a Kernel .*, got str"):
         hb.bench("copy", 1, 1, [])
+    src = device.array(np.zeros(64, np.float32))
+    copy = hb.Launch(device.load_module(COPY_PTX).kernel("copy"), 1, 64, [src, device.empty_like(src), hb.int64(64)])
+    with pytest.raises(hb.BenchError, match=r"^launches\[1\].kernel='copy': bench\(\) times a Kernel"):
+        hb.bench_chain([copy, hb.Launch("copy", 1, 1, [])])
 
 
 def test_a_closed_stream_is_refused(device, copy, fake_driver):

@@ -244,6 +244,9 @@ def test_do_bench_sets_grads_to_none_before_each_call(cuda, monkeypatch):
     (dict(quantiles=()), r"quantiles=\(\): expected a non-empty list"),
     (dict(warmup=0, rep=0), "warmup=0, rep=0: expected a positive time budget in ms"),
     (dict(rep=-1), "rep=-1"),
+    (dict(grad_to_none=3), r"^grad_to_none=3: expected a list of tensors \(each with a .grad\) or None"),
+    (dict(grad_to_none="xy"), r"^grad_to_none='xy': expected a list of tensors"),
+    (dict(grad_to_none=[1.5]), r"^grad_to_none=\[1.5\]: expected a list of tensors"),
 ])
 def test_do_bench_names_a_bad_argument(kwargs, message):
     with pytest.raises(BenchError, match=message):

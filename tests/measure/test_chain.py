@@ -163,3 +163,15 @@ def test_a_tensor_passed_to_two_launches_is_one_array_and_can_be_reset(device, c
     made = launches(fake_driver, backend_name)
     assert all(a.arg_values[1] == b.arg_values[0] for a, b in zip(made[0::2], made[1::2]))
     assert len(fake_driver.records(RESET[backend_name][0])) == 3
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda module: hb.module_launches("copy", 4, 64, []), r"^module_launches: module='copy': expected a pyhipbench.Module"),
+    (lambda module: hb.module_launches(module, 4, 64, None), r"^module_launches: args=None: expected a list"),
+    (lambda module: hb.module_launches(module, 4, 64, [], names="copy"), r"^module_launches: names='copy': expected a "
+     r"non-empty list of the module's kernel names \(copy\)"),
+    (lambda module: hb.module_launches(module, 4, 64, [], names=[]), r"^module_launches: names=\[\]: expected"),
+])
+def test_module_launches_refuses_what_it_cannot_chain_naming_it(device, call, message):
+    with pytest.raises(BenchError, match=message):
+        call(device.load_module(COPY_PTX))

@@ -626,6 +626,20 @@ def test_autotune_prunes_configs_as_triton_does_before_compiling(device, fake_dr
     assert [c.kwargs["BLOCK"] for c in fraction.pruned([x, y, out, 4096], {})] == [128]
 
 
+@pytest.mark.parametrize("prune, message", [
+    ({"early_config_prune": lambda configs, named, **kwargs: None}, r"^early_config_prune returned None: expected a "
+     "non-empty list of the triton.Config it was given"),
+    ({"perf_model": lambda **values: None, "top_k": 1}, r"^perf_model returned None for BLOCK: 128.*: expected a "
+     r"number \(an estimated time\)"),
+])
+def test_a_pruning_function_returning_nothing_is_named(device, prune, message):
+    configs = [triton.Config({"BLOCK": b}, num_warps=4) for b in (128, 256)]
+    tuned = ht.autotune(configs, key=["n"], device=device, prune_configs_by=prune)(tk.add)
+    x, y, out = vectors(device)
+    with pytest.raises(hb.BenchError, match=message):
+        tuned.pruned([x, y, out, 4096], {})
+
+
 def test_autotune_resets_named_arrays_before_each_sample(device, fake_driver, backend_name):
     configs = [triton.Config({"BLOCK": 256}, num_warps=4)]
     tuned = ht.autotune(configs, key=["n"], device=device, iterations=3, warmup_samples=0, timer="events",
@@ -644,6 +658,7 @@ def test_autotune_resets_named_arrays_before_each_sample(device, fake_driver, ba
                                               "early_config_prune, perf_model, top_k"),
     (dict(prune_configs_by={"perf_model": 3}), "prune_configs_by perf_model=3: expected a callable"),
     (dict(reset_to_zero="out"), "reset_to_zero='out': expected a list of argument names"),
+    (dict(device="cuda"), r"^device='cuda': expected a pyhipbench.Device"),
 ])
 def test_autotune_bad_pruning_and_reset_arguments(kwargs, message):
     with pytest.raises(hb.BenchError, match=message):
