@@ -40,7 +40,7 @@ from .._device.device import Device
 from .._device.memory import DeviceArray
 from .._device.module import Kernel
 from .._device.stream import Stream
-from .._launch.args import Argument, adopt_tensors, check_args
+from .._launch.args import Argument, Shared, adopt_tensors, check_args
 from .._launch.argument_sets import ArgumentSets, rotated_arrays
 from .._launch.launch import Launch
 from .._launch.launch_config import Dims, LaunchConfig
@@ -230,7 +230,8 @@ def _checked_resets(args: list[Argument], reset_to_zero: Sequence[DeviceArray],
                     ) -> list[tuple[DeviceArray, bool]]:
     """(array, zero it?) for each reset step (a tensor as the view the launches took it through, `views`);
     BenchError for an array the chain does not take."""
-    taken = {id(a) for a in args if isinstance(a, DeviceArray)}
+    arrays_taken = [a.array if isinstance(a, Shared) else a for a in args]  # a shared array is taken as it is
+    taken = {id(a) for a in arrays_taken if isinstance(a, DeviceArray)}
     steps = []
     for what, arrays, zero in (("reset_to_zero", reset_to_zero, True), ("restore_value", restore_value, False)):
         if not isinstance(arrays, (list, tuple)):

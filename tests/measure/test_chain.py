@@ -175,3 +175,13 @@ def test_a_tensor_passed_to_two_launches_is_one_array_and_can_be_reset(device, c
 def test_module_launches_refuses_what_it_cannot_chain_naming_it(device, call, message):
     with pytest.raises(BenchError, match=message):
         call(device.load_module(COPY_PTX))
+
+
+def test_a_shared_array_can_be_reset(device, copy, fake_driver, backend_name):
+    """A shared() array is one buffer in every set: its reset zeroes that buffer before each sample."""
+    src = device.array(np.ones(1024, np.float32))
+    dst = device.array(np.ones(1024, np.float32))
+    zero = RESET[backend_name][0]
+    hb.bench_chain([hb.Launch(copy, 4, 256, [src, hb.shared(dst), hb.int64(1024)])], timer="events",
+                   cache="dirty-cold", rotate=3, iterations=3, warmup=0, reset_to_zero=[dst])
+    assert {r.arg_values[0] for r in fake_driver.records(zero)} == {dst.address}
