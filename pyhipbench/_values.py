@@ -62,8 +62,8 @@ def integer(name: str, value: object, low: int | None = None, high: int | None =
 
 
 def real(name: str, value: object, *, minimum: float | None = None, above: float | None = None,
-         below: float | None = None) -> float:
-    """`value` as a finite float with `value >= minimum`, `> above`, `< below` (each optional).
+         below: float | None = None, maximum: float | None = None) -> float:
+    """`value` as a finite float with `value >= minimum`, `> above`, `< below`, `<= maximum` (each optional).
 
     Raises BenchError naming `name=value` and the range for a bool, a
     non-number, NaN, an infinity or a value out of range.
@@ -72,6 +72,7 @@ def real(name: str, value: object, *, minimum: float | None = None, above: float
         bounds = [f">= {minimum}"] if minimum is not None else []
         bounds += [f"> {above}"] if above is not None else []
         bounds += [f"< {below}"] if below is not None else []
+        bounds += [f"<= {maximum}"] if maximum is not None else []
         wanted = "a finite number" + (" " + " and ".join(bounds) if bounds else "")
         return BenchError(problem.format(label=f"{name}={show(value)}", wanted=wanted, type=type(value).__name__))
 
@@ -79,7 +80,8 @@ def real(name: str, value: object, *, minimum: float | None = None, above: float
         raise error("{label}: expected {wanted}, got {type}")
     number = float(value)
     if not np.isfinite(number) or (minimum is not None and number < minimum) \
-            or (above is not None and number <= above) or (below is not None and number >= below):
+            or (above is not None and number <= above) or (below is not None and number >= below) \
+            or (maximum is not None and number > maximum):
         raise error("{label}: out of range, expected {wanted}")
     return number
 

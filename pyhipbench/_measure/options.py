@@ -33,6 +33,10 @@ MAX_LAUNCHES = 1_000_000
 # the bound goes on to the precision as any other.
 RACING_CHUNKS = {"warmup_chunk": 3, "first_chunk": 6, "min_samples": 6}
 
+# The longest hold asked for, s: a power or thermal limit bites within a second (docs/measurement.md), so an
+# hour is far past any use, and a typo (1e9 s) is refused rather than holding the GPU for years.
+MAX_HOLD_S = 3600.0
+
 # A fixed count is taken whatever the time: the time cap (which counts the
 # warm-up sharing the first run) must never cut it short.
 _FIXED_COUNT_TIME_CAP_S = 1e9
@@ -84,8 +88,8 @@ class BenchOptions:
                           see="Energy#energy")
     hold_s: float = option(_RULE.hold_s, "untimed runs back to back for at least this long first: the samples "
                            "then run at the clock the GPU's power and thermal limits sustain, not its boost "
-                           "clock; max_time_s counts from the hold's end", unit="s", cli="number",
-                           see="Sustained load#sustained-load-the-hold")
+                           f"clock; max_time_s counts from the hold's end; at most {MAX_HOLD_S:g}", unit="s",
+                           cli="number", see="Sustained load#sustained-load-the-hold")
 
     def __post_init__(self) -> None:
         if not (isinstance(self.timer, str) and self.timer in TIMERS + ("auto",)):
@@ -106,7 +110,7 @@ class BenchOptions:
             if self.iterations is not None:
                 raise BenchError(f"slower_than_us={show(self.slower_than_us)} with iterations={self.iterations}: "
                                  "racing stops a run early, a fixed count never does; expected one of them")
-        self._set("hold_s", real("hold_s", self.hold_s, minimum=0))
+        self._set("hold_s", real("hold_s", self.hold_s, minimum=0, maximum=MAX_HOLD_S))
         if not isinstance(self.energy, bool):
             raise BenchError(f"energy={show(self.energy)}: expected True or False")
         if self.energy and self.cache_state == "clean-cold":

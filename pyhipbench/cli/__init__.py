@@ -106,8 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Runs the command; its exit status. Argparse exits 2 itself on malformed options."""
     args = build_parser().parse_args(argv)
-    configure_logging(args.verbose, args.quiet)
     prefix = f"pyhipbench {args.command}:"
+    if args.quiet and args.verbose:
+        print(f"{prefix} -q with -v: expected one of them (-q says only errors, -v says more)", file=sys.stderr)
+        return 2
+    configure_logging(args.verbose, args.quiet)
     try:
         return args.handler(args)
     except BenchError as e:  # bad input: nothing was launched

@@ -96,8 +96,8 @@ def add_parser(commands: argparse._SubParsersAction, open_device: OpenDevice) ->
                         help="write the result here, as JSON, CSV or a markdown table by the suffix "
                              "(.json, .csv, .md), or '-' for stdout in --format; repeatable; checked before "
                              "running")
-    parser.add_argument("--format", choices=("json", "csv", "md"), default="json",
-                        help="the format of --out -")
+    parser.add_argument("--format", choices=("json", "csv", "md"),
+                        help="the format of --out - (default json; a file's format comes from its suffix)")
     parser.set_defaults(handler=functools.partial(run, open_device=open_device), usage_error=parser.error)
 
 
@@ -113,6 +113,9 @@ def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
     options = options_from(args)
     if args.chain is None:
         grid, block = dims("grid", args.grid), dims("block", args.block)  # the device's own limits come later
+    if args.format is not None and not any(str(path) == STDOUT for path in args.out):
+        raise BenchError(f"--format {args.format}: it sets the format of --out - (stdout), and none is given; "
+                         "expected --out - with it (a file's format comes from its suffix)")
     for path in args.out:
         if str(path) == STDOUT:
             continue
@@ -168,7 +171,7 @@ def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
     written = []
     for path in args.out:
         if str(path) == STDOUT:
-            print(render_as(f".{args.format}", [result.to_dict()], env), end="")
+            print(render_as(f".{args.format or 'json'}", [result.to_dict()], env), end="")
             written.append(True)
         else:
             written.append(write_or_print("run", path, render(path, [result.to_dict()], env), human))

@@ -411,3 +411,18 @@ def test_prologue_help_warns_about_the_kernel_argument_registers(capsys):
     assert "runs before the kernel-argument loads (LLVM hoists them to the entry; pyhipbench puts the " \
            "prologue first)" in text
     assert "the kernarg segment pointer (s[0:1] in most kernels)" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "k.ptx", *RUN, "--format", "csv"], "pyhipbench run: --format csv: it sets the format of --out - (stdout), "
+                                               "and none is given; expected --out - with it"),
+    (["run", "k.ptx", *RUN, "--format", "md", "--out", "r.json"], "pyhipbench run: --format md: it sets the format"),
+    (["run", "k.ptx", *RUN, "--hold", "1e9"], "pyhipbench run: hold_s=1000000000.0: out of range, expected a finite "
+                                             "number >= 0 and <= 3600.0"),
+    (["info", "-q", "-v"], "pyhipbench info: -q with -v: expected one of them"),
+])
+def test_what_would_be_silently_ignored_is_refused_in_one_line(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.ptx").write_bytes(b"")
+    code, _, err = call(argv, capsys)
+    assert code == 2 and err.startswith(message) and err.count("\n") == 1, err

@@ -46,7 +46,7 @@ def test_defaults_are_shown_and_choices_come_in_order():
     assert "{auto,warm,dirty-cold,clean-cold}" in " ".join(text.split())
     flat = " ".join(text.split())
     for default in ("--device N the GPU's index within its backend (default: 0)",
-                    "warm-up included, s (default: 1.0)", "the format of --out - (default: json)"):
+                    "warm-up included, s (default: 1.0)", "the format of --out - (default json;"):
         assert default in flat, default
     assert "(default: None)" not in flat and "(default: False)" not in flat and "(default: [])" not in flat
 

@@ -130,7 +130,7 @@ def test_max_time_counts_from_the_end_of_the_hold(device, fake_driver):
 
 
 @pytest.mark.parametrize("value, message", [(-1, r"hold_s=-1: out of range, expected a finite number >= 0"),
-                                            ("long", r"hold_s='long': expected a finite number >= 0, got str"),
+                                            ("long", r"hold_s='long': expected a finite number >= 0 and <= 3600.0, got str"),
                                             (float("inf"), r"hold_s=inf: out of range, expected a finite")])
 def test_a_bad_hold_names_the_value(value, message):
     with pytest.raises(hb.BenchError, match=message):
