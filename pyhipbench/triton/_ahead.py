@@ -8,9 +8,12 @@ Triton's cache stays the one store of compiled kernels: a config compiled
 before (by an earlier tuning, or by Triton itself) is found before any worker
 is asked, and costs no compiling.
 
-A kernel compiles in the measuring process instead, one config after
-another, when a worker could not import it (defined in `__main__` or inside
-a function) or when Triton's cache is bypassed (`TRITON_ALWAYS_COMPILE`):
+A kernel defined in the script being run (`__main__`) compiles in the pool
+too: a worker imports the script's file under another name (_script.py),
+where its top level only defines. A kernel compiles in the measuring process
+instead, one config after another, when a worker could not import it
+(defined inside a function, in a notebook, or in a script that runs code at
+its top level) or when Triton's cache is bypassed (`TRITON_ALWAYS_COMPILE`):
 `Ahead.note` says which.
 """
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .._compile.pool import TaskOutcome, shared_pool
 from ..errors import CodegenError
 from . import _kernel
 from ._cache import cache_entry
+from ._script import MAIN_ALIAS, top_level_work
 
 if TYPE_CHECKING:
     from triton.runtime.jit import JITFunction
@@ -44,8 +48,6 @@ def reference(fn: "JITFunction") -> tuple[str, str, str | None] | str:
     """(module, qualified name, the module's file) under which a compile worker imports `fn`, or why it
     cannot."""
     module, name = fn.fn.__module__, fn.fn.__qualname__
-    if module == "__main__":
-        return f"{fn.__name__} is defined in __main__, which a compile worker does not import"
     if "<locals>" in name:
         return f"{fn.__name__} is defined inside a function, which a compile worker cannot import"
     found: Any = sys.modules.get(module)
@@ -53,7 +55,17 @@ def reference(fn: "JITFunction") -> tuple[str, str, str | None] | str:
         found = getattr(found, part, None)
     if found is not fn:
         return f"{module}.{name} is not {fn.__name__} itself (a decorator above @triton.jit, or a rebinding)"
-    return module, name, getattr(sys.modules[module], "__file__", None)
+    path = getattr(sys.modules[module], "__file__", None)
+    if module == "__main__":  # the script being run: a worker imports its file under another name
+        if path is None:
+            return f"{fn.__name__} is defined in __main__ with no file (a notebook, the REPL), which a compile " \
+                "worker cannot import"
+        work = top_level_work(path)
+        if work is not None:
+            return f"{fn.__name__} is defined in {path}, whose {work}; a compile worker would run that again " \
+                "(put it under if __name__ == \"__main__\":)"
+        return MAIN_ALIAS, name, path
+    return module, name, path
 
 
 def _import(module: str, path: str | None) -> Any:

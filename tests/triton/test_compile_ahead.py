@@ -76,6 +76,73 @@ def test_a_kernel_a_worker_cannot_import_compiles_here_and_says_why(device, fres
     assert tuning.results[0].compile_s > 0 and tuning.results[0].queue_s is None
 
 
+# A tuning script as people write them: the kernel defined in the script being run, the tuning under its
+# __main__ guard (here on the fake CUDA driver, whose library path is argv[1]). {work} is what else its top
+# level runs. It prints where each config compiled, its note, and how many compiles this process made.
+SCRIPT = """\
+import json, sys
+import numpy as np
+import triton
+import triton.language as tl
+import pyhipbench as hb
+import pyhipbench.triton as ht
+
+@triton.jit
+def scripted_add(x, y, out, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out + offsets, tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask), mask=mask)
+
+CONFIGS = [triton.Config({{"BLOCK": b}}, num_warps=w) for b in (128, 256) for w in (2, 4)]
+{work}
+if __name__ == "__main__":
+    sys.path.insert(0, sys.argv[2])
+    from fakes.host_backend import HostBackend
+    device = hb.Device.from_backend(HostBackend(), hb._core.load_driver("cuda", sys.argv[1]))
+    here = []
+    compile_here = ht._kernel._triton.compile
+    ht._kernel._triton.compile = lambda *a, **k: here.append(1) or compile_here(*a, **k)
+    x = device.array(np.arange(4096, dtype=np.float32))
+    y, out = device.array(np.ones(4096, np.float32)), device.empty_like(x)
+    tuning = ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer="events",
+                         compile_workers=2, tie_hold_s=None)(scripted_add).tune(
+                             lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),), x, y, out, 4096)
+    print(json.dumps({{"compiled": [r.compiled for r in tuning.results], "notes": [r.note for r in tuning.results],
+                      "failed": [r.error for r in tuning.failed], "compiled_here": len(here)}}))
+"""
+
+
+def run_script(tmp_path, fake_libraries, work: str) -> dict:
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+    script = tmp_path / "tune_script.py"
+    script.write_text(SCRIPT.format(work=work))
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton-cache")}
+    done = subprocess.run([sys.executable, str(script), str(fake_libraries["cuda"]),
+                           str(Path(__file__).resolve().parents[1])], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_a_kernel_defined_in_the_script_being_run_compiles_in_the_pool_under_the_same_cache_key(tmp_path,
+                                                                                                fake_libraries):
+    """The workers import the script under another name (its __main__ block does not run there); what they
+    compile is found in Triton's cache by this process, which compiles nothing itself."""
+    ran = run_script(tmp_path, fake_libraries, work="")
+    assert ran == {"compiled": ["pool"] * 4, "notes": [None] * 4, "failed": [], "compiled_here": 0}
+
+
+def test_a_script_that_runs_code_at_its_top_level_compiles_here_and_names_the_line(tmp_path, fake_libraries):
+    ran = run_script(tmp_path, fake_libraries, work="print('tuning', file=sys.stderr)\n")
+    assert ran["compiled"] == ["here"] * 4 and ran["compiled_here"] == 4 and not ran["failed"]
+    assert ran["notes"][0].startswith("compiled in this process: scripted_add is defined in ")
+    assert ran["notes"][0].endswith("tune_script.py, whose line 15 runs at import (print('tuning', file=sys.stderr)); "
+                                    "a compile worker would run that again (put it under if __name__ == \"__main__\":)")
+
+
 def test_a_compile_past_its_timeout_fails_that_config_alone(device, fresh_cache):
     x, out = device.array(np.ones(16, np.float32)), device.empty(16, np.float32)
     # ~8 s of compiling, and almost none (a new worker's first compile also hashes Triton's installation,
