@@ -116,10 +116,10 @@ def sweep_map(results: list[dict[str, Any]], failures: list[dict[str, Any]], x: 
     fig, ax = plt.subplots(figsize=(8, 6), layout="constrained")
     best: dict[tuple[Any, Any], float] = {}
     for r in results:
-        point = (r["tags"][x], r["tags"][y])
+        point = (_tag(r, x), _tag(r, y))
         best[point] = min(best.get(point, np.inf), r["stats_us"]["median"])
-    xs, ys = _axis([p[0] for p in best] + [f["tags"][x] for f in failures]), \
-        _axis([p[1] for p in best] + [f["tags"][y] for f in failures])
+    xs, ys = _axis([p[0] for p in best] + [_tag(f, x) for f in failures]), \
+        _axis([p[1] for p in best] + [_tag(f, y) for f in failures])
     if best:
         medians = np.array(list(best.values()))
         scatter = ax.scatter([xs[p[0]] for p in best], [ys[p[1]] for p in best], c=medians, cmap="viridis_r",
@@ -134,7 +134,7 @@ def sweep_map(results: list[dict[str, Any]], failures: list[dict[str, Any]], x: 
     reasons = Counter(f.get("reason", "failed") for f in failures)
     for reason, count in reasons.items():
         marked = [f for f in failures if f.get("reason", "failed") == reason]
-        ax.plot([xs[f["tags"][x]] for f in marked], [ys[f["tags"][y]] for f in marked], "x", color="tab:red",
+        ax.plot([xs[_tag(f, x)] for f in marked], [ys[_tag(f, y)] for f in marked], "x", color="tab:red",
                 markersize=9, markeredgewidth=2, label=f"failed: {reason} ({count})")
     for axis, values, name in ((ax.xaxis, xs, x), (ax.yaxis, ys, y)):
         axis.set_ticks(list(values.values()), [str(v) for v in values])
@@ -144,6 +144,12 @@ def sweep_map(results: list[dict[str, Any]], failures: list[dict[str, Any]], x: 
     if reasons:
         fig.legend(loc="outside lower center", ncols=3, fontsize="small")
     return fig
+
+
+def _tag(candidate: dict[str, Any], name: str) -> Any:
+    """A candidate's tag `name` as a point on an axis: a list or an object as its JSON text (one value)."""
+    value = candidate["tags"][name]
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
 
 
 def _axis(values: list[Any]) -> dict[Any, int]:

@@ -163,10 +163,12 @@ class Store:
             if tables and not tables & {"results", "meta"}:
                 raise BenchError(f"{self.path} is an SQLite database of something else (tables "
                                  f"{', '.join(sorted(tables))}); expected a sweep's results database or a new file")
+            version = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
+                if "meta" in tables else None
+            _check_layout(self.db, self.path, None if version is None else version[0])  # before adding to it
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
-            version = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if version is None:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             if self._meta("environment") is None:  # a new database, or one written before it was recorded
@@ -178,9 +180,6 @@ class Store:
                               str(self.path)) from None
             raise BenchError(f"{self.path}: not a usable sweep results database ({e}); expected a sweep's "
                              "results database or a new file") from None
-        if version is not None and version[0] != str(SCHEMA_VERSION):
-            raise BenchError(f"{self.path}: results schema version {version[0]}; this pyhipbench reads "
-                             f"version {SCHEMA_VERSION}")
         if held and not resume:
             raise BenchError(f"{self.path} already holds {held} results; pass --resume (resume=True) to "
                              "continue that sweep, or write to a new file")
@@ -188,7 +187,13 @@ class Store:
 
     def _meta(self, key: str) -> Any:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        try:
+            return json.loads(row[0])
+        except (ValueError, TypeError):
+            raise BenchError(f"{self.path}: its recorded {key} is {show(row[0])}, not JSON; expected a sweep's "
+                             "results database (or a new file)") from None
 
     def _set_meta(self, key: str, value: Any) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
@@ -285,6 +290,27 @@ class Store:
             self.lock.release()
 
 
+_COLUMNS = tuple(line.split()[0] for line in _SCHEMA.split("CREATE TABLE IF NOT EXISTS results (")[1]
+                 .split(");")[0].strip().splitlines())
+
+
+def _check_layout(db: sqlite3.Connection, path: Path, version: object) -> None:
+    """BenchError for a database of another schema version (a newer pyhipbench's), or of an older layout
+    whose results table lacks columns this version reads."""
+    if isinstance(version, bytes):
+        version = version.decode("utf-8", "replace")
+    if version is not None and version != str(SCHEMA_VERSION):
+        raise BenchError(f"{path}: results schema version {version}; this pyhipbench reads version "
+                         f"{SCHEMA_VERSION}")
+    columns = {row[1].decode() if isinstance(row[1], bytes) else row[1]
+               for row in db.execute("PRAGMA table_info(results)")}
+    missing = [c for c in _COLUMNS if c not in columns]
+    if columns and missing:
+        raise BenchError(f"{path}: a results database of an older layout (its results table lacks "
+                         f"{', '.join(missing)}); this pyhipbench reads schema version {SCHEMA_VERSION}: "
+                         "sweep into a new file")
+
+
 def load_results(path: Path) -> list[dict[str, Any]]:
     """The measured results of a sweep database, fastest first, as report.py reads them; BenchError
     naming the candidate whose result is not UTF-8 JSON (report.check_results checks the fields)."""
@@ -298,6 +324,8 @@ def read_database(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | No
         db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
         db.text_factory = bytes  # decoded here, so text that is not UTF-8 is named like a file's
         try:
+            version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            _check_layout(db, path, None if version is None else version[0])
             rows = db.execute("SELECT candidate_id, candidate, result FROM results WHERE status = ? "
                               "ORDER BY median_us", (OK,)).fetchall()
             env = db.execute("SELECT value FROM meta WHERE key = 'environment'").fetchone()

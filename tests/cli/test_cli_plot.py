@@ -99,6 +99,22 @@ def test_a_sweep_by_two_tags_its_best_and_its_page(fake_gpu, device, fake_driver
     assert 'src="http' not in page and 'href="http' not in page  # self-contained: nothing fetched
 
 
+def test_a_sweep_whose_tag_holds_lists_is_placed_by_their_text(fake_gpu, device, fake_driver, tmp_path, capsys):
+    db = tmp_path / "lists.db"
+    store = Store(db)
+    kernel = device.load_module(COPY_PTX).kernel("copy")
+    args = [device.empty(256), device.empty(256), hb.int64(256)]
+    for i, grid in enumerate(([4, 1], [2, 2], [1, 4])):
+        result = hb.bench(kernel, tuple(grid), 64, args, timer="events", cache="warm", iterations=5).to_dict()
+        del result["times_us"]
+        store.record(Row(f"c{i}", {"kernel": "copy", "tags": {"grid": grid, "warps": 2}}, "ok", 1, now(),
+                         result=result, kernel="copy"))
+    store.close()
+    assert cli.main(["plot", str(db), "--x", "grid", "--y", "warps", "-o", str(tmp_path / "map.svg")]) == 0
+    svg = (tmp_path / "map.svg").read_text()
+    assert "3 measured, 0 failed" in svg and "[2, 2]" in svg
+
+
 @pytest.mark.parametrize("argv, message", [
     (["A", "-o", "{tmp}/x.txt"], "{tmp}/x.txt: unknown picture format '.txt'; expected one of .png, .svg"),
     (["A", "--x", "block", "-o", "{tmp}/x.png"],

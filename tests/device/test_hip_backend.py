@@ -15,8 +15,14 @@ from pathlib import Path
 import pytest
 
 from pyhipbench._device.backends import hip as hip_backend
-from pyhipbench._device.backends.hip import HIP_PYTHON_RELEASES, check_versions, decode_hip_version, import_hip_python
-from pyhipbench.errors import NoDeviceError
+from pyhipbench._device.backends.hip import (
+    HIP_PYTHON_RELEASES,
+    check_versions,
+    decode_hip_version,
+    import_hip_python,
+    skip_version_check,
+)
+from pyhipbench.errors import BenchError, NoDeviceError
 
 from fakes.build import FAKES
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python, run_with_fake  # noqa: F401 (fixture)
@@ -326,10 +332,24 @@ def test_readme_table_lists_every_known_release():
         assert f"| {rocm} | {major}.{minor} | `{release}` |" in readme, release
 
 
-def test_version_check_can_be_skipped(fake_hip_library):
+@pytest.mark.parametrize("skip", ["1", "yes", "TRUE", "on"])
+def test_version_check_can_be_skipped(fake_hip_library, skip):
     out = run_hip(fake_hip_library, "report(arch=HipBackend(0).properties().arch)",
-                  FAKE_HIP_RUNTIME_VERSION="90300000", PYHIPBENCH_SKIP_HIP_VERSION_CHECK="1")
+                  FAKE_HIP_RUNTIME_VERSION="90300000", PYHIPBENCH_SKIP_HIP_VERSION_CHECK=skip)
     assert out["arch"] == "gfx942:sramecc+:xnack-"
+
+
+@pytest.mark.parametrize("value, skipped", [("", False), ("0", False), ("no", False), ("Off", False),
+                                            ("yes", True), ("1", True)])
+def test_the_skip_variable_reads_as_people_write_a_switch(monkeypatch, value, skipped):
+    monkeypatch.setenv("PYHIPBENCH_SKIP_HIP_VERSION_CHECK", value)
+    assert skip_version_check() is skipped
+
+
+def test_a_skip_variable_that_is_no_switch_is_refused_naming_it(monkeypatch):
+    monkeypatch.setenv("PYHIPBENCH_SKIP_HIP_VERSION_CHECK", "maybe")
+    with pytest.raises(BenchError, match=r"^PYHIPBENCH_SKIP_HIP_VERSION_CHECK='maybe': expected 1 \(skip the "):
+        skip_version_check()
 
 
 def test_decode_hip_version():

@@ -182,7 +182,7 @@ class HipBackend:
         # process's first HIP call, so here, once per process; why it cannot trace, or "".
         self.tracer_unavailable = _core.attach_rocprofiler()
         runtime_version = self._runtime_version()
-        if os.environ.get(SKIP_VERSION_CHECK_ENV) != "1":
+        if not skip_version_check():
             check_versions(self._bindings.release, self._bindings.generated_for, runtime_version)
         self._check_device_call("hipInit", self._hip.hipInit(0))
         count = self._check_device_call("hipGetDeviceCount", self._hip.hipGetDeviceCount())
@@ -423,6 +423,18 @@ def check_versions(release: str, generated_for: int, runtime_version: int) -> No
         f"and calls must match the runtime's major.minor. Fix: {fix}, or set {SKIP_VERSION_CHECK_ENV}=1 "
         "to proceed anyway"
     )
+
+
+def skip_version_check() -> bool:
+    """Whether PYHIPBENCH_SKIP_HIP_VERSION_CHECK asks to skip the version check: 1, true, yes or on (any
+    case) skip it; unset, empty, 0, false, no or off do not; any other value is refused, naming it."""
+    value = os.environ.get(SKIP_VERSION_CHECK_ENV, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    raise BenchError(f"{SKIP_VERSION_CHECK_ENV}={os.environ[SKIP_VERSION_CHECK_ENV]!r}: expected 1 (skip the "
+                     "hip-python / HIP version check) or 0")
 
 
 def _require_contiguous(host: Any, call: str) -> None:
