@@ -113,7 +113,7 @@ def test_run_races_against_a_bound(fake_gpu, fake_driver, tmp_path, capsys):
     assert result["stop_reason"] == "slower" and result["samples"] == 6 and result["stats_us"]["ci_low"] > 3.5
     assert result["slower_than_us"] == 3.5 and "(stopped: slower, racing 3.500 µs)" in capsys.readouterr().out
     assert cli.main([*run, "--iterations", "8", "--slower-than", "3.5"]) == 2
-    assert "slower_than_us=3.5 with iterations=8: racing stops a run early" in capsys.readouterr().err
+    assert "--slower-than 3.5 with --iterations 8: racing stops a run early" in capsys.readouterr().err
 
 
 def test_run_passes_random_integers_not_zeros(fake_gpu, capsys, monkeypatch):

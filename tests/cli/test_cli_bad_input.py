@@ -21,6 +21,7 @@ import pyhipbench as hb
 from pyhipbench._launch.launch_config import dims
 from pyhipbench._measure.options import BenchOptions
 from pyhipbench._measure.rotation import plan_rotation
+from pyhipbench.cli.options import as_flags
 
 from codegen_helpers import IR_DATA
 
@@ -132,29 +133,31 @@ def refusal(call) -> str:
 
 
 # -- measurement options out of range: BenchOptions' message, before any file is read or device opened ---
-OPTIONS_REFUSED = [  # (run's flags, the BenchOptions keywords they give, the start of the message)
-    (["--precision", "0"], {"precision": 0}, "precision=0: out of range, expected a finite number > 0 and < 1"),
-    (["--precision", "2"], {"precision": 2}, "precision=2: out of range"),
-    (["--precision", "200%"], {"precision": 2.0}, "precision=2.0: out of range"),
-    (["--precision", "nan"], {"precision": float("nan")}, "precision=nan: out of range"),
-    (["--max-time", "-1"], {"max_time_s": -1}, "max_time_s=-1: out of range, expected a finite number > 0"),
-    (["--max-time", "inf"], {"max_time_s": float("inf")}, "max_time_s=inf: out of range"),
-    (["--iterations", "0"], {"iterations": 0}, "iterations=0: out of range, expected an integer in [1, 1000000]"),
-    (["--iterations", "10000001"], {"iterations": 10000001}, "iterations=10000001: out of range"),
-    (["--warmup", "-1"], {"warmup": -1}, "warmup=-1: out of range, expected an integer in [0, 1000000]"),
-    (["--rotate", "0"], {"rotate": 0}, "rotate=0: out of range, expected an integer >= 1"),
-    (["--rotate", "many"], {"rotate": "many"}, "rotate='many': expected 'auto' or a set count >= 1"),
-    (["--slower-than", "0"], {"slower_than_us": 0}, "slower_than_us=0: out of range"),
-    (["--slower-than", "nan"], {"slower_than_us": float("nan")}, "slower_than_us=nan: out of range"),
+OPTIONS_REFUSED = [  # (run's flags, the BenchOptions keywords they give, the start of run's message)
+    (["--precision", "0"], {"precision": 0}, "--precision 0: out of range, expected a finite number > 0 and < 1"),
+    (["--precision", "2"], {"precision": 2}, "--precision 2: out of range"),
+    (["--precision", "200%"], {"precision": 2.0}, "--precision 2.0: out of range"),
+    (["--precision", "nan"], {"precision": float("nan")}, "--precision nan: out of range"),
+    (["--max-time", "-1"], {"max_time_s": -1}, "--max-time -1: out of range, expected a finite number > 0"),
+    (["--max-time", "inf"], {"max_time_s": float("inf")}, "--max-time inf: out of range"),
+    (["--iterations", "0"], {"iterations": 0}, "--iterations 0: out of range, expected an integer in [1, 1000000]"),
+    (["--iterations", "10000001"], {"iterations": 10000001}, "--iterations 10000001: out of range"),
+    (["--warmup", "-1"], {"warmup": -1}, "--warmup -1: out of range, expected an integer in [0, 1000000]"),
+    (["--rotate", "0"], {"rotate": 0}, "--rotate 0: out of range, expected an integer >= 1"),
+    (["--rotate", "many"], {"rotate": "many"}, "--rotate many: expected 'auto' or a set count >= 1"),
+    (["--slower-than", "0"], {"slower_than_us": 0}, "--slower-than 0: out of range"),
+    (["--slower-than", "nan"], {"slower_than_us": float("nan")}, "--slower-than nan: out of range"),
     (["--iterations", "8", "--slower-than", "3.5"], {"iterations": 8, "slower_than_us": 3.5},
-     "slower_than_us=3.5 with iterations=8: racing stops a run early"),
-    (["--throttle-threshold", "1"], {"throttle_threshold": 1}, "throttle_threshold=1: out of range, expected a "
+     "--slower-than 3.5 with --iterations 8: racing stops a run early"),
+    (["--throttle-threshold", "1"], {"throttle_threshold": 1}, "--throttle-threshold 1: out of range, expected a "
      "finite number >= 0 and < 1"),
-    (["--throttle-threshold", "-0.5"], {"throttle_threshold": -0.5}, "throttle_threshold=-0.5: out of range"),
-    (["--hold", "-1"], {"hold_s": -1}, "hold_s=-1: out of range, expected a finite number >= 0"),
-    (["--rotate", "3", "--cache", "warm"], {"rotate": 3, "cache": "warm"}, "rotate=3 with cache='warm'"),
+    (["--throttle-threshold", "-0.5"], {"throttle_threshold": -0.5}, "--throttle-threshold -0.5: out of range"),
+    (["--hold", "-1"], {"hold_s": -1}, "--hold -1: out of range, expected a finite number >= 0"),
+    (["--rotate", "3", "--cache", "warm"], {"rotate": 3, "cache": "warm"}, "--rotate 3 with --cache warm"),
     (["--cache", "clean-cold", "--timer", "graph"], {"cache": "clean-cold", "timer": "graph"},
-     "cache='clean-cold' with timer='graph'"),
+     "--cache clean-cold with --timer graph"),
+    (["--energy", "--cache", "clean-cold"], {"energy": True, "cache": "clean-cold"},
+     "--energy with --cache clean-cold: each sample's clean step would count in its energy; expected --cache warm"),
 ]
 
 
@@ -164,9 +167,10 @@ def test_measurement_options_are_refused_as_bench_refuses_them(files, no_device_
     # --out names a missing folder and the input is absent: the options are refused before either is looked at
     code, out, err = call(["run", str(files / "absent.ptx"), *RUN, *flags, "--out", "/nonexistent/r.json"], capsys)
     assert (code, out) == (2, "")
-    assert err == f"pyhipbench run: {refusal(lambda: BenchOptions(**keywords))}\n"
-    assert err.startswith(f"pyhipbench run: {start}")
-    assert refusal(lambda: hb.bench(None, 1, 1, [], **keywords)) == err[len("pyhipbench run: "):-1]
+    assert err.startswith(f"pyhipbench run: {start}") and err.count("\n") == 1
+    # The library's message, with the options named as the command line names them.
+    assert refusal(lambda: hb.bench(None, 1, 1, [], **keywords)) == refusal(lambda: BenchOptions(**keywords))
+    assert err == f"pyhipbench run: {as_flags(refusal(lambda: BenchOptions(**keywords)))}\n"
 
 
 # -- grid and block out of range: launch_config.dims' message, before any file is read or device opened ----
@@ -417,7 +421,7 @@ def test_prologue_help_warns_about_the_kernel_argument_registers(capsys):
     (["run", "k.ptx", *RUN, "--format", "csv"], "pyhipbench run: --format csv: it sets the format of --out - (stdout), "
                                                "and none is given; expected --out - with it"),
     (["run", "k.ptx", *RUN, "--format", "md", "--out", "r.json"], "pyhipbench run: --format md: it sets the format"),
-    (["run", "k.ptx", *RUN, "--hold", "1e9"], "pyhipbench run: hold_s=1000000000.0: out of range, expected a finite "
+    (["run", "k.ptx", *RUN, "--hold", "1e9"], "pyhipbench run: --hold 1000000000.0: out of range, expected a finite "
                                              "number >= 0 and <= 3600.0"),
     (["info", "-q", "-v"], "pyhipbench info: -q with -v: expected one of them"),
 ])

@@ -105,4 +105,4 @@ def test_run_energy_refuses_the_default_cache_state(tmp_path, capsys):
     ptx.write_bytes(COPY_PTX)
     code = cli.main(["run", str(ptx), *[a for a in RUN if a not in ("--cache", "warm")], "--energy"])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith("pyhipbench run: energy=True with cache='clean-cold' (the default)"), err
+    assert code == 2 and err.startswith("pyhipbench run: --energy with --cache clean-cold (the default)"), err

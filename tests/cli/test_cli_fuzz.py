@@ -31,7 +31,7 @@ from pyhipbench._measure.options import OPTIONS
 from pyhipbench._measure.rotation import plan_rotation
 from pyhipbench.cli import compile as compile_command
 from pyhipbench.cli import values
-from pyhipbench.cli.options import READERS
+from pyhipbench.cli.options import READERS, as_flags
 
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
 COPY_PTX = str(resources.files("pyhipbench") / "kernels" / "copy.ptx")
@@ -177,4 +177,5 @@ def test_run_accepts_and_refuses_the_values_bench_does(option, text):
     if value is None:  # not a value of the flag's kind: there is nothing to hand bench()
         assert verdict == "argparse"
         return
-    assert verdict == _bench_verdict({keyword: value})
+    refused = _bench_verdict({keyword: value})
+    assert verdict == (None if refused is None else as_flags(refused))  # bench()'s message, in the flags' words
