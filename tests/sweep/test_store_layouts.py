@@ -32,13 +32,18 @@ def test_an_older_layout_is_refused_by_resume_and_by_readers(tmp_path):
         read_database(path)
 
 
-def test_a_newer_schema_version_is_refused_by_readers_too(tmp_path):
-    path = tmp_path / "new.db"
+def with_meta(path, key: str, value: str):
+    """A new sweep database at `path` whose meta entry `key` is then set to `value`."""
     Store(path).close()
     db = sqlite3.connect(path)
-    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
     db.commit()
     db.close()
+    return path
+
+
+def test_a_newer_schema_version_is_refused_by_readers_too(tmp_path):
+    path = with_meta(tmp_path / "new.db", "schema_version", "2")
     with pytest.raises(BenchError, match=r"new.db: results schema version 2; this pyhipbench reads version 1"):
         read_database(path)
     with pytest.raises(BenchError, match=r"results schema version 2"):
@@ -46,11 +51,6 @@ def test_a_newer_schema_version_is_refused_by_readers_too(tmp_path):
 
 
 def test_a_recorded_environment_that_is_not_json_is_named(tmp_path):
-    path = tmp_path / "r.db"
-    Store(path).close()
-    db = sqlite3.connect(path)
-    db.execute("UPDATE meta SET value = '{not json' WHERE key = 'environment'")
-    db.commit()
-    db.close()
+    path = with_meta(tmp_path / "r.db", "environment", "{not json")
     with pytest.raises(BenchError, match=r"r.db: its recorded environment is '\{not json', not JSON"):
         Store(path, resume=True)
