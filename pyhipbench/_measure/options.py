@@ -45,13 +45,15 @@ _FIXED_COUNT_TIME_CAP_S = 1e9
 _RULE = _core.StopRule()  # the core's defaults: Python's options and C++'s StopRule share them
 
 
-def option(default: Any, doc: str, *, unit: str = "", cli: str, see: str = "") -> Any:
+def option(default: Any, doc: str, *, unit: str = "", cli: str, see: str = "", choices: tuple[str, ...] = ()) -> Any:
     """A BenchOptions field, declared once: its default, what it means (`doc`), its unit ("s", "µs", or ""),
     how the CLI reads its flag (`cli`: "choice", "fraction", "number", "integer", "count_or_word" or
-    "switch") and the section of docs/measurement.md that explains it (`see`, "Title#anchor"). bench()'s,
+    "switch"), a "choice" option's values (`choices`) and the section of docs/measurement.md that explains it
+    (`see`, "Title#anchor"). bench()'s,
     bench_chain()'s and bench_callable()'s keywords, the CLI's flags and their help, and the API docs' table
     derive from these declarations (`OPTIONS`)."""
-    return dataclasses.field(default=default, metadata={"doc": doc, "unit": unit, "cli": cli, "see": see})
+    return dataclasses.field(default=default, metadata={"doc": doc, "unit": unit, "cli": cli, "see": see,
+                                                        "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -63,10 +65,10 @@ class BenchOptions:
     """
     timer: str = option("auto", "which clock reads a sample: cupti (kernel time, NVIDIA), rocprofiler (kernel "
                         "time, AMD), events, graph or batched; auto: the backend's kernel timer where it traces, "
-                        "else events", cli="choice", see="Timers#timers")
+                        "else events", cli="choice", see="Timers#timers", choices=("auto",) + TIMERS)
     cache: str = option("auto", "the cache state at each timed launch: clean-cold, dirty-cold or warm; auto: "
                         "clean-cold, or warm with rotate 1, dirty-cold with rotate > 1", cli="choice",
-                        see="Cache states#cache-states")
+                        see="Cache states#cache-states", choices=("auto",) + CACHE_STATES)
     precision: float = option(_RULE.precision, "stop when the median's 95 % CI is within this fraction of it, "
                               "in (0, 1)", cli="fraction", see="The stopping rule#the-stopping-rule")
     max_time_s: float = option(_RULE.max_time_s, "cap on the measurement's wall time, warm-up included",
@@ -195,6 +197,7 @@ class Option:
     doc: str
     cli: str
     see: str
+    choices: tuple[str, ...]  # the values of a "choice" option
 
     @property
     def flag(self) -> str:
@@ -202,15 +205,10 @@ class Option:
         name = self.name.removesuffix("_us").removesuffix("_s") if self.unit else self.name
         return "--" + name.replace("_", "-")
 
-    @property
-    def choices(self) -> tuple[str, ...]:
-        """The values a "choice" option takes."""
-        return {"timer": ("auto",) + TIMERS, "cache": ("auto",) + CACHE_STATES}.get(self.name, ())
-
 
 OPTIONS: tuple[Option, ...] = tuple(
     Option(f.name, str(f.type), f.default, f.metadata["unit"], f.metadata["doc"], f.metadata["cli"],
-           f.metadata["see"]) for f in dataclasses.fields(BenchOptions))
+           f.metadata["see"], f.metadata["choices"]) for f in dataclasses.fields(BenchOptions))
 
 Function = TypeVar("Function", bound=Callable[..., Any])
 

@@ -125,6 +125,8 @@ def test_when_no_candidate_runs_the_error_names_each_ones_reason(device, copy, a
     ([print], {"precision": 2}, r"^precision=2"),
     ([print], {"reset_to_zero": []}, r"^candidate 'print' is a callable, and reset_to_zero apply to launches"),
     ([print], {"progress": "yes"}, r"^progress='yes': expected True, False or None"),
+    ([print], {"compile_workers": 0}, r"^compile_workers=0: out of range, expected an integer in \[1, 1024\]"),
+    ([print], {"compile_workers": "all"}, r"^compile_workers='all': expected an integer"),
 ])
 def test_bad_input_is_refused_in_one_line_before_anything_runs(candidates, options, message):
     with pytest.raises(BenchError, match=message):
