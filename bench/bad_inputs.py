@@ -30,6 +30,9 @@ Outcome of each case, decided by `classify()`:
 - clear: an error of the package's own with every required fragment, or
   an `expect="ok"` input that worked and passed its check.
 
+A refused or failed case whose own check fails (a failure named, but another
+output or the file as it was lost) is silent, whatever its message.
+
 Another checkout (`--repo`) is tried with the same cases: a case whose
 harness part (its `setup`: building the device, loading the copy kernel,
 allocating arrays) fails there is reported as `harness`, never counted
@@ -42,6 +45,14 @@ not an input: a weak test found counts as silent. Class 10 times compiles of
 500 and 2000 kernels: more than 5 times longer for 4 times the kernels counts as silent. Class 11 needs
 hip-python importable by the checkout's interpreter: the 7.x bindings against
 fake runtimes reporting other HIP versions.
+
+Classes 20-23 try what happens after a measurement: outputs that fail (standard
+output a closed pipe or a full device, a file on a full disk or beyond a
+file-size limit, a folder that takes no file), an energy reading that gives no
+figure, big inputs (a report of 10**6 samples, or of 20000 results; the case
+times itself), and stored files of another version. A failure named as it must
+be that still lost what it had to keep (another output, the measurement, the
+file as it was) counts as silent: the case's own check says what.
 """
 from __future__ import annotations
 
@@ -50,6 +61,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -73,7 +85,8 @@ CLASSES = {
     11: "hip-python version pairing", 12: "tests that cannot fail",
     13: "undecodable or deep input files", 14: "compare's reports", 15: "Triton modules that fail to import",
     16: "interrupts and the store", 17: "DLPack producers that lie", 18: "summaries and candidate state",
-    19: "messages",
+    19: "messages", 20: "failed outputs", 21: "energy without a figure", 22: "big inputs",
+    23: "stored files of another version",
 }
 
 
@@ -139,6 +152,8 @@ def make_fixtures(folder: Path) -> None:
     (folder / "loop").symlink_to("loop")  # relative: each case's copy of the folder keeps them
     (folder / "dangling.ll").symlink_to("absent-target.ll")
     (folder / "full.json").symlink_to("/dev/full")  # a report path every write to fails (disk full)
+    (folder / "full.md").symlink_to("/dev/full")
+    (folder / "full.png").symlink_to("/dev/full")
     obj = folder / "k.o"
     subprocess.run(["llc-22", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
                     str(ir_data / "kernels_gfx942.ll"), "-o", str(obj)], check=True)
@@ -260,6 +275,26 @@ def make_newer_fixtures(folder: Path) -> None:
     for name, args in chains.items():
         (folder / f"chain_{name}.json").write_text(json.dumps({"launches": [first, dict(first, args=args)]}))
     (folder / "chain_no_kernel.json").write_text(json.dumps({"launches": [first, dict(first, kernel="reduce")]}))
+    make_stored_fixtures(folder)
+
+
+def make_stored_fixtures(folder: Path) -> None:
+    """Class 23's files of another version: reports of a newer schema or with fields this version does not
+    know, and a sweep database of an older layout (its results table lacks the result column)."""
+    header = {"pyhipbench_version": "99.0", "created": "2030-01-01T00:00:00+00:00", "host": {}, "devices": []}
+    (folder / "report_v99.json").write_text(json.dumps({"schema_version": 99, **header,
+                                                        "results": [report_entry()]}))
+    (folder / "report_newer_fields.json").write_text(json.dumps(
+        {"schema_version": 2, **header, "results": [report_entry(power_profile={"w": [300.0]})]}))
+    db = sqlite3.connect(folder / "old.db")
+    db.executescript("CREATE TABLE results (candidate_id TEXT NOT NULL UNIQUE, candidate TEXT NOT NULL, "
+                     "kernel TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, "
+                     "started_at TEXT NOT NULL, finished_at TEXT NOT NULL);"
+                     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                     "INSERT INTO meta VALUES ('schema_version', '1');"
+                     "INSERT INTO meta VALUES ('environment', '{\"devices\": []}');")
+    db.commit()
+    db.close()
 
 
 # -- the cases -------------------------------------------------------------------------------------
@@ -532,18 +567,21 @@ compile_ir(Path(F + "/many2000.ll"), "gfx942"); t2 = time.perf_counter()
 verdict((t2 - t1) / (t1 - t0) < 5, f"500 kernels {t1 - t0:.2f} s, 2000 kernels {t2 - t1:.2f} s, x{(t2 - t1) / (t1 - t0):.1f}")
 """, expect="ok", setup=comp, timeout=600))
 
-    # 11. hip-python pairs by the HIP version its bindings were generated for
+    # 11. hip-python pairs by the HIP version its bindings were generated for; info shows a profile then,
+    # under a line naming both versions (-v: the release that fits)
     for runtime, label, needs in (("71500000", "HIP 7.15 (ROCm 10)", ["7.15", "hip-python", "10."]),
                                   ("60400000", "HIP 6.4", ["6.4", "hip-python"]),
                                   ("70100000", "HIP 7.1", ["7.1", "hip-python"])):
-        c.append(cli(11, f"info --backend hip, hip-python 7.2 on {label}", ["info", "--backend", "hip"], needs,
-                     device=None, env={"FAKE_HIP_RUNTIME_VERSION": runtime, "@LD": "hip"}))
+        c.append(cli(11, f"info -v --backend hip, hip-python 7.2 on {label}", ["info", "-v", "--backend", "hip"],
+                     expect="ok", needs_stdout=tuple(needs), device=None,
+                     env={"FAKE_HIP_RUNTIME_VERSION": runtime, "@LD": "hip"}))
     c.append(cli(11, "info --backend hip, hip-python 7.2 on its own HIP", ["info", "--backend", "hip"], expect="ok",
                  device=None, env={"@LD": "hip"}))
 
     # 12. tests that cannot fail (a static scan of the checkout's tests/)
     c += [Case(12, name, "static", scan) for name, scan in STATIC_SCANS.items()]
     c += newer_surfaces()
+    c += output_surfaces()
     return c
 
 
@@ -688,6 +726,193 @@ def newer_surfaces() -> list[Case]:
     return c
 
 
+# Standard output that fails as a command writes it: a pipe whose reader has gone, or a full device.
+CLOSED_STDOUT = """
+_reader, _writer = os.pipe()
+os.close(_reader)
+sys.stdout = open(_writer, "w")
+"""
+FULL_STDOUT = 'sys.stdout = open("/dev/full", "w")\n'
+FILE_LIMIT = """
+import resource, signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+"""
+# The disk fills once the sweep is measured: a 1 KB file-size limit as its summary is printed (the database,
+# larger, is not written again; an export of the fastest, with the environment, is larger).
+LIMIT_AFTER_THE_SWEEP = """
+import resource, signal
+from pyhipbench.cli import sweep as _sweep_command
+_print_summary = _sweep_command.print_summary
+def _full_after_the_sweep(*args, **keywords):
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+    return _print_summary(*args, **keywords)
+_sweep_command.print_summary = _full_after_the_sweep
+"""
+REPORT_BEFORE = '{"the report": "before"}\n'
+WRITTEN = """
+def _written(name, holds):
+    path = Path(O) / name
+    return path.exists() and holds in path.read_text()
+def _leftovers():
+    return [name for name in os.listdir(O) if name.startswith(".")]
+"""
+# The fake NVML, whose counter draws no power unless told to: it never steps. A 0.05 s energy window.
+NO_STEPS = """
+if not LIBS["nvml"]:
+    raise RuntimeError("the checkout has no fake NVML (tests/fakes/fake_nvml.c)")
+os.environ["PYHIPBENCH_NVML_LIBRARY"] = LIBS["nvml"]
+from pyhipbench._measure import energy as _energy
+_energy.WINDOW_S = 0.05
+"""
+STOPS_READING = """
+import threading
+from pyhipbench._device.nvml import NvmlDevice, Unreadable
+_thread_errors = []
+threading.excepthook = lambda a: _thread_errors.append(f"{a.exc_type.__name__}: {a.exc_value}")
+_read, _reads = NvmlDevice.energy_mj, []
+def _lost(self):
+    _reads.append(1)
+    if len(_reads) > 1:
+        raise Unreadable("nvmlDeviceGetTotalEnergyConsumption: GPU is lost")
+    return _read(self)
+NvmlDevice.energy_mj = _lost
+"""
+# A report of `results` results of `samples` samples each, at O/`name`, as run --out writes it: made by a child
+# of its own (so the case's peak memory is the command's alone), then the clock WITHIN reads starts.
+MAKE_REPORT = r"""
+import json, sys
+import numpy as np
+from pyhipbench._measure.stats import summarize
+path, results, samples = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = np.random.default_rng(0)
+entries = []
+for i in range(results):
+    times = rng.lognormal(np.log(100.0), 0.01, samples)
+    s = summarize(times)
+    entries.append({"kernel": f"k{i}", "grid": [64, 1, 1], "block": [256, 1, 1], "timer": "cupti",
+                    "cache_state": "warm", "stats_us": {"median": s.median, "ci_low": s.ci_low,
+                    "ci_high": s.ci_high, "rel_ci": s.rel_ci, "p10": s.p10, "p90": s.p90, "outliers": s.outliers},
+                    "samples": s.count, "stop_reason": "precision", "rotation": {"sets": 1},
+                    "host_us_per_kernel": 1.0, "wall_s": 0.01, "device": {"name": "GPU"}, "times_us": times.tolist()})
+with open(path, "w") as file:
+    json.dump(entries, file)
+"""
+WITHIN = """
+_took_s, _peak_mb = time.perf_counter() - _started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+verdict(_rc == 0 and _took_s < {limit_s}, f"exit {{_rc}}, {{_took_s:.1f}} s (limit {limit_s} s), peak {{_peak_mb}} MB")
+"""
+NEWER_DB = """
+import sqlite3
+from pyhipbench._sweep.store import Store
+Store(Path(O) / "new.db").close()
+_db = sqlite3.connect(Path(O) / "new.db")
+_db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+_db.commit()
+_db.close()
+"""
+
+
+def big_report(name: str, results: int, samples: int) -> str:
+    """A case's set-up: MAKE_REPORT's report at O/`name`, then the clock started."""
+    return (f"import resource, subprocess\nsubprocess.run([sys.executable, '-c', {MAKE_REPORT!r}, O + '/{name}', "
+            f"'{results}', '{samples}'], check=True)\n_started = time.perf_counter()\n")
+
+
+def kept_whole(name: str) -> str:
+    """A case's check: O/`name` holds REPORT_BEFORE still, and no partly written file is left."""
+    return (f"_held = Path(O, {name!r}).read_text()\nverdict(_held == {REPORT_BEFORE!r} and not _leftovers(), "
+            f"f'{name} holds {{_held[:60]!r}}..., left behind: {{_leftovers()}}')\n")
+
+
+def output_surfaces() -> list[Case]:
+    """Classes 20-23: failed outputs, energy without a figure, big inputs, stored files of another version."""
+    c: list[Case] = []
+    run = ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, *QUICK]
+    # 20. every output tried: each failure one line naming its path (or standard output) and the cause
+    c.append(cli(20, "run --out - --out r.json, standard output a closed pipe", [*run, "--out", "-", "--out", "{O}/r.json"],
+                 ["standard output", "broken pipe"], setup=CLOSED_STDOUT + WRITTEN,
+                 check="verdict(_written('r.json', '\"kernel\"'), 'r.json not written')\n"))
+    c.append(cli(20, "run --out r.md, the summary's standard output a closed pipe", [*run, "--out", "{O}/r.md"],
+                 ["standard output", "broken pipe"], setup=CLOSED_STDOUT + WRITTEN,
+                 check="verdict(_written('r.md', '| copy |'), 'r.md not written')\n"))
+    c.append(cli(20, "run --out - --out r.csv, standard output a full device", [*run, "--out", "-", "--out", "{O}/r.csv"],
+                 ["standard output", "no space left"], setup=FULL_STDOUT + WRITTEN,
+                 check="verdict(_written('r.csv', 'kernel,grid'), 'r.csv not written')\n"))
+    c.append(cli(20, "run --out a full disk --out r.md", [*run, "--out", "{F}/full.json", "--out", "{O}/r.md"],
+                 ["full.json", "no space left"], needs_stdout=('"kernel"',), setup=WRITTEN,
+                 check="verdict(_written('r.md', '| copy |'), 'r.md not written')\n"))
+    c.append(cli(20, "run --out a full disk, then --out - (--format csv)",
+                 [*run, "--out", "{F}/full.md", "--out", "-", "--format", "csv"], ["full.md", "no space left"],
+                 needs_stdout=("kernel,grid",)))
+    c.append(cli(20, "run --out r.json beyond a file-size limit: the report before stays whole",
+                 ["run", "{F}/k.ptx", *RUN, *COPY_ARGS, "--iterations", "2000", "--rotate", "1", "--out", "{O}/r.json",
+                  "--out", "{O}/r.md"], ["r.json", "file too large"], needs_stdout=('"kernel"',),
+                 setup=WRITTEN + f"Path(O, 'r.json').write_text({REPORT_BEFORE!r})\n" + FILE_LIMIT,
+                 check=kept_whole("r.json") + "if _census['verdict']['ok']:\n"
+                       "    verdict(_written('r.md', '| copy |'), 'r.md not written')\n"))
+    c.append(cli(20, "run --out into a folder that takes no file (/proc/self)", [*run, "--out", "/proc/self/r.json"],
+                 ["/proc/self/r.json", "not writable"]))
+    c.append(cli(20, "sweep --export a full disk --export best.md, standard output a closed pipe",
+                 ["sweep", "{F}/space.json", *SWEEP, "--export", "{F}/full.json", "--export", "{O}/best.md"],
+                 ["full.json", "no space left", "standard output"], device=None,
+                 setup=SWEEP_ENV + CLOSED_STDOUT + WRITTEN,
+                 check="verdict(_written('best.md', '| copy |'), 'best.md not written')\n"))
+    c.append(cli(20, "sweep --export beyond a file-size limit: the export before stays whole",
+                 ["sweep", "{F}/space.json", *SWEEP, "--export", "{O}/best.json"], ["best.json", "file too large"],
+                 device=None, setup=SWEEP_ENV + WRITTEN + f"Path(O, 'best.json').write_text({REPORT_BEFORE!r})\n"
+                 + LIMIT_AFTER_THE_SWEEP, check=kept_whole("best.json")))
+    c.append(cli(20, "plot -o a full disk", ["plot", "{F}/report_ok.json", "-o", "{F}/full.png"],
+                 ["full.png", "no space left"], device=None))
+    c.append(cli(20, "plot -o beyond a file-size limit: the picture before stays whole",
+                 ["plot", "{F}/report_ok.json", "-o", "{O}/r.png"], ["r.png", "file too large"], device=None,
+                 setup=WRITTEN + f"Path(O, 'r.png').write_text({REPORT_BEFORE!r})\n"
+                 + FILE_LIMIT.replace("16384", "4096"), check=kept_whole("r.png")))
+    c.append(cli(20, "compare, standard output a closed pipe", ["compare", "{F}/report_ok.json", "{F}/report_ok.json"],
+                 ["standard output", "broken pipe"], device=None, setup=CLOSED_STDOUT))
+    # 21. an energy window that gives no figure keeps the measurement and says why
+    c.append(cli(21, "run --energy, a counter that never steps",
+                 [*run, "--cache", "warm", "--energy", "--out", "{O}/r.json"], expect="ok", setup=NO_STEPS + WRITTEN,
+                 check="verdict(_rc == 0 and 'energy not read' in _stdout() and _written('r.json', 'unreadable'), "
+                       "_stdout()[-400:])\n"))
+    quick_energy = "res = hb.bench(k, 1, 256, args, cache='warm', iterations=5, warmup=0, rotate=1, energy=True)"
+    c.append(api(21, "bench(energy=True), a counter that never steps", quick_energy, expect="ok",
+                 setup=NO_STEPS + COPY_SETUP,
+                 check="verdict(res.samples == 5 and 'stepped 0 times' in str(res.energy), res.energy)"))
+    c.append(api(21, "bench(energy=True), a counter that stops reading in the window", quick_energy, expect="ok",
+                 setup=NO_STEPS + COPY_SETUP + STOPS_READING,
+                 check="verdict(not _thread_errors and res.samples == 5 and 'GPU is lost' in str(res.energy), "
+                       "f'{res.energy}; in the polling thread: {_thread_errors}')"))
+    # 22. big inputs: bounded time (the check says the time and the peak memory)
+    for name, command, results, samples, limit_s in (
+            ("compare a report of 10**6 samples with itself", "compare", 1, 1_000_000, 10),
+            ("plot a report of 10**6 samples", "plot", 1, 1_000_000, 30),
+            ("compare a report of 20000 results with itself", "compare", 20_000, 20, 30)):
+        argv = [command, "{O}/big.json"] + (["{O}/big.json"] if command == "compare" else ["-o", "{O}/big.png"])
+        c.append(cli(22, f"{name} ({limit_s} s)", argv, expect="ok", device=None,
+                     setup=big_report("big.json", results, samples), check=WITHIN.format(limit_s=limit_s),
+                     timeout=300))
+    # 23. files another pyhipbench wrote: refused naming the version or layout, or read where they can be
+    for command in (["compare", "{F}/report_v99.json", "{F}/report_ok.json"],
+                    ["plot", "{F}/report_v99.json", "-o", "{O}/x.png"]):
+        c.append(cli(23, f"{command[0]} a report of schema version 99", command,
+                     ["report_v99.json", "schema_version", "99"], device=None))
+    for name, file in (("a report of schema version 1 (a bare list)", "report_ok.json"),
+                       ("a report whose results hold a field this version does not know", "report_newer_fields.json")):
+        c.append(cli(23, f"compare {name}", ["compare", "{F}/" + file, "{F}/report_ok.json"], expect="ok",
+                     device=None, check="verdict('copy grid 1024x1x1' in _stdout(), _stdout()[-300:])\n"))
+    for command in (["compare", "{F}/old.db", "{F}/report_ok.json"], ["plot", "{F}/old.db", "-o", "{O}/x.png"],
+                    ["sweep", "{F}/space.json", "--out", "{F}/old.db", "--resume", "--gpus", "0"]):
+        c.append(cli(23, f"{command[0]} a sweep database of an older layout", command, ["old.db", "older layout"],
+                     device=None, setup=SWEEP_ENV if command[0] == "sweep" else ""))
+    for command in (["compare", "{O}/new.db", "{F}/report_ok.json"],
+                    ["sweep", "{F}/space.json", "--out", "{O}/new.db", "--resume", "--gpus", "0"]):
+        c.append(cli(23, f"{command[0]} a sweep database of schema version 99", command, ["new.db", "99"],
+                     device=None, setup=(SWEEP_ENV if command[0] == "sweep" else "") + NEWER_DB))
+    return c
+
+
 def _scan(pattern_check):
     def scan(tests: Path) -> list[str]:
         found = []
@@ -731,7 +956,11 @@ _census = {"verdict": None}
 def verdict(ok, detail=""):
     _census["verdict"] = {"ok": bool(ok), "detail": str(detail)[:2000]}
 def _emit():
-    sys.stdout.flush(); sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a case's own standard output (a closed pipe, /dev/full)
+            pass
     os.write(1, ("\n" + MARK + json.dumps(_census) + "\n").encode())
 class _Tee:
     def __init__(self, stream): self.stream, self.text = stream, []
@@ -832,6 +1061,9 @@ def classify(case: Case, rc: int, stdout: str, stderr: str, report: dict | None)
         return "clear", "worked" + (f" ({v['detail']})" if v else ""), ""
     if case.expect == "ok":
         return "unclear", "refused an input that must work", tail(message)
+    v = report.get("verdict")
+    if v is not None and not v["ok"]:
+        return "silent", "named, but lost what it had to keep: " + v["detail"], tail(message)
     missing = [f for f in case.needs if not contains(message, f)]
     missing += [f for f in case.needs_stdout if not contains(stdout, f)]
     if missing:
@@ -874,15 +1106,18 @@ def run_case(case: Case, python: str, repo: Path, fixtures: Path, scratch: Path,
 
 
 def build_fakes(python: str, repo: Path, folder: Path) -> dict:
-    """The checkout's fake libcuda and libamdhip64, each in a folder of its own, built by its own tests/fakes."""
+    """The checkout's fake libcuda, libamdhip64 and NVML, each in a folder of its own, built by its own
+    tests/fakes ("" for an NVML the checkout has no fake of: class 21's set-up then fails, as harness)."""
     code = (f"import sys; sys.path.insert(0, {str(repo / 'tests')!r})\nfrom fakes.build import build_fake\n"
             f"print(build_fake({str(folder / 'cuda')!r}, 'libcuda.so.1'))\n"
-            f"print(build_fake({str(folder / 'hip')!r}, 'libamdhip64.so'))\n")
+            f"print(build_fake({str(folder / 'hip')!r}, 'libamdhip64.so'))\n"
+            f"try:\n    print(build_fake({str(folder / 'nvml')!r}, 'libnvidia-ml.so.1'))\n"
+            "except Exception:\n    print('-')\n")
     result = subprocess.run([python, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(repo)})
     if result.returncode != 0:
         raise SystemExit(f"building the fake drivers with {repo}/tests/fakes failed:\n{result.stderr}")
-    cuda, hip = result.stdout.split()
-    return {"cuda": cuda, "hip": hip}
+    cuda, hip, nvml = result.stdout.split()
+    return {"cuda": cuda, "hip": hip, "nvml": "" if nvml == "-" else nvml}
 
 
 def describe_package(python: str, repo: Path) -> str:

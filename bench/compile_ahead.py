@@ -3,7 +3,9 @@
   attention  bench/attention_kernel.py's flash-attention forward (fp16, 4 x 32 heads x 2048 x 64) over
              its 36 configs, each reading in a process of its own: Triton's own autotuner with a fresh
              Triton cache; pyhipbench.triton.autotune with a fresh cache (the wall of tune(), its compile
-             wall, the pool's start-up, each config's compile / queue / measure seconds); the same with
+             wall, the pool's start-up, each config's compile / queue / measure seconds); the same kernel
+             defined in the script being run (its __main__, as tutorials and notebooks define kernels),
+             with a fresh cache of its own; the module's with
              the cache now warm, in --warm-runs new processes (each one's wall; the tied configs'
              sustained medians); and a reference (triton.testing.do_bench, rep=300 ms, of every config,
              in a process of its own: once in the configs' order, once in reverse) naming the winner.
@@ -69,14 +71,42 @@ def work_triton() -> dict:
 
 
 def work_pyhipbench(cache: str) -> dict:
-    import torch
     from attention_kernel import attention_forward, configs
+    return tune_with_pyhipbench(attention_forward, configs(), cache)
+
+
+# The attention kernel's module as the script being run: the same source, then a __main__ block that tunes it.
+MAIN_BLOCK = """
+
+if __name__ == "__main__":
+    import json
+    import sys
+    sys.path.insert(0, {here!r})
+    import compile_ahead
+    print(json.dumps(compile_ahead.tune_with_pyhipbench(attention_forward, configs(), "auto")))
+"""
+
+
+def work_pyhipbench_main() -> dict:
+    """pyhipbench.triton.autotune of the attention kernel defined in the script being run (its __main__)."""
+    script = Path(tempfile.mkdtemp()) / "attention_script.py"
+    script.write_text((HERE / "attention_kernel.py").read_text() + MAIN_BLOCK.format(here=str(HERE)))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise SystemExit(f"the __main__ script failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def tune_with_pyhipbench(attention_forward, configs: list, cache: str) -> dict:
+    """pyhipbench.triton.autotune over `configs` of `attention_forward`, decorated before its tensors are made
+    (as a decorator at import): the wall of tune() and what each config cost."""
+    import torch
 
     import pyhipbench as hb
     import pyhipbench.triton as ht
     from pyhipbench._compile.pool import shared_pool
     device = hb.Device()
-    tuned = ht.autotune(configs(), key=["N_CTX"], device=device, cache=cache)(attention_forward)  # at import
+    tuned = ht.autotune(configs, key=["N_CTX"], device=device, cache=cache)(attention_forward)  # at import
     tensors = attention_tensors()
     torch.cuda.synchronize()
     started = time.perf_counter()
@@ -193,7 +223,9 @@ def summarize_attention(out: dict) -> dict:
     return {**{who: {"pick": pick, "forward": judged_by(forward, pick), "reverse": judged_by(reverse, pick),
                      "both": judged_by_both(forward, reverse, pick)}
                for who, pick in picks.items()},
-            "fresh_speedup": out["triton_fresh"]["wall_s"] / out["pyhipbench_fresh"]["wall_s"]}
+            "fresh_speedup": out["triton_fresh"]["wall_s"] / out["pyhipbench_fresh"]["wall_s"],
+            "main_over_module": out["pyhipbench_main_fresh"]["wall_s"] / out["pyhipbench_fresh"]["wall_s"],
+            "main_fresh_speedup": out["triton_fresh"]["wall_s"] / out["pyhipbench_main_fresh"]["wall_s"]}
 
 
 def main() -> None:
@@ -209,6 +241,7 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     if options.worker:
         work = {"triton": work_triton, "pyhipbench": lambda: work_pyhipbench(rest[0]),
+                "pyhipbench-main": work_pyhipbench_main,
                 "reference": lambda: work_reference(rest[0]),
                 "sweep": lambda: work_sweep(int(rest[0]))}[options.worker]
         print(json.dumps(work()))
@@ -222,6 +255,7 @@ def main() -> None:
         results["attention"] = out = {
             "triton_fresh": in_child("triton", fresh_triton),
             "pyhipbench_fresh": in_child("pyhipbench", fresh_ours, "auto"),
+            "pyhipbench_main_fresh": in_child("pyhipbench-main", Path(tempfile.mkdtemp())),
             "pyhipbench_warm": in_child("pyhipbench", fresh_ours, "auto"),
             "pyhipbench_warm_walls_s": [in_child("pyhipbench", fresh_ours, "auto")["wall_s"]
                                         for _ in range(options.warm_runs - 1)],
@@ -231,7 +265,8 @@ def main() -> None:
             "reference_reverse": in_child("reference", fresh_ours, "reverse")}
         out["summary"] = summarize_attention(out)
         print(json.dumps({k: out[k] for k in ("summary",)}, indent=1))
-        for name in ("triton_fresh", "pyhipbench_fresh", "pyhipbench_warm", "pyhipbench_warm_l2", "triton_warm"):
+        for name in ("triton_fresh", "pyhipbench_fresh", "pyhipbench_main_fresh", "pyhipbench_warm",
+                     "pyhipbench_warm_l2", "triton_warm"):
             print(f"{name}: {out[name]['wall_s']:.2f} s, pick {out[name]['best']}")
         out["pyhipbench_warm_walls_s"].insert(0, out["pyhipbench_warm"]["wall_s"])
         print("pyhipbench_warm, every new process: " + ", ".join(f"{w:.3f}" for w in out["pyhipbench_warm_walls_s"])

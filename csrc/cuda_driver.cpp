@@ -12,6 +12,7 @@ CudaDriver::CudaDriver(const std::string& library_path)
   library_.resolve(cuEventCreate, "cuEventCreate");
   library_.resolve(cuEventRecord, "cuEventRecord");
   library_.resolve(cuEventSynchronize, "cuEventSynchronize");
+  library_.resolve(cuEventQuery, "cuEventQuery");
   library_.resolve(cuEventElapsedTime, "cuEventElapsedTime");
   library_.resolve(cuEventDestroy_v2, "cuEventDestroy_v2");
   library_.resolve(cuCtxPushCurrent_v2, "cuCtxPushCurrent_v2");

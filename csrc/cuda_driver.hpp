@@ -118,6 +118,7 @@ class CudaDriver final : public Driver {
   Result (*cuEventCreate)(Event*, unsigned flags);
   Result (*cuEventRecord)(Event, Stream);
   Result (*cuEventSynchronize)(Event);
+  Result (*cuEventQuery)(Event);
   Result (*cuEventElapsedTime)(float* ms, Event start, Event stop);
   Result (*cuEventDestroy_v2)(Event);
   Result (*cuCtxPushCurrent_v2)(Context);
@@ -163,6 +164,9 @@ class CudaDriver final : public Driver {
   Result event_destroy(Event event) const { return cuEventDestroy_v2(event); }
   Result event_record(Event event, Stream stream) const { return cuEventRecord(event, stream); }
   Result event_synchronize(Event event) const { return cuEventSynchronize(event); }
+  // Whether `event` has completed: 0, kNotReady while the work before it runs, or an error.
+  Result event_query(Event event) const { return cuEventQuery(event); }
+  static constexpr Result kNotReady = 600;  // CUDA_ERROR_NOT_READY
   Result elapsed_ms(float* ms, Event start, Event stop) const { return cuEventElapsedTime(ms, start, stop); }
 
   // Graphs, built by stream capture. CU_STREAM_NON_BLOCKING (1): the capture

@@ -1,8 +1,13 @@
 #include "cupti.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <set>
+#include <tuple>
 #include <utility>
 
 namespace pyhipbench {
@@ -177,6 +182,9 @@ CuptiLibrary::CuptiLibrary(const std::string& explicit_path) : library_(open_cup
   library_->resolve(activity_flush_all, "cuptiActivityFlushAll");
   library_->resolve(activity_get_next_record, "cuptiActivityGetNextRecord");
   library_->resolve(activity_get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
+  library_->resolve(get_timestamp, "cuptiGetTimestamp");
+  library_->resolve(push_external_id, "cuptiActivityPushExternalCorrelationId");
+  library_->resolve(pop_external_id, "cuptiActivityPopExternalCorrelationId");
   check("cuptiGetVersion", get_version(&version_));
   if (version_ < cupti::kMinimumVersion) {
     throw LibraryError("the CUPTI library '" + path() + "' has API version " + std::to_string(version_) +
@@ -211,11 +219,64 @@ CuptiTrace::CuptiTrace(const CuptiLibrary& cupti, uintptr_t context, cupti::Call
   try {
     cupti_.check("cuptiActivityRegisterCallbacks",
                  cupti_.activity_register_callbacks(buffer_requested, buffer_completed));
-    cupti_.check("cuptiSubscribe", cupti_.subscribe(&subscriber_, callback, this));
+    uint64_t now_ticks = 0;
+    cupti_.check("cuptiGetTimestamp", cupti_.get_timestamp(&now_ticks));
+    const auto realtime_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    if (std::llabs(static_cast<long long>(now_ticks) - static_cast<long long>(realtime_ns)) > 1'000'000'000) {
+      calibrated_ = false;  // not CLOCK_REALTIME ns: another client's timestamp callback
+      first_host_ = std::chrono::steady_clock::now();
+      first_tick_ = now_ticks;
+    }
+    const cupti::Result subscribed = cupti_.subscribe(&subscriber_, callback, this);
+    if (subscribed == cupti::kMultipleSubscribers) {
+      subscriber_ = nullptr;
+      by_external_ids_ = true;
+      activity_kinds_.insert(activity_kinds_.end(),
+                             {cupti::kKindDriver, cupti::kKindRuntime, cupti::kKindExternalCorrelation});
+    } else {
+      cupti_.check("cuptiSubscribe", subscribed);
+    }
   } catch (...) {
     stop();
     throw;
   }
+}
+
+uint64_t CuptiTrace::to_ns(uint64_t ticks) {
+  if (ticks == 0 || (calibrated_ && ns_per_tick_ == 1)) return ticks;
+  if (!calibrated_) {
+    std::this_thread::sleep_until(first_host_ + std::chrono::duration<double>(kCalibrationS));
+    const auto before = std::chrono::steady_clock::now();
+    uint64_t now_ticks = 0;
+    cupti_.check("cuptiGetTimestamp", cupti_.get_timestamp(&now_ticks));
+    const auto host = before + (std::chrono::steady_clock::now() - before) / 2;
+    ns_per_tick_ = std::chrono::duration<double, std::nano>(host - first_host_).count() /
+                   static_cast<double>(now_ticks - first_tick_);
+    calibrated_ = true;
+  }
+  // From the first tick, where a double holds the difference exactly.
+  const auto since_first = static_cast<double>(static_cast<int64_t>(ticks - first_tick_));
+  return first_tick_ + static_cast<uint64_t>(std::llround(since_first * ns_per_tick_));
+}
+
+uint64_t CuptiTrace::new_external_ids(size_t count) {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(count);
+}
+
+void CuptiTrace::push_external_id(uint64_t id) {
+  pop_external_id();
+  cupti_.check("cuptiActivityPushExternalCorrelationId", cupti_.push_external_id(cupti::kExternalKindCustom2, id));
+  pushed_ = true;
+}
+
+void CuptiTrace::pop_external_id() {
+  if (!pushed_) return;
+  uint64_t id = 0;
+  cupti_.pop_external_id(cupti::kExternalKindCustom2, &id);  // only fails for a kind with nothing pushed
+  pushed_ = false;
 }
 
 void CuptiTrace::start_activity() {
@@ -231,19 +292,21 @@ void CuptiTrace::start_activity() {
 CuptiTrace::~CuptiTrace() { stop(); }
 
 void CuptiTrace::stop() noexcept {
+  pop_external_id();
   for (; enabled_kinds_ > 0; --enabled_kinds_) cupti_.activity_disable(activity_kinds_[enabled_kinds_ - 1]);
   if (subscriber_ != nullptr) cupti_.unsubscribe(subscriber_);
   subscriber_ = nullptr;
 }
 
 void CuptiTrace::finish() {
+  pop_external_id();
   cupti::Result disabled = cupti::kSuccess;
   for (; enabled_kinds_ > 0; --enabled_kinds_) {
     const cupti::Result r = cupti_.activity_disable(activity_kinds_[enabled_kinds_ - 1]);
     if (disabled == cupti::kSuccess) disabled = r;
   }
   const cupti::Subscriber subscriber = std::exchange(subscriber_, nullptr);
-  const cupti::Result unsubscribed = cupti_.unsubscribe(subscriber);
+  const cupti::Result unsubscribed = subscriber != nullptr ? cupti_.unsubscribe(subscriber) : cupti::kSuccess;
   cupti_.check("cuptiActivityDisable", disabled);
   cupti_.check("cuptiUnsubscribe", unsubscribed);
 }
@@ -267,9 +330,9 @@ void CuptiTrace::read(const std::string& which, Visit visit, Complete complete) 
   // them all. It is tried first because a forced flush makes CUPTI re-arm its
   // device buffer on the next launch, ~200 µs on the H200 against ~40 µs
   // (docs/measurement.md); a forced flush follows only if a record is missing.
-  cupti_.check("cuptiActivityFlushAll", cupti_.activity_flush_all(0));
+  cupti_.check("cuptiActivityFlushAll", cupti_.activity_flush_all(by_external_ids_ ? cupti::kFlushForced : 0));
   read_delivered(which, visit);
-  if (!complete()) {
+  if (!by_external_ids_ && !complete()) {
     cupti_.check("cuptiActivityFlushAll", cupti_.activity_flush_all(cupti::kFlushForced));
     read_delivered(which, visit);
   }
@@ -289,22 +352,30 @@ void CuptiTrace::read_delivered(const std::string& which, Visit& visit) {
     const std::vector<Delivered>& buffers;
     ~GiveBack() { buffer_pool().give_back(buffers); }
   } give_back{delivered};
-  for (const Delivered& d : delivered) {
-    void* record = nullptr;
-    for (;;) {
-      const cupti::Result result = cupti_.activity_get_next_record(d.buffer, d.valid_bytes, &record);
-      if (result == cupti::kMaxLimitReached) break;
-      if (result == cupti::kInvalidKind) {
-        throw MeasurementError("CUPTI delivered an incomplete activity record while timing " + which +
-                               " (the buffer was flushed before its work finished)");
-      }
-      cupti_.check("cuptiActivityGetNextRecord", result);
-      const auto* bytes = static_cast<const uint8_t*>(record);
-      const auto kind = static_cast<int>(read_field<uint32_t>(bytes, cupti::kernel_record::kKind));
-      if (kind == cupti::kKindKernel) {
-        visit(bytes, cupti::kKindConcurrentKernel);
-      } else if (kind == cupti::kKindConcurrentKernel || kind == cupti::kKindMemcpy || kind == cupti::kKindMemset) {
-        visit(bytes, kind);
+  // By external ids, the API calls' records first: they say which work records are the trace's.
+  for (const bool api_pass : {true, false}) {
+    if (api_pass && !by_external_ids_) continue;
+    for (const Delivered& d : delivered) {
+      void* record = nullptr;
+      for (;;) {
+        const cupti::Result result = cupti_.activity_get_next_record(d.buffer, d.valid_bytes, &record);
+        if (result == cupti::kMaxLimitReached) break;
+        if (result == cupti::kInvalidKind) {
+          throw MeasurementError("CUPTI delivered an incomplete activity record while timing " + which +
+                                 " (the buffer was flushed before its work finished)");
+        }
+        cupti_.check("cuptiActivityGetNextRecord", result);
+        const auto* bytes = static_cast<const uint8_t*>(record);
+        const auto kind = static_cast<int>(read_field<uint32_t>(bytes, cupti::kernel_record::kKind));
+        const bool api =
+            kind == cupti::kKindDriver || kind == cupti::kKindRuntime || kind == cupti::kKindExternalCorrelation;
+        if (api_pass) {
+          if (api) visit(bytes, kind);
+        } else if (kind == cupti::kKindKernel) {
+          visit(bytes, cupti::kKindConcurrentKernel);
+        } else if (kind == cupti::kKindConcurrentKernel || kind == cupti::kKindMemcpy || kind == cupti::kKindMemset) {
+          visit(bytes, kind);
+        }
       }
     }
   }
@@ -315,8 +386,10 @@ void CuptiTrace::read_delivered(const std::string& which, Visit& visit) {
 CuptiKernelTrace::CuptiKernelTrace(const CuptiLibrary& cupti, uintptr_t context)
     : CuptiTrace(cupti, context, on_driver_call, {cupti::kKindConcurrentKernel}) {
   // A throw here still stops tracing: the base is complete, so its destructor runs.
-  cupti_.check("cuptiEnableCallback",
-               cupti_.enable_callback(1, subscriber(), cupti::kDomainDriverApi, cupti::kCallbackCuLaunchKernel));
+  if (!by_external_ids()) {
+    cupti_.check("cuptiEnableCallback",
+                 cupti_.enable_callback(1, subscriber(), cupti::kDomainDriverApi, cupti::kCallbackCuLaunchKernel));
+  }
   start_activity();
 }
 
@@ -346,18 +419,66 @@ void CuptiKernelTrace::expect(size_t launches) {
   correlation_ids_.assign(launches, 0);
   seen_ = 0;
   skipped_ = 0;
+  if (by_external_ids()) {
+    chunk_calls_.clear();
+    launch_calls_.clear();
+    chunk_id_ = new_external_ids(1);
+    push_external_id(chunk_id_);
+  }
+}
+
+void CuptiKernelTrace::skip_next_launch() {
+  if (by_external_ids()) {
+    pop_external_id();  // the chunk's launches are all made: what follows is not marked
+  } else {
+    ++skipped_;
+  }
+}
+
+// The API pass, by external ids: the calls made under the chunk's id, and the cuLaunchKernel calls that succeeded.
+void CuptiKernelTrace::correlate(const uint8_t* record, int kind) {
+  if (kind == cupti::kKindExternalCorrelation) {
+    if (read_field<uint32_t>(record, cupti::external_record::kExternalKind) == cupti::kExternalKindCustom2 &&
+        read_field<uint64_t>(record, cupti::external_record::kExternalId) == chunk_id_) {
+      chunk_calls_.push_back(read_field<uint32_t>(record, cupti::external_record::kCorrelationId));
+    }
+  } else if (kind == cupti::kKindDriver &&
+             read_field<uint32_t>(record, cupti::api_record::kCallbackId) == cupti::kCallbackCuLaunchKernel &&
+             read_field<uint32_t>(record, cupti::api_record::kReturnValue) == 0) {
+    launch_calls_.push_back(read_field<uint32_t>(record, cupti::api_record::kCorrelationId));
+  }
+}
+
+// The chunk's launches, in the order they were made (correlation ids rise with each call): what the callback
+// writes into correlation_ids_ and seen_ where there is one.
+void CuptiKernelTrace::launches_correlated() {
+  std::sort(chunk_calls_.begin(), chunk_calls_.end());
+  std::sort(launch_calls_.begin(), launch_calls_.end());
+  std::vector<uint32_t> launches;
+  std::set_intersection(launch_calls_.begin(), launch_calls_.end(), chunk_calls_.begin(), chunk_calls_.end(),
+                        std::back_inserter(launches));
+  seen_ = launches.size();
+  if (seen_ == correlation_ids_.size()) correlation_ids_ = std::move(launches);
 }
 
 void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, const std::string& which,
                                std::vector<uint64_t>& start_ns, std::vector<uint64_t>& end_ns) {
+  pop_external_id();
   const size_t launches = correlation_ids_.size();
-  if (seen_ != launches) {
-    throw MeasurementError("CUPTI saw " + std::to_string(seen_) + " launches while timing " + which + " where " +
-                           std::to_string(launches) + " were made: the trace cannot tell them apart");
-  }
-  std::vector<std::pair<uint32_t, size_t>> by_id(launches);  // (correlation id, launch), sorted
-  for (size_t k = 0; k < launches; ++k) by_id[k] = {correlation_ids_[k], k};
-  std::sort(by_id.begin(), by_id.end());
+  std::vector<std::pair<uint32_t, size_t>> by_id;  // (correlation id, launch), sorted
+  // Which correlation id is which launch: known now from the callback, or by external ids after the API pass.
+  auto index = [&] {
+    if (!by_id.empty() || launches == 0) return;
+    if (by_external_ids()) launches_correlated();
+    if (seen_ != launches) {
+      throw MeasurementError("CUPTI saw " + std::to_string(seen_) + " launches while timing " + which + " where " +
+                             std::to_string(launches) + " were made: the trace cannot tell them apart");
+    }
+    by_id.resize(launches);
+    for (size_t k = 0; k < launches; ++k) by_id[k] = {correlation_ids_[k], k};
+    std::sort(by_id.begin(), by_id.end());
+  };
+  if (!by_external_ids()) index();
   std::vector<bool> found(launches, false);
   size_t count = 0;
   start_ns.assign(launches, 0);
@@ -365,13 +486,19 @@ void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, co
   // For messages only: launch k's kernel, named.
   auto kernel = [&](size_t k) { return "kernel '" + cycle[k % cycle.size()]->kernel_name() + "'"; };
   auto visit = [&](const uint8_t* bytes, int kind) {
-    if (kind != cupti::kKindConcurrentKernel) return;
+    if (kind != cupti::kKindConcurrentKernel) return correlate(bytes, kind);  // the API pass's records
+    index();
     const auto id = read_field<uint32_t>(bytes, cupti::kernel_record::kCorrelationId);
     const auto at = std::lower_bound(by_id.begin(), by_id.end(), std::make_pair(id, size_t{0}));
     if (at == by_id.end() || at->first != id) return;  // another launch's kernel
     const size_t k = at->second;
     const KernelLaunch& launch = *cycle[k % cycle.size()];
     if (found[k]) {
+      // The same record delivered twice counts once; two different records for one launch are a wrong correlation.
+      if (to_ns(read_field<uint64_t>(bytes, cupti::kernel_record::kStart)) == start_ns[k] &&
+          to_ns(read_field<uint64_t>(bytes, cupti::kernel_record::kEnd)) == end_ns[k]) {
+        return;
+      }
       throw MeasurementError("CUPTI delivered two kernel records for launch " + std::to_string(k) + " (" + kernel(k) +
                              ") while timing " + which + " (correlation id " + std::to_string(id) + ")");
     }
@@ -391,10 +518,11 @@ void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, co
     }
     found[k] = true;
     ++count;
-    start_ns[k] = read_field<uint64_t>(bytes, cupti::kernel_record::kStart);
-    end_ns[k] = read_field<uint64_t>(bytes, cupti::kernel_record::kEnd);
+    start_ns[k] = to_ns(read_field<uint64_t>(bytes, cupti::kernel_record::kStart));
+    end_ns[k] = to_ns(read_field<uint64_t>(bytes, cupti::kernel_record::kEnd));
   };
   read(which, visit, [&] { return count == launches; });
+  index();
   for (size_t k = 0; k < launches; ++k) {
     if (!found[k]) {
       throw MeasurementError("CUPTI delivered no kernel record for launch " + std::to_string(k) + " of " +
@@ -414,7 +542,9 @@ void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, co
 CuptiCallTrace::CuptiCallTrace(const CuptiLibrary& cupti, uintptr_t context, bool graph_launch_only)
     : CuptiTrace(cupti, context, on_api_call, {cupti::kKindConcurrentKernel, cupti::kKindMemcpy, cupti::kKindMemset}),
       graph_launch_only_(graph_launch_only) {
-  if (graph_launch_only_) {
+  if (by_external_ids()) {
+    // No callbacks: each call's API calls are marked by its external id (open()).
+  } else if (graph_launch_only_) {
     cupti_.check("cuptiEnableCallback",
                  cupti_.enable_callback(1, subscriber(), cupti::kDomainDriverApi, cupti::kCallbackCuGraphLaunch));
   } else {
@@ -443,12 +573,39 @@ void CuptiCallTrace::expect(size_t calls) {
   correlation_calls_.clear();
   correlation_calls_.reserve(calls * 16);
   open_call_ = kNoCall;
+  calls_ = calls;
+  if (by_external_ids()) first_call_id_ = new_external_ids(calls);
+}
+
+void CuptiCallTrace::open(size_t call) {
+  open_call_ = call;
+  if (by_external_ids()) push_external_id(first_call_id_ + call);
+}
+
+void CuptiCallTrace::close() {
+  open_call_ = kNoCall;
+  pop_external_id();
 }
 
 std::vector<Activity> CuptiCallTrace::collect(const std::string& which) {
-  std::sort(correlation_calls_.begin(), correlation_calls_.end());
+  bool sorted = false;  // correlation_calls_, complete once the API pass is over (by external ids)
   std::vector<Activity> activities;
+  // A record CUPTI delivered twice (the same work: one correlation id, start and end) counts once.
+  std::set<std::tuple<uint32_t, uint64_t, uint64_t>> seen;
   auto visit = [&](const uint8_t* bytes, int kind) {
+    if (kind == cupti::kKindExternalCorrelation) {  // the API pass: call i's API calls carry first_call_id_ + i
+      const auto call = read_field<uint64_t>(bytes, cupti::external_record::kExternalId) - first_call_id_;
+      if (read_field<uint32_t>(bytes, cupti::external_record::kExternalKind) == cupti::kExternalKindCustom2 &&
+          call < calls_) {
+        correlation_calls_.emplace_back(read_field<uint32_t>(bytes, cupti::external_record::kCorrelationId), call);
+      }
+      return;
+    }
+    if (kind == cupti::kKindDriver || kind == cupti::kKindRuntime) return;
+    if (!sorted) {
+      std::sort(correlation_calls_.begin(), correlation_calls_.end());
+      sorted = true;
+    }
     const bool kernel = kind == cupti::kKindConcurrentKernel;
     const auto id =
         read_field<uint32_t>(bytes, kernel ? cupti::kernel_record::kCorrelationId : cupti::copy_record::kCorrelationId);
@@ -463,18 +620,19 @@ std::vector<Activity> CuptiCallTrace::collect(const std::string& which) {
     if (kernel) {
       const auto* name = read_field<const char*>(bytes, cupti::kernel_record::kName);
       a.name = name != nullptr ? name : "(unnamed kernel)";
-      a.start_ns = read_field<uint64_t>(bytes, cupti::kernel_record::kStart);
-      a.end_ns = read_field<uint64_t>(bytes, cupti::kernel_record::kEnd);
+      a.start_ns = to_ns(read_field<uint64_t>(bytes, cupti::kernel_record::kStart));
+      a.end_ns = to_ns(read_field<uint64_t>(bytes, cupti::kernel_record::kEnd));
     } else {
       a.name = kind == cupti::kKindMemcpy ? "memcpy" : "memset";
       a.bytes = read_field<uint64_t>(bytes, cupti::copy_record::kBytes);
-      a.start_ns = read_field<uint64_t>(bytes, cupti::copy_record::kStart);
-      a.end_ns = read_field<uint64_t>(bytes, cupti::copy_record::kEnd);
+      a.start_ns = to_ns(read_field<uint64_t>(bytes, cupti::copy_record::kStart));
+      a.end_ns = to_ns(read_field<uint64_t>(bytes, cupti::copy_record::kEnd));
     }
     if (a.start_ns == 0 || a.end_ns < a.start_ns) {
       throw MeasurementError("CUPTI recorded no valid time for " + a.name + " of call " + std::to_string(a.sample) +
                              " while timing " + which + " (CUPTI writes 0 when it lacked device memory)");
     }
+    if (!seen.emplace(id, a.start_ns, a.end_ns).second) return;
     activities.push_back(std::move(a));
   };
   // How many records will come is not known, so a default flush cannot tell

@@ -7,6 +7,7 @@
 // toolkit is installed.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -35,10 +36,15 @@ using BufferCompleted = void (*)(Context context, uint32_t stream_id, uint8_t* b
 constexpr Result kSuccess = 0;
 constexpr Result kMaxLimitReached = 12;            // cuptiActivityGetNextRecord: no more records
 constexpr Result kInvalidKind = 21;                // cuptiActivityGetNextRecord: incomplete record
+constexpr Result kMultipleSubscribers = 39;        // cuptiSubscribe: another client (a profiler) subscribed
 constexpr int kKindKernel = 3;                     // CUPTI_ACTIVITY_KIND_KERNEL
 constexpr int kKindConcurrentKernel = 10;          // CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
 constexpr int kKindMemcpy = 1;                     // CUPTI_ACTIVITY_KIND_MEMCPY
 constexpr int kKindMemset = 2;                     // CUPTI_ACTIVITY_KIND_MEMSET
+constexpr int kKindDriver = 4;                     // CUPTI_ACTIVITY_KIND_DRIVER
+constexpr int kKindRuntime = 5;                    // CUPTI_ACTIVITY_KIND_RUNTIME
+constexpr int kKindExternalCorrelation = 39;       // CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION
+constexpr int kExternalKindCustom2 = 5;            // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 (Kineto: CUSTOM0, 1)
 constexpr int kDomainDriverApi = 1;                // CUPTI_CB_DOMAIN_DRIVER_API
 constexpr int kDomainRuntimeApi = 2;               // CUPTI_CB_DOMAIN_RUNTIME_API
 constexpr uint32_t kCallbackCuLaunchKernel = 307;  // CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
@@ -77,6 +83,24 @@ constexpr size_t kEnd = 24;            // uint64_t, ns
 constexpr size_t kCorrelationId = 44;  // uint32_t, the API call that issued it
 constexpr size_t kEndOfFields = 48;
 }  // namespace copy_record
+
+// Where a driver or runtime API record (CUpti_ActivityAPI) holds the fields read.
+namespace api_record {
+constexpr size_t kCallbackId = 4;      // uint32_t, CUPTI_DRIVER_TRACE_CBID_* (cuLaunchKernel: 307)
+constexpr size_t kCorrelationId = 32;  // uint32_t
+constexpr size_t kReturnValue = 36;    // uint32_t, the call's CUresult / cudaError_t
+constexpr size_t kEndOfFields = 40;
+}  // namespace api_record
+
+// Where an external correlation record (CUpti_ActivityExternalCorrelation)
+// holds its fields: the API call `kCorrelationId` was made while `kExternalId`
+// of kind `kExternalKind` was pushed on its thread.
+namespace external_record {
+constexpr size_t kExternalKind = 4;    // uint32_t CUpti_ExternalCorrelationKind
+constexpr size_t kExternalId = 8;      // uint64_t
+constexpr size_t kCorrelationId = 16;  // uint32_t
+constexpr size_t kEndOfFields = 24;
+}  // namespace external_record
 
 // CUpti_CallbackData, what a driver API callback receives (the fields up to
 // correlationId, which has been there since CUPTI 4.1).
@@ -124,6 +148,9 @@ class CuptiLibrary {
   cupti::Result (*activity_flush_all)(uint32_t);
   cupti::Result (*activity_get_next_record)(uint8_t*, size_t, void**);
   cupti::Result (*activity_get_num_dropped_records)(cupti::Context, uint32_t, size_t*);
+  cupti::Result (*get_timestamp)(uint64_t* timestamp);
+  cupti::Result (*push_external_id)(int kind, uint64_t id);
+  cupti::Result (*pop_external_id)(int kind, uint64_t* id);
 
  private:
   std::unique_ptr<DynamicLibrary> library_;
@@ -135,6 +162,18 @@ class CuptiLibrary {
 // error path, by the destructor, so CUPTI never outlives a run or a
 // measurement. One trace at a time per process (CUPTI's buffer callbacks are
 // global, and it takes one subscriber): a second trace waits for the first.
+//
+// Where another client holds CUPTI's one callback subscription (Kineto keeps
+// torch.profiler's for the rest of the process once it has profiled; nsys),
+// cuptiSubscribe fails and the trace correlates by external ids instead: it
+// pushes an id of its own (kind CUSTOM2, which Kineto leaves alone) on the
+// tracing thread around the work it traces, and CUPTI writes, before each
+// driver or runtime API record made meanwhile, a record tying the API call's
+// correlation id to that id. This costs an API record per call and a forced
+// flush per read; the callbacks cost nothing where they can be had. Neither
+// works while the other client is collecting activity itself (its buffers are
+// the process's one set): the Python layer checks for a profiler that is
+// recording before it picks this timer.
 class CuptiTrace {
  public:
   CuptiTrace(const CuptiTrace&) = delete;
@@ -150,11 +189,27 @@ class CuptiTrace {
              std::vector<int> activity_kinds);
   ~CuptiTrace();
   cupti::Subscriber subscriber() const { return subscriber_; }
+  // Whether the trace correlates by external ids (another client subscribed).
+  bool by_external_ids() const { return by_external_ids_; }
+  // `count` external ids of this trace's own, the first returned: unique in the process.
+  static uint64_t new_external_ids(size_t count);
+  // The external id that marks the tracing thread's API calls from now on, until pop_external_id().
+  void push_external_id(uint64_t id);
+  void pop_external_id();
   void start_activity();
+  // A record's timestamp `ticks` in ns (0 stays 0: CUPTI's "no time"). CUPTI writes timestamps in the domain
+  // of the timestamp callback a client registered, else in CLOCK_REALTIME ns; Kineto registers the CPU's
+  // TSC (torch.profiler's default) and leaves it registered after its session, so durations read in ticks
+  // would be off by the TSC's GHz. Where cuptiGetTimestamp (the records' domain) is far from
+  // CLOCK_REALTIME, the ns per tick are measured against the host's clock over kCalibrationS.
+  uint64_t to_ns(uint64_t ticks);
   // Flushes CUPTI (a default flush, then a forced one while `complete()` says
-  // records are missing) and hands each kernel, memcpy or memset record
-  // delivered to `visit(record bytes, kind)`. Throws MeasurementError naming
-  // `which` if CUPTI dropped records or delivered an incomplete one.
+  // records are missing; by external ids, the forced one at once: the API
+  // records must come with the work records) and hands each kernel, memcpy or
+  // memset record delivered to `visit(record bytes, kind)`; by external ids,
+  // every API and external correlation record first, in a pass of their own.
+  // Throws MeasurementError naming `which` if CUPTI dropped records or
+  // delivered an incomplete one.
   template <class Visit, class Complete>
   void read(const std::string& which, Visit visit, Complete complete);
 
@@ -172,6 +227,14 @@ class CuptiTrace {
   std::vector<int> activity_kinds_;
   size_t enabled_kinds_ = 0;
   cupti::Subscriber subscriber_ = nullptr;
+  bool by_external_ids_ = false;
+  bool pushed_ = false;  // an external id of this trace is pushed on the tracing thread
+  // The records' timestamp domain: ns (ns_per_tick_ 1), or ticks measured from (first_host_, first_tick_).
+  static constexpr double kCalibrationS = 0.002;
+  bool calibrated_ = true;
+  double ns_per_tick_ = 1;
+  std::chrono::steady_clock::time_point first_host_;
+  uint64_t first_tick_ = 0;
 };
 
 // Kernel activity tracing of a plan's launches, for one run or for the
@@ -187,7 +250,7 @@ class CuptiKernelTrace : public CuptiTrace {
   // Before a chunk: the next `launches` kernel launches from the constructing thread are the chunk's.
   void expect(size_t launches);
   // The next launch from the constructing thread is not the chunk's (the clock probe's stamp after it).
-  void skip_next_launch() { ++skipped_; }
+  void skip_next_launch();
 
   // Call once the chunk's launches have completed on the GPU. Flushes CUPTI
   // and writes launch k's start and end on the GPU clock (ns) into
@@ -201,9 +264,16 @@ class CuptiKernelTrace : public CuptiTrace {
  private:
   static void on_driver_call(void* userdata, int domain, uint32_t callback_id, const void* data);
 
+  // By external ids: the correlation ids of the chunk's successful cuLaunchKernel calls, from the API pass.
+  void correlate(const uint8_t* record, int kind);
+  void launches_correlated();
+
   std::vector<uint32_t> correlation_ids_;  // launch k's correlation id, written by the callback
   size_t seen_ = 0;                        // launches seen by the callback
   size_t skipped_ = 0;                     // launches still to pass uncounted (skip_next_launch)
+  uint64_t chunk_id_ = 0;                  // by external ids: the chunk's id
+  std::vector<uint32_t> chunk_calls_;      // by external ids: the API calls made under chunk_id_
+  std::vector<uint32_t> launch_calls_;     // by external ids: the successful cuLaunchKernel calls seen
 };
 
 // Tracing of calls: every kernel, memcpy and memset issued by a driver or
@@ -219,8 +289,8 @@ class CuptiCallTrace : public CuptiTrace {
   bool graph_launch_only() const { return graph_launch_only_; }
 
   void expect(size_t calls);  // before a chunk of `calls` calls
-  void open(size_t call) { open_call_ = call; }
-  void close() { open_call_ = kNoCall; }
+  void open(size_t call);
+  void close();
   // Once the chunk's work has completed on the GPU: each call's activities, in
   // the order of their start, call by call.
   std::vector<Activity> collect(const std::string& which);
@@ -231,6 +301,8 @@ class CuptiCallTrace : public CuptiTrace {
 
   const bool graph_launch_only_;
   size_t open_call_ = kNoCall;
+  size_t calls_ = 0;            // the chunk's calls (expect)
+  uint64_t first_call_id_ = 0;  // by external ids: call i of the chunk is marked first_call_id_ + i
   std::vector<std::pair<uint32_t, size_t>> correlation_calls_;  // (API call's correlation id, call)
 };
 

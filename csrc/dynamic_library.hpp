@@ -37,7 +37,7 @@ class DynamicLibrary {
   void* find(const char* name) const;
   std::string path_;
   std::string what_;
-  void* handle_;
+  void* handle_ = nullptr;
 };
 
 // The library path to load: `explicit_path`, else $env_var, else `default_name`.

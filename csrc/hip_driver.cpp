@@ -13,6 +13,7 @@ HipDriver::HipDriver(const std::string& library_path)
   library_.resolve(hipEventCreate, "hipEventCreate");
   library_.resolve(hipEventRecord, "hipEventRecord");
   library_.resolve(hipEventSynchronize, "hipEventSynchronize");
+  library_.resolve(hipEventQuery, "hipEventQuery");
   library_.resolve(hipEventElapsedTime, "hipEventElapsedTime");
   library_.resolve(hipEventDestroy, "hipEventDestroy");
   library_.resolve(hipGetDevice, "hipGetDevice");

@@ -107,6 +107,7 @@ class HipDriver final : public Driver {
   Result (*hipEventCreate)(Event*);
   Result (*hipEventRecord)(Event, Stream);
   Result (*hipEventSynchronize)(Event);
+  Result (*hipEventQuery)(Event);
   Result (*hipEventElapsedTime)(float* ms, Event start, Event stop);
   Result (*hipEventDestroy)(Event);
   Result (*hipGetDevice)(int*);
@@ -147,6 +148,9 @@ class HipDriver final : public Driver {
   Result event_destroy(Event event) const { return hipEventDestroy(event); }
   Result event_record(Event event, Stream stream) const { return hipEventRecord(event, stream); }
   Result event_synchronize(Event event) const { return hipEventSynchronize(event); }
+  // Whether `event` has completed: 0, kNotReady while the work before it runs, or an error.
+  Result event_query(Event event) const { return hipEventQuery(event); }
+  static constexpr Result kNotReady = 600;  // hipErrorNotReady
   Result elapsed_ms(float* ms, Event start, Event stop) const { return hipEventElapsedTime(ms, start, stop); }
 
   // Graphs, built by stream capture. hipStreamNonBlocking (1): the capture

@@ -8,6 +8,8 @@
 #include <thread>
 #include <utility>
 
+#include "interrupt.hpp"
+
 namespace pyhipbench {
 
 namespace {
@@ -121,7 +123,7 @@ class MeasurementLoop {
       size_t samples = rule_.warmup_chunk;
       for (;;) {
         const auto run_started = std::chrono::steady_clock::now();
-        const Timings held = run_(samples, next_set_);
+        const Timings held = run(samples);
         advance_sets(samples, held);
         measurement_.warmup_samples += samples;
         const double left_s = rule_.hold_s - seconds_since(holding);
@@ -213,8 +215,14 @@ class MeasurementLoop {
     return throttled && retakes_ < kThrottleRetakes && seconds_since(started_) < rule_.max_time_s;
   }
 
+  // One run, after a look for an interrupt: a measurement stops between runs, too.
+  Timings run(size_t samples) {
+    stop_if_interrupted(timed_);
+    return run_(samples, next_set_);
+  }
+
   Timings run_checked(size_t samples) {
-    Timings taken = run_(samples, next_set_);
+    Timings taken = run(samples);
     if (taken.times_us.size() != samples) {
       throw MeasurementError("the " + timer_.name() + " timer returned " + std::to_string(taken.times_us.size()) +
                              " samples of " + timed_ + " where " + std::to_string(samples) + " were asked for");

@@ -36,6 +36,11 @@ def driver_error(call: str, code: int, name: str, message: str) -> DriverError:
     """The DriverError (not raised) for driver call `call` that returned `code`, the driver's `name` and
     `message` for it: what the Python backends raise, worded as the core words its own."""
 
+def request_interrupt() -> None:
+    """Stops the measurement in progress on any thread (it raises KeyboardInterrupt naming what it measured)
+    within 50 ms, or the next one to start. Ctrl-C needs no call: the interpreter's signal handlers run
+    from inside a measurement."""
+
 # ---- drivers and device memory ------------------------------------------------
 
 class Driver:

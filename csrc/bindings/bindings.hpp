@@ -10,6 +10,7 @@
 namespace pyhipbench::bindings {
 
 void bind_errors(pybind11::module_& m);
+void bind_interrupt(pybind11::module_& m);
 void bind_launch_limits(pybind11::module_& m);
 void bind_launch_plan(pybind11::module_& m);
 void bind_call_plan(pybind11::module_& m);

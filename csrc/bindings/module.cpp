@@ -7,6 +7,7 @@ PYBIND11_MODULE(_core, m) {
   using namespace pyhipbench::bindings;
   m.doc() = "pyhipbench's C++ core: launch plans, driver libraries and the timers that run them";
   bind_errors(m);
+  bind_interrupt(m);
   bind_launch_limits(m);
   bind_launch_plan(m);
   bind_call_plan(m);

@@ -65,7 +65,7 @@ void CuptiTimer::time(LaunchPlan& plan, size_t samples, size_t first_set, Timing
   // CUPTI's flush does not wait for the GPU: the last kernel must have ended
   // before its record is complete.
   check(plan, CudaDriver::kEventRecord, driver.event_record(done, stream));
-  check(plan, CudaDriver::kEventSynchronize, driver.event_synchronize(done));
+  wait_for(done, plan.name());
   std::vector<uint64_t> start_ns, end_ns;
   trace.collect(cycle, "kernel '" + plan.name() + "'", start_ns, end_ns);
   if (own_trace) own_trace->finish();
@@ -120,7 +120,14 @@ void CuptiTimer::time(CallPlan& call, size_t samples, Timings& timings) {
   }
   timings.host_us = elapsed_us(start);
   stamp_clock(true, stream, call.name());
-  // The call may have used any stream of the context: wait for them all.
+  // The call may have used any stream of the context: wait for them all. An
+  // event on the legacy default stream follows the work of every blocking
+  // stream, and waiting for it sees an interrupt; the context's
+  // synchronisation then covers the non-blocking streams.
+  grow_event_pool(1);
+  const int recorded = driver.event_record(events_[0], nullptr);
+  if (recorded != 0) fail(call.name(), CudaDriver::kEventRecord, recorded);
+  wait_for(events_[0], call.name(), "call");
   const int synchronized = driver.cuCtxSynchronize();
   if (synchronized != 0) fail(call.name(), "cuCtxSynchronize", synchronized);
   timings.activities = trace.collect("call '" + call.name() + "'");

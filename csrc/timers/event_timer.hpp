@@ -63,7 +63,7 @@ class EventTimer final : public TimerBase<Driver> {
     }
     timings.host_us = Base::elapsed_us(start);
     this->stamp_clock(true, stream, call.name());
-    timings.times_us = this->read_event_pairs(call.name(), samples, 1);
+    timings.times_us = this->read_event_pairs(call.name(), samples, 1, "call");
   }
 };
 

@@ -82,7 +82,7 @@ class RocprofilerTimer final : public TimerBase<HipDriver> {
     timings.host_us = elapsed_us(start);
     stamp_clock(true, stream, plan.name());
     check(plan, HipDriver::kEventRecord, driver_->event_record(done, stream));
-    check(plan, HipDriver::kEventSynchronize, driver_->event_synchronize(done));
+    wait_for(done, plan.name());
     std::vector<DispatchRecord> records = tracer_.flush();
     stop.stopped = true;
     tracer_.stop();

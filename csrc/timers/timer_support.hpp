@@ -9,8 +9,11 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "interrupt.hpp"
+#include "pyhipbench/interrupt.hpp"
 #include "pyhipbench/launch_plan.hpp"
 #include "pyhipbench/timer.hpp"
 #include "status.hpp"
@@ -182,6 +185,7 @@ class TimerBase : public Timer {
   // The plan's chain on argument set `set`: `start` (if any) recorded before its
   // first kernel, `stop` after its last. On failure, `failed` is the kernel's index.
   Status launch_chain(LaunchPlan& plan, size_t set, Stream stream, Event start, Event stop, size_t& failed) {
+    count_launch(plan.name());
     const size_t last = plan.kernels() - 1;
     for (size_t k = 0; k <= last; ++k) {
       KernelLaunch& kernel = plan.kernel(k);
@@ -200,15 +204,46 @@ class TimerBase : public Timer {
     if (status.code != 0) fail(plan.kernel(failed).kernel_name(), status.call, status.code);
   }
 
-  // Synchronizes on the last stop event and reads each (start, stop) pair's
-  // time in µs, divided by `launches_per_pair`.
-  std::vector<double> read_event_pairs(const std::string& timed, size_t pairs, size_t launches_per_pair) {
-    int status = driver_->event_synchronize(events_[2 * pairs - 1]);
+  // One more launch (or chain, or graph) issued for `timed`: every
+  // kInterruptLaunches of them, a look for an interrupt (interrupt.hpp), so a
+  // long run stops while it is still being issued.
+  void count_launch(const std::string& timed) {
+    if (++launches_since_look_ < kInterruptLaunches) return;
+    launches_since_look_ = 0;
+    stop_if_interrupted("kernel '" + timed + "'");
+  }
+
+  // Waits for `event` (a run's last), for the run of `timed` (a kernel's or a
+  // call's name, `kind` saying which), as event_synchronize
+  // does, but polling the event rather than blocking on it, so that an
+  // interrupt is seen while the GPU runs: yielding between looks for the first
+  // kSpinS (as the driver's own spin-wait does: a run's end is usually that
+  // close), then sleeping kPollSleepS, a small share of a wait that long.
+  // After an interrupt the GPU gets kInterruptGraceS to finish, or the device
+  // is given up (a kernel that never returns).
+  void wait_for(Event event, const std::string& timed, const char* kind = "kernel") {
+    const auto started = std::chrono::steady_clock::now();
+    while (driver_->event_query(event) == Driver::kNotReady) {
+      if (interrupt_requested()) interrupted_while_waiting(event, std::string(kind) + " '" + timed + "'");
+      if (std::chrono::steady_clock::now() - started < std::chrono::duration<double>(kSpinS)) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::duration<double>(kPollSleepS));
+      }
+    }
+    const int status = driver_->event_synchronize(event);  // complete: returns at once, with the work's status
     if (status != 0) fail(timed, Driver::kEventSynchronize, status);
+  }
+
+  // Waits for the last stop event (wait_for) and reads each (start, stop)
+  // pair's time in µs, divided by `launches_per_pair`.
+  std::vector<double> read_event_pairs(const std::string& timed, size_t pairs, size_t launches_per_pair,
+                                       const char* kind = "kernel") {
+    wait_for(events_[2 * pairs - 1], timed, kind);
     std::vector<double> times_us(pairs);
     for (size_t i = 0; i < pairs; ++i) {
       float ms = 0;
-      status = driver_->elapsed_ms(&ms, events_[2 * i], events_[2 * i + 1]);
+      const int status = driver_->elapsed_ms(&ms, events_[2 * i], events_[2 * i + 1]);
       if (status != 0) fail(timed, Driver::kEventElapsedTime, status);
       times_us[i] = static_cast<double>(ms) * 1000.0 / static_cast<double>(launches_per_pair);
     }
@@ -253,6 +288,19 @@ class TimerBase : public Timer {
   std::vector<Event> events_;
 
  private:
+  static constexpr double kSpinS = 0.01;       // wait_for's spin before it sleeps between looks, s
+  static constexpr double kPollSleepS = 1e-4;  // its sleep between looks after that, s
+
+  [[noreturn]] void interrupted_while_waiting(Event event, const std::string& timed) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kInterruptGraceS);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (driver_->event_query(event) != Driver::kNotReady) throw_interrupted(timed, false);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    throw_interrupted(timed, true);
+  }
+
+  size_t launches_since_look_ = 0;             // count_launch's count since its last look
   std::unique_ptr<ClockProbe<Driver>> probe_;  // made on the first run, with the context current
   std::recursive_mutex running_;               // run(), and a session's thread for the whole session
 };

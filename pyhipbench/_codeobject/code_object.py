@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._textfile import write_whole
+
 if TYPE_CHECKING:
     from ..codegen.verify import Verification
 
@@ -31,17 +33,11 @@ class CodeObject:
     verification: Verification | None = None
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write ``data`` to ``path``; returns the path.
+        """Write ``data`` to ``path``, whole or not at all (a new file beside it,
+        renamed over it: a full disk leaves what was there); returns the path.
 
-        A failed write raises OSError whose ``filename`` is ``path`` (a write
-        that fails after the file opened, e.g. a full disk, names no file
-        otherwise).
+        A failed write raises OSError whose ``filename`` is ``path``.
         """
         path = Path(path)
-        try:
-            path.write_bytes(self.data)
-        except OSError as e:
-            if e.filename is not None:
-                raise
-            raise OSError(e.errno, e.strerror or str(e), os.fspath(path)) from e
+        write_whole(path, self.data)
         return path

@@ -1,7 +1,9 @@
 """Device: one GPU through one backend, with the C++ core's driver for it."""
 from __future__ import annotations
 
+import importlib
 import os
+import re
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -36,13 +38,58 @@ def available_backends() -> list[str]:
     return found
 
 
-def _reasons(failures: list[tuple[str, NoDeviceError]]) -> str:
-    """Why each backend found no GPU; a backend whose bindings are not installed said in a word, unless no
-    backend's are (then how to install them is the news)."""
-    if all(isinstance(e, BindingsMissing) for _, e in failures):
-        return "; ".join(f"{name}: {e}" for name, e in failures)
-    return "; ".join(f"{name}: {e.package} not installed" if isinstance(e, BindingsMissing) else f"{name}: {e}"
-                     for name, e in failures)
+class NoGpuFound(NoDeviceError):
+    """No backend opened a GPU (`Device()`). The message is a line read at a glance, about the vendors whose
+    Python bindings are installed (the others are not mentioned, unless none is installed: then how to
+    install them is the news); `reasons` holds each backend's whole reason by name, its driver's own message
+    included (`pyhipbench -v` shows them)."""
+
+    def __init__(self, message: str, reasons: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.reasons = reasons or {}
+
+
+VENDORS = {"hip": "AMD", "cuda": "NVIDIA"}
+BINDINGS = {"hip": ("hip-python", "hip.hip"), "cuda": ("cuda-bindings", "cuda.bindings.driver")}  # (package, module)
+_FIRST_CLAUSE_END = re.compile(r": |\. | \(|; ")
+
+
+def installed_backends() -> list[str]:
+    """The backends whose Python bindings import here, in preference order; no device is opened."""
+    found = []
+    for name in BACKEND_NAMES:
+        try:
+            importlib.import_module(BINDINGS[name][1])
+        except ImportError:
+            continue
+        found.append(name)
+    return found
+
+
+def _gist(reason: NoDeviceError) -> str:
+    """A backend's reason in its first clause ('no CUDA driver', 'HIP found no GPU'): the rest is detail."""
+    return _FIRST_CLAUSE_END.split(str(reason), maxsplit=1)[0]
+
+
+def _whole(reason: NoDeviceError) -> str:
+    """A backend's reason with what its cause said (the bindings' or driver's own message) where it does not."""
+    cause = reason.__cause__
+    return f"{reason} ({cause})" if cause is not None and str(cause) not in str(reason) else str(reason)
+
+
+def no_gpu_found(failures: list[tuple[str, NoDeviceError]]) -> NoGpuFound:
+    """The error for every backend tried failing, each with its reason: in one line, only the vendors whose
+    bindings are installed (of several tried), each by the first clause of its reason."""
+    reasons = {name: _whole(e) for name, e in failures}
+    installed = [(name, e) for name, e in failures if not isinstance(e, BindingsMissing)] if len(failures) > 1 \
+        else failures
+    if not installed:
+        return NoGpuFound("no GPU bindings installed: pip install 'pyhipbench[cuda]' for NVIDIA GPUs, or "
+                          "hip-python (the release for your ROCm) for AMD GPUs", reasons)
+    if len(installed) == 1:
+        name, e = installed[0]
+        return NoGpuFound(f"no {VENDORS[name]} GPU found: {_gist(e)}", reasons)
+    return NoGpuFound("no GPU found: " + "; ".join(f"{VENDORS[name]}: {_gist(e)}" for name, e in installed), reasons)
 
 
 class Device:
@@ -63,7 +110,7 @@ class Device:
                 except NoDeviceError as e:
                     failures.append((name, e))
             else:
-                raise NoDeviceError("no GPU found; " + _reasons(failures))
+                raise no_gpu_found(failures)
         else:
             self.backend = open_backend(backend, index)
         self.properties: DeviceProperties = self.backend.properties()

@@ -193,6 +193,7 @@ class PreparedBench:
         first_kernel, first_config, _ = checked[0]
         return Result(plan.name, _device_facts(device.properties), first_config, rotation, times_us,
                       timer=timer, cache_state="warm" if rotation.sets == 1 and cache == "dirty-cold" else cache,
+                      timer_note=self.resolved.timer_note,
                       stop_reason="iterations" if options.iterations is not None else taken.stop_reason,
                       precision=rule.precision, warmup=taken.warmup_samples,
                       launches_per_sample=taken.launches_per_sample,

@@ -36,7 +36,7 @@ import numpy as np
 from .. import _core
 from .._device.device import Device
 from .._values import show
-from ..errors import BenchError, Error
+from ..errors import BenchError, Error, MeasurementError
 from .bench import _device_facts
 from .cache import clean_step
 from .energy import energy_counter, measure_energy, sample_s
@@ -102,6 +102,10 @@ def bench_callable_with(fn: Callable[[], object], options: BenchOptions, *, grap
         counter, lambda n: _core.measure(timing, plan, fixed_count(n, 0), 0), sample_s(taken))
     del keep  # the captured graph's owner (torch's CUDAGraph), alive until the replays are done
     times_us = taken.times_us
+    if timer == "events" and not np.any(times_us > 0):  # the cupti timer refuses the same call in the core
+        raise MeasurementError(f"every call of '{label}' read 0.000 µs between its events: it issued no GPU "
+                               "work on the stream it was timed on; expected a callable that launches GPU "
+                               "kernels there (the stream argument, else the default stream)")
     log.info("%s: %s, timer %s%s, cache %s%s; %d samples, stopped: %s", label, "called" if note else "graph replayed",
              timer, " (auto)" if options.timer == "auto" else "", options.cache_state,
              " (auto)" if options.cache == "auto" else "", len(times_us), taken.stop_reason)
@@ -115,6 +119,7 @@ def bench_callable_with(fn: Callable[[], object], options: BenchOptions, *, grap
                   target=None, slower_than_us=options.slower_than_us,
                   ran="call" if note else "graph", kernels=_activity_times(taken.activities, len(times_us)),
                   span_us=taken.span_us if len(taken.span_us) else None, call_note=note or None,
+                  timer_note=resolved.timer_note,
                   first_call_s=first_call_s,
                   clock=Clock.of(taken), throttled_samples=taken.throttled_samples, energy=energy)
 

@@ -11,6 +11,11 @@ window's wall time per sample is the energy per sample. What limits them is stat
 them: the counter's unit (1 mJ) and how often it stepped. Kernel Tuner's NVML
 observer (a continuous 1 s run, its power read by NVML) is the anchor.
 
+A window that gives no figure (the counter stepped fewer than MIN_STEPS times,
+or stopped reading) takes nothing from the measurement before it: the Energy
+says why (`unreadable`), its figures None, as an environment's unreadable
+field does.
+
 A device without the counter (AMD here: no amdsmi; an NVIDIA GPU or driver
 that does not support it) is refused before anything runs.
 """
@@ -25,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from .._device.nvml import NvmlDevice, Unreadable, nvml
-from ..errors import BenchError, MeasurementError
+from ..errors import BenchError
 
 if TYPE_CHECKING:
     from .._device.device import Device
@@ -38,19 +43,30 @@ MAX_SAMPLES = 1_000_000  # a window of kernels quicker than 1 µs each is cut to
 
 @dataclass(frozen=True)
 class Energy:
-    """The energy a sample took and the GPU's mean power while samples ran back to back."""
+    """The energy a sample took and the GPU's mean power while samples ran back to back; where the counter
+    gave no figure, why (`unreadable`), and the figures None."""
 
-    mj_per_sample: float     # mJ per sample (one kernel, a chain's kernels, one call)
-    mean_w: float            # the GPU's mean power over the window, W
-    window_s: float          # the time between the counter's first and last step in the window, s
-    samples: int             # samples run in the window
-    counter_step_ms: float   # the median time between the counter's steps, ms
-    counter_unit_mj: float   # the counter's unit, mJ
+    mj_per_sample: float | None    # mJ per sample (one kernel, a chain's kernels, one call)
+    mean_w: float | None           # the GPU's mean power over the window, W
+    window_s: float | None         # the time between the counter's first and last step in the window, s
+    samples: int                   # samples run in the window
+    counter_step_ms: float | None  # the median time between the counter's steps, ms
+    counter_unit_mj: float         # the counter's unit, mJ
+    unreadable: str | None = None  # why the window gave no figure; None when it did
 
     def to_dict(self) -> dict[str, Any]:
         return {"mj_per_sample": self.mj_per_sample, "mean_w": self.mean_w, "window_s": self.window_s,
                 "samples": self.samples, "counter_step_ms": self.counter_step_ms,
-                "counter_unit_mj": self.counter_unit_mj, "source": "NVML total energy counter"}
+                "counter_unit_mj": self.counter_unit_mj, "source": "NVML total energy counter",
+                "unreadable": self.unreadable}
+
+    def describe(self) -> str:
+        """The figures and what limits them, or why there are none: a phrase of `Result.summary()`."""
+        if self.unreadable is not None:
+            return f"energy not read: {self.unreadable}"
+        return (f"energy {self.mj_per_sample:.4g} mJ per sample, {self.mean_w:.1f} W mean over {self.samples} "
+                f"samples (NVML counter, {self.counter_unit_mj:g} mJ unit, stepping every "
+                f"{self.counter_step_ms:.1f} ms)")
 
 
 def energy_counter(device: Device) -> NvmlDevice:
@@ -76,16 +92,21 @@ def sample_s(taken: Any) -> float:
 
 def measure_energy(counter: NvmlDevice, run: Callable[[int], object], seconds_per_sample: float) -> Energy:
     """Runs `run(n)` (n samples back to back) for at least WINDOW_S, given `seconds_per_sample` of wall
-    time each, and reads the energy from the counter's steps in between."""
+    time each, and reads the energy from the counter's steps in between (or says why it could not)."""
     samples = min(MAX_SAMPLES, max(1, math.ceil(WINDOW_S / seconds_per_sample)))
     steps: list[tuple[float, int]] = []
+    stopped: list[Unreadable] = []  # the counter's error, where it stopped reading
     running = threading.Event()
     running.set()
 
     def poll() -> None:
         last = None
         while running.is_set():
-            value = counter.energy_mj()
+            try:
+                value = counter.energy_mj()
+            except Unreadable as e:  # NVML lost the GPU, or its driver went away, inside the window
+                stopped.append(e)
+                return
             if value != last:
                 steps.append((time.perf_counter(), value))
                 last = value
@@ -102,9 +123,12 @@ def measure_energy(counter: NvmlDevice, run: Callable[[int], object], seconds_pe
         running.clear()
         poller.join()
     inside = [(t, e) for t, e in steps[1:] if started <= t <= ended]  # steps the window's samples made
+    if stopped:
+        return _unread(f"the NVML counter stopped reading during the {ended - started:.3f} s of samples "
+                       f"({stopped[0]})", samples)
     if len(inside) < MIN_STEPS:
-        raise MeasurementError(f"energy: the NVML counter stepped {len(inside)} times in {ended - started:.3f} s "
-                               f"of samples; expected at least {MIN_STEPS} to give a figure")
+        return _unread(f"the NVML counter stepped {len(inside)} times in {ended - started:.3f} s of samples; "
+                       f"expected at least {MIN_STEPS} to give a figure", samples)
     times, values = np.array([t for t, _ in inside]), np.array([e for _, e in inside], dtype=np.float64)
     # The slope of the steps, fitted: each step is seen up to a poll late, and the fit spreads that
     # lateness over all of them rather than taking it whole from the first and the last.
@@ -112,3 +136,9 @@ def measure_energy(counter: NvmlDevice, run: Callable[[int], object], seconds_pe
     per_sample_s = (ended - started) / samples
     return Energy(mj_per_sample=mean_w * per_sample_s * 1e3, mean_w=mean_w, window_s=float(times[-1] - times[0]),
                   samples=samples, counter_step_ms=float(np.median(np.diff(times))) * 1e3, counter_unit_mj=1.0)
+
+
+def _unread(why: str, samples: int) -> Energy:
+    """The Energy of a window of `samples` that gave no figure, saying `why`."""
+    return Energy(mj_per_sample=None, mean_w=None, window_s=None, samples=samples, counter_step_ms=None,
+                  counter_unit_mj=1.0, unreadable=why)

@@ -46,12 +46,19 @@ Expect = Union[Sequence, Mapping, Check, None]
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8  # numpy.isclose's
 
 
+def checked_tolerances(atol: float | None, rtol: float | None) -> tuple[float, float]:
+    """(atol, rtol), each a float >= 0 (None: numpy.isclose's default); BenchError naming one that is not.
+    The CLI asks before a device is opened; Expectation, when made."""
+    return (real("atol", DEFAULT_ATOL if atol is None else atol, minimum=0),
+            real("rtol", DEFAULT_RTOL if rtol is None else rtol, minimum=0))
+
+
 class Expectation:
     """What the outputs of one launch on each set must be; checked on the CPU when made."""
 
     def __init__(self, expect: Expect, args: list[Argument], kernel_name: str, atol: float = DEFAULT_ATOL,
                  rtol: float = DEFAULT_RTOL) -> None:
-        self.atol, self.rtol = real("atol", atol, minimum=0), real("rtol", rtol, minimum=0)
+        self.atol, self.rtol = checked_tolerances(atol, rtol)
         self._args, self._kernel_name = args, kernel_name
         self._check: Check | None = None
         self._references: dict[int, np.ndarray] = {}

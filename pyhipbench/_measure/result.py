@@ -86,10 +86,11 @@ class Result:
     kernels: tuple[KernelTime, ...] = ()  # a chain's kernels; a call's kernels, memcpys and memsets
     span_us: np.ndarray | None = field(default=None, repr=False)  # per sample, first kernel start to last end
     call_note: str | None = None  # a callable: why it was called rather than replayed as a graph, or None
+    timer_note: str | None = None  # why the auto timer was not the kernel timer (a profiler recording), or None
     first_call_s: float | None = None  # a callable: wall time of its first, untimed call (which may compile), s
     clock: Clock | None = None    # the SM clock the samples ran at; None where not read (AMD)
     throttled_samples: int = 0    # samples taken below the throttle threshold, discarded and taken again
-    energy: Energy | None = None  # energy=True: mJ per sample and mean W from NVML's counter; else None
+    energy: Energy | None = None  # energy=True: mJ per sample and mean W from NVML's counter (or why none); else None
 
     @cached_property
     def stats(self) -> Summary:
@@ -124,11 +125,7 @@ class Result:
                 + self._energy_text() + ("; outputs verified" if self.verified else "") + self._parts())
 
     def _energy_text(self) -> str:
-        if self.energy is None:
-            return ""
-        e = self.energy
-        return (f"; energy {e.mj_per_sample:.4g} mJ per sample, {e.mean_w:.1f} W mean over {e.samples} samples "
-                f"(NVML counter, 1 mJ unit, stepping every {e.counter_step_ms:.1f} ms)")
+        return "" if self.energy is None else f"; {self.energy.describe()}"
 
     def _clock_text(self) -> str:
         if self.clock is None:
@@ -148,6 +145,8 @@ class Result:
             text += f"; span median {float(np.median(self.span_us)):.3f} µs"
         if self.call_note:
             text += f"; {self.call_note}"
+        if self.timer_note:
+            text += f"; {self.timer_note}"
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,6 +162,7 @@ class Result:
             "kernels": [k.to_dict() for k in self.kernels],
             "span_us": None if self.span_us is None else [float(t) for t in self.span_us],
             "call_note": self.call_note,
+            "timer_note": self.timer_note,
             "first_call_s": self.first_call_s,
             "target": self.target,
             "timer": self.timer,

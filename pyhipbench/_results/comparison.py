@@ -7,7 +7,9 @@ medians, d = B / A - 1, and its 95 % confidence interval, by the core's
 smallest difference that matters (default 2 %):
 
 - both sides with their samples (JSON reports): a bootstrap of the median
-  ratio, `RESAMPLES` resamples of each side, its 2.5th and 97.5th percentiles;
+  ratio, `RESAMPLES` resamples of each side, its 2.5th and 97.5th percentiles
+  (each resample's median drawn from its law, not by drawing the resample: a
+  side of 10**6 samples costs a sort);
 - otherwise (a sweep database keeps no samples): from the medians' own CIs,
   their half-widths combined as independent errors on the log scale.
 
@@ -33,7 +35,6 @@ __all__ = ["Comparison", "compare", "why_unmatched", "environment_differences", 
 
 DEFAULT_THRESHOLD = _core.DEFAULT_THRESHOLD  # 0.02: the core's, so racing and compare agree
 RESAMPLES = 2000
-_CHUNK_VALUES = 4_000_000  # resampled values in memory at once (32 MB), however many samples a side has
 
 
 @dataclass(frozen=True)
@@ -177,11 +178,20 @@ def _bootstrap_ratio_ci(a_us: np.ndarray, b_us: np.ndarray, rng: np.random.Gener
 
 
 def _bootstrap_medians(times_us: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The medians of RESAMPLES resamples (with replacement) of `times_us`."""
+    """The medians of RESAMPLES resamples (with replacement) of `times_us`, drawn without drawing the resamples.
+
+    A resample of n is n uniform draws u mapped to the sorted samples' [floor(u n)], a map that keeps order, so
+    its median is the sorted samples at the middle order statistics of n uniforms, whose law is known: the k-th
+    smallest is Beta(k, n - k + 1), and the next, given it, is it plus the rest of [0, 1] times Beta(1, n - k)
+    (the least of the n - k above it). The same law as resampling, in O(n log n + RESAMPLES) time and O(n)
+    memory, however many samples a side has (drawing the resamples of 10**6 samples draws 2 * 10**9 values).
+    """
     n = len(times_us)
-    medians = np.empty(RESAMPLES)
-    rows = max(1, _CHUNK_VALUES // n)
-    for start in range(0, RESAMPLES, rows):
-        count = min(rows, RESAMPLES - start)
-        medians[start:start + count] = np.median(times_us[rng.integers(0, n, (count, n))], axis=1)
-    return medians
+    ordered = np.sort(times_us)
+    k = (n + 1) // 2  # the middle (n odd), or the lower of the two middles (n even), counting from 1
+    lower = rng.beta(k, n - k + 1, RESAMPLES)
+    upper = lower if n % 2 else lower + (1 - lower) * rng.beta(1, n - k, RESAMPLES)
+
+    def sample_at(u: np.ndarray) -> np.ndarray:
+        return ordered[np.minimum((u * n).astype(np.int64), n - 1)]
+    return (sample_at(lower) + sample_at(upper)) / 2  # np.median's: the mean of the two middles

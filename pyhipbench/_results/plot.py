@@ -7,13 +7,21 @@ plots as inline SVG, its environment). matplotlib is optional (the `plot`
 extra): `figure_module` says how to install it where it is missing.
 
 - `distributions`: each result's samples as a violin, its median as a dot
-  and its 95 % CI as a bar, the samples beyond Tukey's fences as crosses;
-  results ranked fastest first, so several results are also a ranking.
+  and its 95 % CI as a bar, the samples beyond Tukey's fences as red
+  crosses; results ranked fastest first, so several results are also a
+  ranking.
 - `sweep_map`: candidates by two tags (`x`, `y`), coloured by median (a
   scatter; a tag pair measured twice shows its fastest), failed candidates
   as red crosses with their reasons in the legend.
-- `side_by_side`: for each kernel and launch in both, A's and B's samples
-  next to each other, with compare's verdict.
+- `side_by_side`: for each kernel and launch in both, the two sides' samples
+  next to each other, drawn as `distributions` draws them, with compare's
+  verdict.
+
+However many samples a result holds, at most `MAX_DRAWN` of them make its
+violin and at most `MAX_DRAWN` its outliers' crosses (`_spread`), so the
+time, memory and file size of a picture do not grow with the samples; the
+median, the CI and Tukey's fences are those of all of them. Labels longer
+than `LABEL_CHARS` keep their start and end around an ellipsis.
 """
 from __future__ import annotations
 
@@ -21,18 +29,30 @@ import html
 import io
 import json
 from collections import Counter
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._textfile import write_whole
 from .._values import file_format
 from ..errors import BenchError
-from .comparison import compare
+from .comparison import Comparison
 from .report import match_key
 from .tags import tags_text
 
 FORMATS = (".png", ".svg")
+# Samples drawn of one result, for its violin and for its outliers' crosses alike: a violin of 1000 samples
+# spread over the sorted order looks as one of 10**6 does (its density is estimated in milliseconds, not
+# seconds), and more crosses than that overlap.
+MAX_DRAWN = 1000
+# A row's label at most: its start and end around an ellipsis keep the kernel's name and the launch in view
+# in under 40 % of the picture's width (WIDTH_IN), so the samples keep the most of it.
+LABEL_CHARS = 48
+WIDTH_IN = 10  # the pictures of samples: the ranking and the two sides
+OUTLIERS = "outliers (beyond Tukey's fences)"
+MEDIAN_AND_CI = "median and 95 % CI"
 
 
 def figure_module() -> Any:
@@ -40,11 +60,21 @@ def figure_module() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise BenchError("plots need matplotlib, which is not installed: pip install 'pyhipbench[plot]' "
-                         "(or pip install matplotlib)") from None
+        raise BenchError(f"plots need matplotlib, which is not installed: {_install_matplotlib()}") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def _install_matplotlib() -> str:
+    """The command that installs matplotlib for this pyhipbench: the `plot` extra where pyhipbench came from a
+    package index; matplotlib alone where it came from a checkout, a local wheel or a URL (its
+    direct_url.json says so, PEP 610), where the extra would fetch the index's pyhipbench in place of it."""
+    try:
+        from_index = metadata.distribution("pyhipbench").read_text("direct_url.json") is None
+    except metadata.PackageNotFoundError:  # imported from a source tree, not installed
+        from_index = False
+    return "pip install 'pyhipbench[plot]'" if from_index else "pip install matplotlib"
 
 
 def check_output(path: Path) -> str:
@@ -52,47 +82,89 @@ def check_output(path: Path) -> str:
     return file_format(path, FORMATS, "picture")
 
 
-def _samples(result: dict[str, Any]) -> np.ndarray | None:
+def _drawn(result: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray]:
+    """What is drawn of a result's samples (µs): those for its violin (None where it has fewer than two: a
+    sweep's results have none) and its outliers, the samples beyond Tukey's fences (1.5 interquartile ranges
+    past the quartiles of all the samples), each at most MAX_DRAWN of them (`_spread`)."""
     times = result.get("times_us")
-    return None if times is None else np.asarray(times, dtype=np.float64)
+    if times is None or len(times) < 2:
+        return None, np.empty(0)
+    samples = np.array(times, dtype=np.float64)
+    samples.sort()  # in place: one copy of the samples held, however many
+    outliers = np.empty(0)
+    if len(samples) > 3:
+        q1, q3 = np.percentile(samples, [25, 75])
+        fence = 1.5 * (q3 - q1)
+        outliers = samples[(samples < q1 - fence) | (samples > q3 + fence)]
+    return _spread(samples), _spread(outliers)
+
+
+def _spread(ordered: np.ndarray) -> np.ndarray:
+    """At most MAX_DRAWN of the sorted values `ordered`, evenly spaced in rank, the smallest and the largest
+    kept: the same shape of a distribution whatever its size, and the same values every time."""
+    if len(ordered) <= MAX_DRAWN:
+        return ordered
+    return ordered[np.linspace(0, len(ordered) - 1, MAX_DRAWN).round().astype(np.intp)]
+
+
+def _draw(ax: Any, result: dict[str, Any], position: float, color: str) -> None:
+    """`result` on `ax` at height `position`: its samples as a violin of `color`, its median and 95 % CI as a
+    black dot and bar, its outliers as red crosses; each labelled for the legend (`_legend`)."""
+    samples, outliers = _drawn(result)
+    if samples is not None:
+        parts = ax.violinplot([samples], positions=[position], orientation="horizontal", showextrema=False,
+                              widths=0.8)
+        for body in parts["bodies"]:
+            body.set_facecolor(color)
+            body.set_edgecolor(color)
+            body.set_alpha(0.35)
+    s = result["stats_us"]
+    ax.errorbar(s["median"], position, xerr=[[s["median"] - s["ci_low"]], [s["ci_high"] - s["median"]]],
+                fmt="o", color="black", capsize=4, markersize=4, label=MEDIAN_AND_CI)
+    if len(outliers):
+        ax.plot(outliers, np.full(len(outliers), position), "x", color="tab:red", markersize=5, label=OUTLIERS)
+
+
+def _legend(fig: Any) -> None:
+    """One legend below the plots, each kind of mark once (`_draw` labels every mark it makes)."""
+    marks = {label: handle for ax in fig.axes for handle, label in zip(*ax.get_legend_handles_labels())}
+    if marks:
+        fig.legend(marks.values(), marks.keys(), loc="outside lower center", ncols=2)
+
+
+def _count(n: int, noun: str) -> str:
+    """`n` and `noun`, plural unless `n` is 1: "1 result", "3 results"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def distributions(results: list[dict[str, Any]]) -> Any:
     """Each result's samples (µs), fastest first; a result without samples (a sweep's) as its CI alone."""
     plt = figure_module()
     ranked = sorted(results, key=lambda r: r["stats_us"]["median"])
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.5 * len(ranked)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 1.6 + 0.5 * len(ranked)), layout="constrained")
     positions = np.arange(len(ranked))[::-1]
-    with_samples = [(p, s) for p, r in zip(positions, ranked) if (s := _samples(r)) is not None and len(s) > 1]
-    if with_samples:
-        parts = ax.violinplot([s for _, s in with_samples], positions=[p for p, _ in with_samples],
-                              orientation="horizontal", showextrema=False, widths=0.8)
-        for body in parts["bodies"]:
-            body.set_alpha(0.35)
-    for p, r in zip(positions, ranked):
-        s = r["stats_us"]
-        ax.errorbar(s["median"], p, xerr=[[s["median"] - s["ci_low"]], [s["ci_high"] - s["median"]]], fmt="o",
-                    color="black", capsize=4, markersize=4, label="median and 95 % CI" if p == positions[0] else None)
-        samples = _samples(r)
-        if samples is not None and len(samples) > 3:
-            q1, q3 = np.percentile(samples, [25, 75])
-            fence = 1.5 * (q3 - q1)
-            outliers = samples[(samples < q1 - fence) | (samples > q3 + fence)]
-            ax.plot(outliers, np.full(len(outliers), p), "x", color="tab:red", markersize=5,
-                    label="outliers (beyond Tukey's fences)" if p == positions[0] and len(outliers) else None)
+    for position, result in zip(positions, ranked):
+        _draw(ax, result, position, "tab:blue")
     ax.set_yticks(positions, [_label(r) for r in ranked])
     ax.set_xlabel("µs per sample")
-    ax.set_title(f"{len(ranked)} result(s), fastest first")
+    ax.set_title(f"{_count(len(ranked), 'result')}, fastest first", fontsize="x-large")
     ax.grid(axis="x", alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        fig.legend(loc="outside lower center", ncols=2, fontsize="small")
+    _legend(fig)
     return fig
 
 
 def _label(result: dict[str, Any]) -> str:
-    """The result's kernel and launch, or for a sweep's candidate its kernel and tags; at most 60 characters."""
+    """The result's kernel and launch, or for a sweep's candidate its kernel and tags (`_shortened`)."""
     key = f"{result['kernel']}{tags_text(result['tags'])}" if result.get("tags") else match_key(result)
-    return key if len(key) <= 60 else key[:57] + "..."
+    return _shortened(key)
+
+
+def _shortened(text: str) -> str:
+    """`text`, or where it is longer than LABEL_CHARS its start and end around an ellipsis, LABEL_CHARS in all."""
+    if len(text) <= LABEL_CHARS:
+        return text
+    start = (LABEL_CHARS - 1) // 2
+    return f"{text[:start]}…{text[len(text) - (LABEL_CHARS - 1 - start):]}"
 
 
 def tag_values(results: list[dict[str, Any]], failures: list[dict[str, Any]]) -> list[str]:
@@ -139,7 +211,7 @@ def sweep_map(results: list[dict[str, Any]], failures: list[dict[str, Any]], x: 
     for axis, values, name in ((ax.xaxis, xs, x), (ax.yaxis, ys, y)):
         axis.set_ticks(list(values.values()), [str(v) for v in values])
         axis.set_label_text(name)
-    ax.set_title(f"{len(results)} measured, {len(failures)} failed")
+    ax.set_title(f"{len(results)} measured, {len(failures)} failed", fontsize="x-large")
     ax.grid(alpha=0.3)
     if reasons:
         fig.legend(loc="outside lower center", ncols=3, fontsize="small")
@@ -159,39 +231,39 @@ def _axis(values: list[Any]) -> dict[Any, int]:
     return {v: i for i, v in enumerate(distinct)}
 
 
-def side_by_side(a: list[dict[str, Any]], b: list[dict[str, Any]], threshold: float) -> Any:
-    """For each kernel and launch in both, A's and B's samples next to each other, titled by the verdict."""
-    comparisons = compare(a, b, threshold)
-    if not comparisons:
-        raise BenchError("the two sides have no kernel and launch in common; `pyhipbench compare` says why")
+def side_by_side(a: list[dict[str, Any]], b: list[dict[str, Any]], comparisons: list[Comparison],
+                 names: tuple[str, str] = ("A", "B"), across: tuple[str, ...] = ()) -> Any:
+    """For each of `comparisons` (at least one: `comparison.compare` of `a` and `b`, pairing across `across`),
+    the two sides' samples (µs) next to each other, A above B, titled by the verdict; `names`: the sides'
+    names in the picture (`_shortened`)."""
     plt = figure_module()
-    in_a, in_b = {match_key(r): r for r in a}, {match_key(r): r for r in b}
-    fig, axes = plt.subplots(len(comparisons), 1, figsize=(8, 2.2 * len(comparisons)), layout="constrained",
-                             squeeze=False)
+    in_a, in_b = {match_key(r, across): r for r in a}, {match_key(r, across): r for r in b}
+    name_a, name_b = map(_shortened, names)
+    fig, axes = plt.subplots(len(comparisons), 1, figsize=(WIDTH_IN, 1.2 + 2.4 * len(comparisons)),
+                             layout="constrained", squeeze=False)
+    fig.suptitle(f"{name_b} against {name_a}", fontsize="x-large")
     for ax, c in zip(axes[:, 0], comparisons):
-        for position, side, result in ((1, "A", in_a[c.key]), (0, "B", in_b[c.key])):
-            samples = _samples(result)
-            if samples is not None and len(samples) > 1:
-                ax.violinplot([samples], positions=[position], orientation="horizontal", showextrema=False)
-            s = result["stats_us"]
-            ax.errorbar(s["median"], position, xerr=[[s["median"] - s["ci_low"]], [s["ci_high"] - s["median"]]],
-                        fmt="o", color="black", capsize=4, markersize=4)
-        ax.set_yticks([1, 0], ["A", "B"])
-        verdict = c.verdict if c.verdict == "can't tell" else f"B is {c.verdict}"
-        ax.set_title(f"{_label(in_b[c.key])}: B/A {c.ratio:.3f} ({c.ratio_low:.3f}–{c.ratio_high:.3f}), "
-                     f"{verdict}", fontsize="small")
+        _draw(ax, in_a[c.key], 1, "tab:blue")
+        _draw(ax, in_b[c.key], 0, "tab:orange")
+        ax.set_yticks([1, 0], [name_a, name_b])
+        verdict = {"can't tell": "can't tell", "same": f"{name_b} is the same"}.get(c.verdict,
+                                                                                f"{name_b} is {c.verdict}")
+        ax.set_title(f"{_label(in_b[c.key])}\n{name_b} / {name_a} {c.ratio:.3f} (95 % CI {c.ratio_low:.3f}–"
+                     f"{c.ratio_high:.3f}): {verdict}")
         ax.grid(axis="x", alpha=0.3)
     axes[-1, 0].set_xlabel("µs per sample")
+    _legend(fig)
     return fig
 
 
 def save(fig: Any, path: Path) -> None:
-    """Writes `fig` to `path` as PNG or SVG (by the suffix) and closes it."""
-    check_output(path)
+    """Writes `fig` to `path` as PNG or SVG (by the suffix), whole or not at all (`write_whole`), and closes it."""
+    picture = io.BytesIO()
     try:
-        fig.savefig(path, dpi=120)
+        fig.savefig(picture, format=check_output(path)[1:], dpi=120)
     finally:
         figure_module().close(fig)
+    write_whole(path, picture.getvalue())
 
 
 def _svg(fig: Any) -> str:

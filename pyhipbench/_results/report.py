@@ -163,8 +163,15 @@ def _object(label: str, value: object, fields: tuple[str, ...]) -> dict[str, Any
         raise BenchError(f"{label}={show(value)}: expected an object with {', '.join(fields)}")
     missing = [f for f in fields if f not in value]
     if missing:
-        raise BenchError(f"{label}: missing {', '.join(missing)}; expected an object with {', '.join(fields)}")
+        raise BenchError(f"{label}: {_missing(missing, fields, 'an object with ' + ', '.join(fields))}")
     return value
+
+
+def _missing(missing: list[str], fields: tuple[str, ...], expected: str) -> str:
+    """'missing X, Y; expected `expected`', or where every one of `fields` is missing, the list said once."""
+    listed = ", ".join(missing)
+    return f"missing {listed} (every field)" if len(missing) == len(fields) else \
+        f"missing {listed}; expected {expected}"
 
 
 def _check_fields(r: dict[str, Any]) -> None:
@@ -234,8 +241,8 @@ def check_results(results: list[Any], name: str, unique: bool = True) -> list[di
                              f"{', '.join(FIELDS)}")
         missing = [f for f in FIELDS if f not in r]
         if missing:
-            raise BenchError(f"{name}: entry {i} is not a pyhipbench result: missing {', '.join(missing)}; "
-                             f"expected {', '.join(FIELDS)}")
+            raise BenchError(f"{name}: entry {i} is not a pyhipbench result: "
+                             f"{_missing(missing, FIELDS, ', '.join(FIELDS))}")
         try:
             _check_fields(r)
         except BenchError as e:

@@ -5,9 +5,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._progress import elapsed
 from .._results import report
 from .._results.comparison import (
     DEFAULT_THRESHOLD,
+    Comparison,
     clock_differences,
     compare,
     environment_differences,
@@ -17,6 +19,7 @@ from .._results.report import ACROSS
 from ..errors import BenchError
 from . import values
 from .command import add_command
+from .files import kept_stdout
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -48,21 +51,28 @@ def _load(path: Path) -> report.Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    a, b = _load(args.a), _load(args.b)
     across = tuple(dict.fromkeys(args.across))
-    comparisons = compare(a.results, b.results, args.threshold, across)
+    with elapsed(None, "reading and comparing"):  # on a terminal, the seconds of a long one (big reports)
+        a, b = _load(args.a), _load(args.b)
+        comparisons = compare(a.results, b.results, args.threshold, across)
     if not comparisons:
         raise BenchError(f"{args.a} and {args.b} have no kernel and launch in common (matched by kernel "
                          f"name, grid, block, cache state and timer): {why_unmatched(a.results, b.results)}")
-    print(f"B against A: 'same' within ±{100 * args.threshold:g} %, 'faster' or 'slower' by more and surely "
+    with kept_stdout() as stdout:  # a closed pipe: one line naming standard output, not a traceback
+        print_table(comparisons, args.threshold)
+    matched = {c.key for c in comparisons}
+    for line in environment_differences(a.environment, b.environment) + clock_differences(
+            [r for r in a.results if report.match_key(r, across) in matched], b.results, args.threshold, across):
+        print(f"pyhipbench compare: warning: {line}", file=sys.stderr)
+    return stdout.status("compare")
+
+
+def print_table(comparisons: list[Comparison], threshold: float) -> None:
+    """A row per kernel and launch: both medians, B/A, its 95 % CI and the verdict."""
+    print(f"B against A: 'same' within ±{100 * threshold:g} %, 'faster' or 'slower' by more and surely "
           "(95 % CI of B/A clear of 1), else 'can't tell'")
     print(f"{'kernel and launch':<60} {'A µs':>10} {'B µs':>10} {'B/A':>7} {'95 % CI of B/A':>15}  B is")
     for c in comparisons:
         interval = f"{c.ratio_low:.3f}–{c.ratio_high:.3f}"
         print(f"{c.key:<60} {c.a_median_us:>10.3f} {c.b_median_us:>10.3f} {c.ratio:>7.3f} {interval:>15}  "
               f"{c.verdict}" + ("" if c.method == "bootstrap" else " (from the CIs: no samples)"))
-    matched = {c.key for c in comparisons}
-    for line in environment_differences(a.environment, b.environment) + clock_differences(
-            [r for r in a.results if report.match_key(r, across) in matched], b.results, args.threshold, across):
-        print(f"pyhipbench compare: warning: {line}", file=sys.stderr)
-    return 0

@@ -19,18 +19,25 @@ PROLOGUE_HELP = (
     "so it must not write the registers the hardware preloads: the kernarg segment pointer (s[0:1] in "
     "most kernels), the other user SGPRs, the workgroup IDs, v0-v2 (work-item IDs) and exec; a prologue "
     "that does is refused, naming the register. A value starting with '-' is written --prologue=...")
+# What a file of each suffix holds, for the suffixes pyhipbench reads or writes: a code object written under
+# another's suffix would be taken for that by whatever reads it next. Other suffixes (.o, .bin, none) name nothing.
+SUFFIX_HOLDS = {".hsaco": "an HSACO", ".co": "an HSACO", ".ptx": "PTX", ".cubin": "a cubin", ".fatbin": "a fatbin",
+                ".ll": "LLVM IR text", ".bc": "LLVM bitcode", ".cu": "CUDA C++", ".hip": "HIP C++", ".json": "JSON",
+                ".csv": "CSV", ".md": "markdown"}
+FORMAT_SUFFIXES = {"hsaco": (".hsaco", ".co"), "ptx": (".ptx",)}  # what compile writes, by its target
 
 
 def target(text: str) -> str:
     """A processor the code generator knows (gfx942, gfx942:xnack-, sm_90), as given.
 
-    Asked of codegen while the options are parsed, so an unknown target is refused with the
-    usage, before any file is read; codegen's message names the value and the forms it knows.
+    Asked of codegen while the options are parsed, so an unknown target is refused in one line, before
+    any file is read; codegen's message says the forms it knows (after `unknown target 'X': `, which the
+    parser says as `--target X: `).
     """
     try:
         triple_of(archs.base_arch(text))
     except Error as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"unknown target {archs.base_arch(text)!r}: ")) from None
     return text
 
 
@@ -49,7 +56,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-icache-flush", action="store_true",
                         help="AMD: do not inject the instruction-cache flush (NVIDIA has none)")
     parser.add_argument("--prologue", help=PROLOGUE_HELP)
-    parser.add_argument("--code-object-version", type=int, default=5, choices=(4, 5, 6),
+    parser.add_argument("--code-object-version", type=values.integer, default=5, choices=(4, 5, 6),
                         help="AMD HSACO version (default 5; ROCm before 6.3 rejects 6)")
     parser.add_argument("--ptx-version", type=values.integer, metavar="NN",
                         help="NVIDIA PTX ISA version times ten, e.g. 80 (default: the IR's, else the sm's minimum)")
@@ -58,9 +65,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_output("-o", args.output, args.input)
+    made = output_format(args.target)
+    check_suffix(args.output, made, args.target)
     # Which flags go with which target is the command's to say, before any work; the version
     # itself is checked by the code generator (against the PTX ISA versions LLVM knows).
-    if args.ptx_version is not None and triple_of(archs.base_arch(args.target)) != NVPTX_TRIPLE:
+    if args.ptx_version is not None and made != "ptx":
         raise BenchError(f"--ptx-version applies to NVIDIA targets (sm_*), not {args.target}")
     kind, source = read_input(args.input)
     if kind == "source":
@@ -82,6 +91,19 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {args.output}")
     print(describe(code_object))
     return 0
+
+
+def output_format(target: str) -> str:
+    """The code object format `target` compiles to: "ptx" for an NVIDIA processor, else "hsaco"."""
+    return "ptx" if triple_of(archs.base_arch(target)) == NVPTX_TRIPLE else "hsaco"
+
+
+def check_suffix(output: Path, made: str, target: str) -> None:
+    """BenchError when `output`'s suffix names other content than the `made` code object (SUFFIX_HOLDS)."""
+    suffix, fitting = output.suffix.lower(), FORMAT_SUFFIXES[made]
+    if suffix in SUFFIX_HOLDS and suffix not in fitting:
+        raise BenchError(f"-o {output}: a {suffix} file holds {SUFFIX_HOLDS[suffix]}, but --target {target} makes "
+                         f"{SUFFIX_HOLDS[fitting[0]]}; expected a name ending {' or '.join(fitting)}")
 
 
 def describe(code_object: CodeObject) -> str:

@@ -17,7 +17,7 @@ from .._measure.rotation import plan_rotation
 from .._measure.timers import default_timer
 from .._progress import Progress
 from ..errors import NoDeviceError
-from .command import OpenDevice, add_command, add_device_options
+from .command import OpenDevice, add_command, add_device_options, add_profile_option, chosen_profile, no_gpu_line
 
 MiB = archs.MiB
 GiB = 1 << 30
@@ -36,16 +36,16 @@ def add_parser(commands: argparse._SubParsersAction, open_device: OpenDevice) ->
         "for --profile's device (sizes, rotation, timer), with nothing run.",
         ["pyhipbench demo", "pyhipbench demo --device 1", "pyhipbench demo --profile mi300x   # without a GPU"])
     add_device_options(parser)
-    parser.add_argument("--profile", choices=sorted(archs.PROFILES), default="h200",
-                        help="the device to plan for when no GPU is present")
+    add_profile_option(parser, "plan for")
     parser.set_defaults(handler=functools.partial(run, open_device=open_device))
 
 
 def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
+    profile_name = chosen_profile(args)  # a --profile of the other vendor than --backend: refused before any device
     try:
         device = open_device(args.backend, args.device)
     except NoDeviceError as e:  # no GPU is no failure here: the plan is what the demo shows
-        print_plan(e, args.profile)
+        print_plan(no_gpu_line(e, args.verbose), profile_name)
         return 0
     measure(device)
     return 0
@@ -56,13 +56,13 @@ def copy_sizes(llc_bytes: int) -> list[int]:
     return [llc_bytes // 8, llc_bytes * 4]
 
 
-def print_plan(reason: Exception, profile_name: str) -> None:
-    """What the demo would run on the profile's device, and why, without running anything."""
+def print_plan(why: str, profile_name: str) -> None:
+    """What the demo would run on the profile's device, without running anything, under `why` there is no GPU."""
     profile = archs.PROFILES[profile_name]
     print(f"no GPU here: the plan for {profile.name} (--profile {profile_name}), nothing is run")
-    print(f"  why no GPU: {reason}")
+    print(f"  why no GPU: {why}")
     print(f"  L2 {profile.l2_bytes / MiB:.0f} MiB, last-level cache {profile.llc_bytes / MiB:.0f} MiB, "
-          f"{profile.total_bytes / GiB:.1f} GiB")
+          f"memory {profile.total_bytes / GiB:.1f} GiB")
     print(f"  the copy kernel in each cache state: warm (one argument set), dirty-cold (rotated sets), "
           f"clean-cold (one set, a {CLEAN_BYTES_PER_LLC * profile.llc_bytes / MiB:.0f} MiB read before each launch)")
     print(f"  {'copy size':>12} {'set (src+dst)':>14} {'dirty-cold sets':>16}  why")

@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable
 
 from .._measure.options import OPTIONS, BenchOptions, Option
-from ..errors import BenchError
 from . import values
 
 # How a flag's text becomes the option's value (the library checks the value: one message everywhere).
@@ -28,22 +26,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> BenchOptions:
-    """The options the flags ask for, checked by BenchOptions: its BenchError in the flags' words."""
-    try:
-        return BenchOptions(**{o.name: getattr(args, o.name) for o in OPTIONS})
-    except BenchError as e:
-        raise BenchError(as_flags(str(e))) from None
-
-
-def as_flags(message: str) -> str:
-    """BenchOptions' `message`, which names keywords and values as Python does (`max_time_s=-1`,
-    `cache='warm'`), as the command line names them (`--max-time -1`, `--cache warm`, `--energy`)."""
-    for o in OPTIONS:
-        def flagged(match: re.Match[str], o: Option = o) -> str:
-            value = match.group(1).strip("'")
-            return o.flag if o.cli == "switch" else f"{o.flag} {value}"
-        message = re.sub(rf"\b{o.name}=('[^']*'|[^\s:,;)]+)", flagged, message)
-    return message
+    """The options the flags ask for, checked by BenchOptions (its BenchError reaches the user in the flags'
+    words: command.Parser names each keyword as its flag)."""
+    return BenchOptions(**{o.name: getattr(args, o.name) for o in OPTIONS})
 
 
 def _help(o: Option) -> str:

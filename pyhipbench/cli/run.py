@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,13 +21,13 @@ from .._codeobject import image as codeobject
 from .._device.device import Device
 from .._launch.arg_spec import DTYPES, FILLS, REF_FORM, materialize, materialize_chain
 from .._launch.launch import Launch, module_launches
-from .._launch.launch_config import dims
 from .._measure.bench import bench_with
+from .._measure.expect import checked_tolerances
 from .._progress import elapsed
 from .._results.environment import environment, finish
 from .._results.report import check_format, render, render_as
 from .._sources import SOURCE_KINDS, CodeObjectSource, CompileTarget, IRSource, Source, source_from_json
-from .._sources.chain import LAUNCH_FIELDS, MODULE, Launches, checked_chain
+from .._sources.chain import LAUNCH_FIELDS, MODULE, Launches, checked_chain, launch_fields
 from .._textfile import parse_json, parse_yaml, read_text
 from ..codegen import ir
 from ..codegen.source import SOURCE_LANGUAGES
@@ -34,7 +35,7 @@ from ..errors import BenchError
 from . import values
 from .command import OpenDevice, add_command, add_device_options
 from .compile import describe
-from .files import check_output, read_input, write_or_print
+from .files import STDOUT, Stdout, check_output, kept_stdout, read_input, write_reports
 from .options import add_option_flags, options_from
 
 NPY_MAGIC = b"\x93NUMPY"  # what every .npy file starts with
@@ -51,7 +52,6 @@ CHAIN_HELP = ("time a chain of the input's kernels, run in order as one sample, 
               "or {\"launches\": \"module\", \"grid\": ..., \"block\": ..., \"args\": [...]}: every kernel "
               "of the module in name order; instead of --kernel")
 CHAIN_FILE_FIELDS = ("launches", "grid", "block", "shared_bytes", "args")
-STDOUT = "-"  # --out -: the report on stdout
 # auto first, then the timers from the most faithful (docs/measurement.md#timers)
 # read_input's kinds told by content -> the source kind each is (C++ source is told by its suffix).
 INPUT_KINDS = {"code object": CodeObjectSource.kind, "ir": IRSource.kind}
@@ -80,6 +80,7 @@ def add_parser(commands: argparse._SubParsersAction, open_device: OpenDevice) ->
     parser.add_argument("--shared-bytes", type=values.integer, help="dynamic shared memory, bytes (default 0)")
     add_option_flags(parser)
     parser.add_argument("--expect", type=values.expect, action="append", default=[], metavar="N=FILE.npy",
+                        keyword="expect key",  # Expectation's name for a position
                         help="check argument N (its --arg position, 0 for the first; with --chain, its position "
                              "in the last launch's args) after one untimed launch (chain) on every argument set "
                              "against this .npy file (same shape) before timing; repeatable")
@@ -102,6 +103,14 @@ def add_parser(commands: argparse._SubParsersAction, open_device: OpenDevice) ->
 
 
 def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
+    """The command: `measure`, with standard output kept (`kept_stdout`): the files are written whatever
+    happens to it."""
+    with kept_stdout() as stdout:
+        return measure(args, open_device, stdout)
+
+
+def measure(args: argparse.Namespace, open_device: OpenDevice, stdout: Stdout) -> int:
+    """Times the kernel or chain `args` describe; prints its summary and writes each --out (`write_reports`)."""
     if args.chain is None:  # one kernel: --kernel, --grid and --block, as argparse would require them
         missing = [flag for flag, value in (("--kernel", args.kernel), ("--grid", args.grid),
                                             ("--block", args.block)) if value is None]
@@ -111,11 +120,13 @@ def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
     # The measurement's options and the launch's dimensions first, checked by the library (bench()'s
     # checks, its messages) before a file is read, a device opened or anything compiled.
     options = options_from(args)
-    if args.chain is None:
-        grid, block = dims("grid", args.grid), dims("block", args.block)  # the device's own limits come later
+    if args.chain is None:  # checked as a chain's launch is; the device's own limits come later
+        checked = launch_fields(args.grid, args.block, args.shared_bytes or 0, args.arg)
+        grid, block = checked["grid"], checked["block"]
     if args.format is not None and not any(str(path) == STDOUT for path in args.out):
         raise BenchError(f"--format {args.format}: it sets the format of --out - (stdout), and none is given; "
                          "expected --out - with it (a file's format comes from its suffix)")
+    check_distinct(args.out)
     for path in args.out:
         if str(path) == STDOUT:
             continue
@@ -130,6 +141,7 @@ def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
     # Flags that cannot apply are refused, not ignored, in the flags' own terms.
     if not expected and (args.atol is not None or args.rtol is not None):
         raise BenchError("--atol and --rtol apply to --expect's files; expected --expect N=FILE.npy with them")
+    checked_tolerances(args.atol, args.rtol)
     kind, content = read_input(args.input)
     if kind != "ir" and args.no_icache_flush:
         what = f"already a {codeobject.detect_format(content)} code object" if kind == "code object" \
@@ -168,14 +180,22 @@ def run(args: argparse.Namespace, open_device: OpenDevice) -> int:
         result = bench_with(launches, options, expect=expected or None, atol=args.atol, rtol=args.rtol)
     print(result.summary(), file=human)
     env = finish(started)
-    written = []
-    for path in args.out:
-        if str(path) == STDOUT:
-            print(render_as(f".{args.format or 'json'}", [result.to_dict()], env), end="")
-            written.append(True)
-        else:
-            written.append(write_or_print("run", path, render(path, [result.to_dict()], env), human))
-    return 0 if all(written) else 1
+    reports = [(path, render_as(f".{args.format or 'json'}", [result.to_dict()], env) if str(path) == STDOUT
+                else render(path, [result.to_dict()], env)) for path in args.out]
+    return write_reports("run", reports, human, stdout)
+
+
+def check_distinct(outputs: list[Path]) -> None:
+    """BenchError for an --out given twice (one file, however its path is written, or '-' twice): the second
+    report would replace the first."""
+    seen: dict[str, Path] = {}
+    for path in outputs:
+        key = STDOUT if str(path) == STDOUT else os.path.realpath(path)
+        if key in seen:
+            given = f"--out {path} twice" if str(seen[key]) == str(path) else f"--out {seen[key]} and --out {path}"
+            what = "standard output" if key == STDOUT else "the same file"
+            raise BenchError(f"{given}: both name {what}; expected each --out once")
+        seen[key] = path
 
 
 def read_chain(args: argparse.Namespace) -> tuple[Launches, dict]:

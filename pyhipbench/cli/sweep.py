@@ -16,7 +16,7 @@ from .._values import integer
 from ..errors import BenchError
 from . import values
 from .command import add_command
-from .files import check_output, write_or_print
+from .files import check_output, kept_stdout, write_reports
 
 MAX_FAILURES_LISTED = 20  # the summary lists this many failures; the database holds them all
 MAX_DUPLICATES_LISTED = 20  # and this many candidates the space lists more than once
@@ -80,11 +80,12 @@ def run(args: argparse.Namespace) -> int:
                                 f"{command_line(args, resume=args.resume)}") from None
     store = Store(args.out, resume=True)
     try:
-        print_summary(summary, store, args.out, best)
-        written = [write_or_print("sweep", path, export_best(store, path, best)) for path in args.export]
+        with kept_stdout() as stdout:  # a closed pipe or a full disk there: the exports are still written
+            print_summary(summary, store, args.out, best)
+            exports = [(path, export_best(store, path, best)) for path in args.export]
+            return write_reports("sweep", exports, stdout, stdout)
     finally:
         store.close()
-    return 0 if all(written) else 1
 
 
 def command_line(args: argparse.Namespace, resume: bool) -> str:

@@ -1,8 +1,9 @@
 """argparse `type=` converters: command-line text to the values the commands pass on.
 
 A converter refuses only text that does not spell a value of its kind ("1e3"
-for a count, "64,x" for a grid), naming the text and the form it expected;
-argparse prefixes the flag. Ranges are the library's to check (BenchOptions,
+for a count, "64,x" for a grid), saying the form it expected; the parser
+(command.Parser) puts the flag and the text as typed before it. Ranges are
+the library's to check (BenchOptions,
 LaunchConfig, plan_rotation, sweep()), so a value is refused the same way, with
 the same message, from the command line and from Python.
 """
@@ -15,15 +16,10 @@ from fractions import Fraction
 from pathlib import Path
 
 from .._launch.arg_spec import ArgSpec, parse_arg
-from .._values import show
 from ..errors import BenchError
 
 _SIZE = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))([KMGT]?)(?:I?B)?")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def _refused(text: str, expected: str) -> argparse.ArgumentTypeError:
-    return argparse.ArgumentTypeError(f"{show(text)}: expected {expected}")
 
 
 def integer(text: str) -> int:
@@ -35,9 +31,9 @@ def integer(text: str) -> int:
     digits = text.strip().lstrip("+-")
     limit = sys.get_int_max_str_digits()
     if digits.isdigit() and limit and len(digits) > limit:  # a number, but one int() will not convert
-        raise argparse.ArgumentTypeError(f"{show(text)}: {len(digits)} digits, more than Python converts "
-                                         f"({limit}); expected a whole number")
-    raise _refused(text, "a whole number such as 100")
+        raise argparse.ArgumentTypeError(f"{len(digits)} digits, more than Python converts ({limit}); expected "
+                                         "a whole number")
+    raise argparse.ArgumentTypeError("expected a whole number such as 100")
 
 
 def number(text: str) -> int | float:
@@ -49,7 +45,7 @@ def number(text: str) -> int | float:
     try:
         return float(text)  # "nan" and "inf" are numbers too: the library says they are out of range
     except ValueError:
-        raise _refused(text, "a number such as 2.5 or 1e-3") from None
+        raise argparse.ArgumentTypeError("expected a number such as 2.5 or 1e-3") from None
 
 
 def fraction(text: str) -> int | float:
@@ -58,7 +54,7 @@ def fraction(text: str) -> int | float:
     try:
         value = number(text.strip().removesuffix("%"))
     except argparse.ArgumentTypeError:
-        raise _refused(text, "a number such as 0.01 or a percentage such as 1%") from None
+        raise argparse.ArgumentTypeError("expected a number such as 0.01 or a percentage such as 1%") from None
     return value / 100 if percent else value
 
 
@@ -75,7 +71,7 @@ def dims(text: str) -> int | tuple[int, ...]:
     try:
         values = tuple(integer(part) for part in text.split(","))
     except argparse.ArgumentTypeError:
-        raise _refused(text, "comma-separated whole numbers such as 1024 or 64,4") from None
+        raise argparse.ArgumentTypeError("expected comma-separated whole numbers such as 1024 or 64,4") from None
     return values[0] if len(values) == 1 else values
 
 
@@ -84,7 +80,7 @@ def integers(text: str) -> list[int]:
     try:
         return [integer(part) for part in text.split(",")]
     except argparse.ArgumentTypeError:
-        raise _refused(text, "comma-separated whole numbers such as 0,1") from None
+        raise argparse.ArgumentTypeError("expected comma-separated whole numbers such as 0,1") from None
 
 
 def size(text: str) -> int:
@@ -95,10 +91,10 @@ def size(text: str) -> int:
     except ValueError:  # more digits than Python converts
         value = None
     if value is None:
-        raise argparse.ArgumentTypeError(f"{show(text)} is not a size; expected bytes such as 4096, 64M or 1G")
+        raise argparse.ArgumentTypeError("not a size; expected bytes such as 4096, 64M or 1G")
     if value.denominator != 1:
-        raise argparse.ArgumentTypeError(f"{show(text)} is {float(value):g} bytes; expected a whole number "
-                                         "of bytes such as 4096, 64M or 1G")
+        raise argparse.ArgumentTypeError(f"{float(value):g} bytes; expected a whole number of bytes such as 4096, "
+                                         "64M or 1G")
     return int(value)
 
 
@@ -106,8 +102,7 @@ def expect(text: str) -> tuple[int, Path]:
     """'1=ref.npy' -> (1, Path('ref.npy')): an --arg position and a file."""
     index, sep, path = text.partition("=")
     if not sep or not path or not (index.isascii() and index.isdigit()):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected N=FILE.npy, N the position of an --arg "
-                                         "(0 for the first)")
+        raise argparse.ArgumentTypeError("expected N=FILE.npy, N the position of an --arg (0 for the first)")
     return int(index), Path(path)
 
 
@@ -115,5 +110,8 @@ def kernel_arg(text: str) -> ArgSpec:
     """One --arg in the argument language (pyhipbench._launch.arg_spec), which checks its own values."""
     try:
         return parse_arg(text)
-    except BenchError as e:
-        raise argparse.ArgumentTypeError(str(e).removeprefix("--arg ")) from None
+    except BenchError as e:  # it names the text as `--arg 'TEXT': ` (a long one shortened), as the parser does
+        message = str(e)
+        for named in (f"--arg {text!r}: ", f"--arg {text[:40]!r}...: "):
+            message = message.removeprefix(named)
+        raise argparse.ArgumentTypeError(message) from None

@@ -86,16 +86,22 @@ def _places() -> list[tuple[Path, str, str]]:
 
 
 @functools.lru_cache(maxsize=None)
-def _version(assembler: Path) -> tuple[int, int] | None:
-    """(major, minor) from ``--version``; (0, 0) if it prints none; None if it cannot run."""
+def _version(assembler: Path) -> tuple[int, int] | str:
+    """(major, minor) from ``--version``; else why the tool cannot be used: it cannot be run, ``--version``
+    fails, or it prints no LLVM version (not an llvm-mc)."""
     try:
-        out = subprocess.run(
+        ran = subprocess.run(
             [assembler, "--version"], capture_output=True, text=True, errors="replace", check=False
-        ).stdout
-    except OSError:  # executable but not runnable (wrong architecture, broken #! line)
-        return None
-    m = re.search(r"version (\d+)\.(\d+)", out)
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+        )
+    except OSError as e:  # executable but not runnable (wrong architecture, broken #! line)
+        return f"cannot be run ({e.strerror or e})"
+    if ran.returncode != 0:
+        said = (ran.stderr.strip() or ran.stdout.strip()).splitlines()
+        return f"`{assembler.name} --version` exited {ran.returncode}" + (f" ({said[0]})" if said else "")
+    m = re.search(r"version (\d+)\.(\d+)", ran.stdout)
+    if m is None:
+        return f"`{assembler.name} --version` printed no LLVM version: not an llvm-mc"
+    return int(m.group(1)), int(m.group(2))
 
 
 @functools.lru_cache(maxsize=None)
@@ -130,19 +136,23 @@ def find_toolchain(mcpu: str) -> Toolchain:
             continue
         seen.add((directory.resolve(), suffix))
         paths = [directory / f"{tool}{suffix}" for tool in TOOLS]
-        missing = [p.name for p in paths if not _is_executable(p)]
+        missing = [p.name for p in paths if not p.is_file()]
         if len(missing) == len(TOOLS):
             if why != "PATH":  # PATH directories without LLVM are noise
                 looked.append(f"{directory} ({why}): none of the tools")
             continue
         llvm_on_path |= why == "PATH"
-        if missing:
-            looked.append(f"{directory} ({why}): missing {', '.join(missing)}")
+        unusable = [f"missing {', '.join(missing)}"] if missing else []
+        not_executable = [p.name for p in paths if p.is_file() and not _is_executable(p)]
+        if not_executable:
+            unusable.append(f"not executable: {', '.join(not_executable)}")
+        if unusable:
+            looked.append(f"{directory} ({why}): {'; '.join(unusable)}")
             continue
         assembler, linker, disassembler = paths
         version = _version(assembler)
-        if version is None:
-            looked.append(f"{assembler} ({why}): cannot be run")
+        if isinstance(version, str):
+            looked.append(f"{assembler} ({why}): {version}")
             continue
         if not _knows_processor(assembler, mcpu):
             looked.append(

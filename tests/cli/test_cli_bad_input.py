@@ -1,14 +1,18 @@
 """Every bad input to the CLI gives one line naming it, the right exit status, and no traceback.
 
-Malformed options (text that is not a value of the option's kind) are
-argparse's (exit 2, with usage); values out of range are the library's, with
-its message (BenchError: exit 2), the same the Python API gives; bad files,
+Malformed options (text that is not a value of the option's kind) are the
+parser's (exit 2, one line: the flag, the text as typed, the form expected; no
+usage); values out of range are the library's, with its message (BenchError:
+exit 2), the same the Python API gives but naming each value by its flag and
+the text typed (`--max-time -1`, not `max_time_s=-1`); bad files,
 outputs and arguments found by a command are main()'s (BenchError: exit 2,
 other package errors and OSError: exit 1). Classes are bench/bad_inputs.py's.
 """
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -19,9 +23,9 @@ from cli_helpers import call
 
 import pyhipbench as hb
 from pyhipbench._launch.launch_config import dims
-from pyhipbench._measure.options import BenchOptions
-from pyhipbench._measure.rotation import plan_rotation
-from pyhipbench.cli.options import as_flags
+from pyhipbench._measure.options import OPTIONS, BenchOptions
+from pyhipbench._sources.chain import launch_fields
+from pyhipbench.cli.command import FlagValue, in_flag_words
 
 from codegen_helpers import IR_DATA
 
@@ -53,75 +57,77 @@ def expand(argv: list[str], folder: Path) -> list[str]:
     return [a.format(d=folder) for a in argv]
 
 
-# -- malformed options: argparse, exit 2, before anything is read ------------------------------------
+# -- malformed options: one line, the flag and the text as typed first, exit 2, before anything is read -----
 OPTION_ERRORS = [
     # class 7: sizes
-    (["info", "--size", "infM"], "argument --size: 'infM' is not a size; expected bytes such as 4096, 64M or 1G"),
-    (["info", "--size", "nan"], "argument --size: 'nan' is not a size"),
-    (["info", "--size", "0.1"], "argument --size: '0.1' is 0.1 bytes; expected a whole number of bytes such as 4096"),
-    (["info", "--size", "12Q"], "argument --size: '12Q' is not a size"),
-    (["info", "--size", ""], "argument --size: '' is not a size"),
-    (["info", "--size", "9" * 5000], "argument --size: '99999"),  # beyond int()'s digit limit
+    (["info", "--size", "infM"], "--size infM: not a size; expected bytes such as 4096, 64M or 1G"),
+    (["info", "--size", "nan"], "--size nan: not a size"),
+    (["info", "--size", "0.1"], "--size 0.1: 0.1 bytes; expected a whole number of bytes such as 4096"),
+    (["info", "--size", "12Q"], "--size 12Q: not a size"),
+    (["info", "--size", ""], "--size '': not a size"),
+    (["info", "--size", "9" * 5000], "--size 9999999999999999999999999999999999999999...: not a size"),  # beyond int()
     # grid, block: comma-separated whole numbers (how many, and their range, are the library's)
-    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1,x", "--block", "1"], "argument --grid: '1,x': expected "
-     "comma-separated whole numbers such as 1024 or 64,4"),
-    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1.5", "--block", "1"], "argument --grid: '1.5': expected"),
-    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1", "--block", ","], "argument --block: ',': expected comma-separated"),
-    (["run", "{d}/k.ll", *RUN[:2], "--grid", "9" * 5000, "--block", "1"], "argument --grid: '99999"),
+    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1,x", "--block", "1"], "--grid 1,x: expected comma-separated whole "
+     "numbers such as 1024 or 64,4"),
+    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1.5", "--block", "1"], "--grid 1.5: expected"),
+    (["run", "{d}/k.ll", *RUN[:2], "--grid", "1", "--block", ","], "--block ,: expected comma-separated"),
+    (["run", "{d}/k.ll", *RUN[:2], "--grid", "9" * 5000, "--block", "1"], "--grid 99999"),
     # counts and numbers
-    (["run", "{d}/k.ll", *RUN, "--iterations", "1e3"], "argument --iterations: '1e3': expected a whole number "
-     "such as 100"),
-    (["run", "{d}/k.ll", *RUN, "--iterations", "9" * 5000], "argument --iterations: '99999"),
-    (["run", "{d}/k.ll", *RUN, "--warmup", "some"], "argument --warmup: 'some': expected a whole number"),
-    (["run", "{d}/k.ll", *RUN, "--shared-bytes", "1k"], "argument --shared-bytes: '1k': expected a whole number"),
-    (["run", "k.ptx", *RUN, "--precision", "tight"], "argument --precision: 'tight': expected a number such as "
-     "0.01 or a percentage such as 1%"),
-    (["run", "k.ptx", *RUN, "--precision", "%"], "argument --precision: '%': expected a number"),
-    (["run", "k.ptx", *RUN, "--max-time", "1s"], "argument --max-time: '1s': expected a number such as 2.5 or 1e-3"),
-    (["run", "k.ptx", *RUN, "--slower-than", "5us"], "argument --slower-than: '5us': expected a number"),
-    (["run", "k.ptx", *RUN, "--throttle-threshold", "high"], "argument --throttle-threshold: 'high': expected a number"),
-    (["run", "k.ptx", *RUN, "--timer", "clock"], "argument --timer: invalid choice: 'clock'"),
-    (["run", "k.ptx", *RUN, "--cache", "cold"], "argument --cache: invalid choice: 'cold'"),
+    (["run", "{d}/k.ll", *RUN, "--iterations", "1e3"], "--iterations 1e3: expected a whole number such as 100"),
+    (["run", "{d}/k.ll", *RUN, "--iterations", "9" * 5000], "--iterations 99999"),
+    (["run", "{d}/k.ll", *RUN, "--warmup", "some"], "--warmup some: expected a whole number"),
+    (["run", "{d}/k.ll", *RUN, "--shared-bytes", "1k"], "--shared-bytes 1k: expected a whole number"),
+    (["run", "k.ptx", *RUN, "--precision", "tight"], "--precision tight: expected a number such as 0.01 or a "
+     "percentage such as 1%"),
+    (["run", "k.ptx", *RUN, "--precision", "%"], "--precision %: expected a number"),
+    (["run", "k.ptx", *RUN, "--max-time", "1s"], "--max-time 1s: expected a number such as 2.5 or 1e-3"),
+    (["run", "k.ptx", *RUN, "--slower-than", "5us"], "--slower-than 5us: expected a number"),
+    (["run", "k.ptx", *RUN, "--throttle-threshold", "high"], "--throttle-threshold high: expected a number"),
+    (["run", "k.ptx", *RUN, "--timer", "clock"], "--timer clock: expected one of auto, events, cupti, rocprofiler, "
+     "batched, graph"),
+    (["run", "k.ptx", *RUN, "--cache", "cold"], "--cache cold: expected one of auto, warm, dirty-cold, clean-cold"),
     # the --arg language (class 6/7), refused while parsing the options
-    (["run", "{d}/k.ll", *RUN, "--arg", "array:float32:16:noise"], "argument --arg: 'array:float32:16:noise': "
-     "fill 'noise' is not one of zeros, ones, arange, random"),
-    (["run", "{d}/k.ll", *RUN, "--arg", "vector:3"], "argument --arg: 'vector:3': expected TYPE:VALUE, "
-     "array:DTYPE:COUNT[:FILL] or shared:DTYPE:COUNT[:FILL]"),
-    (["run", "{d}/k.ll", *RUN, "--arg", "int32:4294967296"], "argument --arg: 'int32:4294967296': int32(4294967296): out of range, expected an integer in [-2147483648, 2147483647]"),
-    (["run", "{d}/k.ll", *RUN, "--arg", "float32:1e40"], "argument --arg: 'float32:1e40': float32(1e+40): out of range, the largest float32 is"),
-    (["run", "{d}/k.ll", *RUN, "--arg", "array:object:4"], "argument --arg: 'array:object:4': dtype 'object' is not one of int8"),
-    (["run", "{d}/k.ll", *RUN, "--arg", "array:float32:0"], "argument --arg: 'array:float32:0': element count 0 is not a positive whole number"),
-    (["run", "{d}/k.ll", *RUN, "--arg", "array:float64:2305843009213693952"], "argument --arg: 'array:float64:2305843009213693952': "
-     "2305843009213693952 x float64 is 18446744073709551616 bytes, more than any device addresses"),
+    (["run", "{d}/k.ll", *RUN, "--arg", "array:float32:16:noise"], "--arg array:float32:16:noise: fill 'noise' is "
+     "not one of zeros, ones, arange, random"),
+    (["run", "{d}/k.ll", *RUN, "--arg", "vector:3"], "--arg vector:3: expected TYPE:VALUE, array:DTYPE:COUNT[:FILL] "
+     "or shared:DTYPE:COUNT[:FILL]"),
+    (["run", "{d}/k.ll", *RUN, "--arg", "int32:4294967296"], "--arg int32:4294967296: int32(4294967296): out of "
+     "range, expected an integer in [-2147483648, 2147483647]"),
+    (["run", "{d}/k.ll", *RUN, "--arg", "float32:1e40"], "--arg float32:1e40: float32(1e+40): out of range, the "
+     "largest float32 is"),
+    (["run", "{d}/k.ll", *RUN, "--arg", "array:object:4"], "--arg array:object:4: dtype 'object' is not one of int8"),
+    (["run", "{d}/k.ll", *RUN, "--arg", "array:float32:0"], "--arg array:float32:0: element count 0 is not a "
+     "positive whole number"),
+    (["run", "{d}/k.ll", *RUN, "--arg", "array:float64:2305843009213693952"], "--arg "
+     "array:float64:2305843009213693952: 2305843009213693952 x float64 is 18446744073709551616 bytes, more than any "
+     "device addresses"),
     # --expect and its tolerances
-    (["run", "k.ptx", *RUN, "--expect", "{d}/ref.npy"], "argument --expect: '{d}/ref.npy': expected N=FILE.npy, N "
-     "the position of an --arg (0 for the first)"),
-    (["run", "k.ptx", *RUN, "--expect", "dst={d}/ref.npy"], "argument --expect: 'dst={d}/ref.npy': expected "
-     "N=FILE.npy"),
-    (["run", "k.ptx", *RUN, "--expect", "²={d}/ref.npy"], "argument --expect: '²={d}/ref.npy': expected N=FILE.npy"),
-    (["run", "k.ptx", *RUN, "--atol", "tiny"], "argument --atol: 'tiny': expected a number"),
+    (["run", "k.ptx", *RUN, "--expect", "{d}/ref.npy"], "--expect {d}/ref.npy: expected N=FILE.npy, N the position "
+     "of an --arg (0 for the first)"),
+    (["run", "k.ptx", *RUN, "--expect", "dst={d}/ref.npy"], "--expect dst={d}/ref.npy: expected N=FILE.npy"),
+    (["run", "k.ptx", *RUN, "--expect", "²={d}/ref.npy"], "--expect '²={d}/ref.npy': expected N=FILE.npy"),
+    (["run", "k.ptx", *RUN, "--atol", "tiny"], "--atol tiny: expected a number"),
     # sweep's options
-    (["sweep", "{d}/space.json", "--out", "{d}/r.db", "--gpus", "0,x"], "argument --gpus: '0,x': expected "
-     "comma-separated whole numbers such as 0,1"),
-    (["sweep", "{d}/space.json", "--out", "{d}/r.db", "--timeout-floor", "long"], "argument --timeout-floor: "
-     "'long': expected a number"),
-    (["sweep", "{d}/space.json", "--out", "{d}/r.db", "--best", "all"], "argument --best: 'all': expected a whole "
+    (["sweep", "{d}/space.json", "--out", "{d}/r.db", "--gpus", "0,x"], "--gpus 0,x: expected comma-separated whole "
+     "numbers such as 0,1"),
+    (["sweep", "{d}/space.json", "--out", "{d}/r.db", "--timeout-floor", "long"], "--timeout-floor long: expected a "
      "number"),
+    (["sweep", "{d}/space.json", "--out", "{d}/r.db", "--best", "all"], "--best all: expected a whole number"),
     # compile's target and versions
-    (["compile", "{d}/k.ll", "--target", "volta", "-o", "{d}/o"], "argument --target: unknown target 'volta'"),
+    (["compile", "{d}/k.ll", "--target", "volta", "-o", "{d}/o"], "--target volta: expected an AMD processor"),
     (["compile", "{d}/k.ll", "--target", "sm_90", "--ptx-version", "8.0", "-o", "{d}/o"],
-     "argument --ptx-version: '8.0': expected a whole number such as 100"),
+     "--ptx-version 8.0: expected a whole number such as 100"),
     (["compile", "{d}/k.ll", "--target", "gfx942", "--code-object-version", "3", "-o", "{d}/o"],
-     "argument --code-object-version: invalid choice: 3"),
+     "--code-object-version 3: expected one of 4, 5, 6"),
 ]
 
 
 @pytest.mark.parametrize("argv, message", OPTION_ERRORS, ids=[" ".join(a[:1] + a[-2:]) for a, _ in OPTION_ERRORS])
-def test_malformed_options_are_refused_by_argparse(files, no_device_wanted, capsys, argv, message):
+def test_malformed_options_are_refused_in_one_line(files, no_device_wanted, capsys, argv, message):
     code, out, err = call(expand(argv, files), capsys)
     assert code == 2 and out == ""
-    assert err.startswith("usage: pyhipbench")
-    assert err.splitlines()[-1].startswith(f"pyhipbench {argv[0]}: error: {message.format(d=files)}")
+    assert err.startswith(f"pyhipbench {argv[0]}: {message.format(d=files)}")
+    assert err.endswith(f" (pyhipbench {argv[0]} -h for help)\n") and err.count("\n") == 1  # no usage block
     assert not (files / "o").exists()
 
 
@@ -136,7 +142,7 @@ def refusal(call) -> str:
 OPTIONS_REFUSED = [  # (run's flags, the BenchOptions keywords they give, the start of run's message)
     (["--precision", "0"], {"precision": 0}, "--precision 0: out of range, expected a finite number > 0 and < 1"),
     (["--precision", "2"], {"precision": 2}, "--precision 2: out of range"),
-    (["--precision", "200%"], {"precision": 2.0}, "--precision 2.0: out of range"),
+    (["--precision", "200%"], {"precision": 2.0}, "--precision 200%: out of range"),
     (["--precision", "nan"], {"precision": float("nan")}, "--precision nan: out of range"),
     (["--max-time", "-1"], {"max_time_s": -1}, "--max-time -1: out of range, expected a finite number > 0"),
     (["--max-time", "inf"], {"max_time_s": float("inf")}, "--max-time inf: out of range"),
@@ -170,35 +176,44 @@ def test_measurement_options_are_refused_as_bench_refuses_them(files, no_device_
     assert err.startswith(f"pyhipbench run: {start}") and err.count("\n") == 1
     # The library's message, with the options named as the command line names them.
     assert refusal(lambda: hb.bench(None, 1, 1, [], **keywords)) == refusal(lambda: BenchOptions(**keywords))
-    assert err == f"pyhipbench run: {as_flags(refusal(lambda: BenchOptions(**keywords)))}\n"
+    assert err == f"pyhipbench run: {named_as_run(refusal(lambda: BenchOptions(**keywords)), flags, keywords)}\n"
 
 
-# -- grid and block out of range: launch_config.dims' message, before any file is read or device opened ----
-DIMS_REFUSED = [  # (--grid, --block, the dims() call that refuses the same)
-    ("0", "256", lambda: dims("grid", 0)),
-    ("1,2,3,4", "256", lambda: dims("grid", (1, 2, 3, 4))),
-    ("4294967296", "256", lambda: dims("grid", 4294967296)),
-    ("1", "-4", lambda: dims("block", -4)),
-    ("1", "1,0", lambda: dims("block", (1, 0))),
+def named_as_run(message: str, flags: list[str], keywords: dict) -> str:
+    """BenchOptions' `message` with each option named as `run` names it: by its flag, with the text typed where
+    the message shows the value `flags` gave (command.in_flag_words)."""
+    typed = dict(zip(flags, flags[1:]))
+    given = {o.name: FlagValue(o.flag, o.cli == "switch", keywords.get(o.name, o.default), typed.get(o.flag))
+             for o in OPTIONS if keywords.get(o.name, o.default) is not None}
+    return in_flag_words(message, given)
+
+
+# -- a launch out of range: its check as a chain's launch (launch_fields), before any file is read or device opened
+LAUNCH_FIELDS_REFUSED = [  # (run's flags, the launch_fields call that refuses the same, the flag as typed)
+    (["--grid", "0", "--block", "256"], lambda: dims("grid", 0), "--grid 0"),
+    (["--grid", "1,2,3,4", "--block", "256"], lambda: dims("grid", (1, 2, 3, 4)), "--grid 1,2,3,4"),
+    (["--grid", "4294967296", "--block", "256"], lambda: dims("grid", 4294967296), "--grid 4294967296"),
+    (["--grid", "1", "--block", "-4"], lambda: dims("block", -4), "--block -4"),
+    (["--grid", "1", "--block", "1,0"], lambda: dims("block", (1, 0)), "--block 1,0"),
+    (["--grid", "1", "--block", "256", "--shared-bytes", "-1"], lambda: launch_fields(1, 256, -1, []),
+     "--shared-bytes -1"),
+    (["--grid", "1", "--block", "256", "--shared-bytes", "1099511627776"], lambda: launch_fields(1, 256, 1 << 40, []),
+     "--shared-bytes 1099511627776"),
 ]
 
 
-@pytest.mark.parametrize("grid, block, check", DIMS_REFUSED, ids=[f"{g} {b}" for g, b, _ in DIMS_REFUSED])
-def test_grid_and_block_are_refused_before_any_work(files, no_device_wanted, capsys, grid, block, check):
-    code, out, err = call(["run", str(files / "absent.ptx"), "--kernel", "copy", "--grid", grid, "--block", block],
-                          capsys)
-    assert (code, out, err) == (2, "", f"pyhipbench run: {refusal(check)}\n")
+@pytest.mark.parametrize("flags, check, typed", LAUNCH_FIELDS_REFUSED,
+                         ids=[" ".join(f) for f, *_ in LAUNCH_FIELDS_REFUSED])
+def test_launch_fields_are_refused_before_any_work(files, no_device_wanted, capsys, flags, check, typed):
+    code, out, err = call(["run", str(files / "absent.ptx"), "--kernel", "copy", *flags], capsys)
+    message = refusal(check)  # `grid=0: ...`, `block[1]=0: ...`: the library's, naming the keyword
+    assert (code, out, err) == (2, "", f"pyhipbench run: {typed}{message[message.index(': '):]}\n")
 
 
-# -- launch values out of range: the library's message once the kernel is loaded, as bench() gives it ----
+# -- launch values beyond the device's limits: the library's message once the kernel is loaded, as bench() gives it
 LAUNCH_REFUSED = [  # (run's flags, bench()'s grid, block and keywords)
-    (["--grid", "0", "--block", "256"], 0, 256, {}),
-    (["--grid", "1,2,3,4", "--block", "256"], (1, 2, 3, 4), 256, {}),
-    (["--grid", "4294967296", "--block", "256"], 4294967296, 256, {}),
-    (["--grid", "1", "--block", "-4"], 1, -4, {}),
     (["--grid", "1", "--block", "2048"], 1, 2048, {}),
-    (["--grid", "1", "--block", "256", "--shared-bytes", "-1"], 1, 256, {"shared_bytes": -1}),
-    (["--grid", "1", "--block", "256", "--shared-bytes", "1099511627776"], 1, 256, {"shared_bytes": 1 << 40}),
+    (["--grid", "1", "--block", "256", "--shared-bytes", "1048576"], 1, 256, {"shared_bytes": 1048576}),
 ]
 
 
@@ -209,7 +224,8 @@ def test_launch_values_are_refused_as_bench_refuses_them(files, fake_gpu, capsys
     kernel = fake_gpu.load_module(files / "k.ptx").kernel("copy")
     src = fake_gpu.array(np.zeros(256, np.float32))
     args = [src, fake_gpu.empty_like(src), hb.int64(256)]
-    assert err == f"pyhipbench run: {refusal(lambda: hb.bench(kernel, grid, block, args, **keywords))}\n"
+    message = refusal(lambda: hb.bench(kernel, grid, block, args, **keywords))
+    assert err == f"pyhipbench run: {message.replace('shared_bytes=', '--shared-bytes ')}\n"
 
 
 def test_expect_values_are_refused_as_bench_refuses_them(files, fake_gpu, capsys):
@@ -218,42 +234,46 @@ def test_expect_values_are_refused_as_bench_refuses_them(files, fake_gpu, capsys
     args = [src, fake_gpu.empty_like(src), hb.int64(256)]
     ref = np.zeros(256, np.float32)
     run = ["run", str(files / "k.ptx"), *RUN, *COPY_ARGS]
-    for flags, keywords, start in (
-            (["--expect", f"3={files / 'ref.npy'}"], {"expect": {3: ref}},
-             "expect key=3: out of range, expected an integer in [0, 2]"),
+    for flags, keywords, named, start in (
+            (["--expect", f"3={files / 'ref.npy'}"], {"expect": {3: ref}}, {"expect key=3": "--expect 3"},
+             "--expect 3: out of range, expected an integer in [0, 2]"),
             (["--expect", f"1={files / 'ref.npy'}", "--atol", "-1"], {"expect": {1: ref}, "atol": -1},
-             "atol=-1: out of range, expected a finite number >= 0"),
+             {"atol=-1": "--atol -1"}, "--atol -1: out of range, expected a finite number >= 0"),
             (["--expect", f"1={files / 'ref.npy'}", "--rtol", "nan"], {"expect": {1: ref}, "rtol": float("nan")},
-             "rtol=nan: out of range")):
+             {"rtol=nan": "--rtol nan"}, "--rtol nan: out of range")):
         code, out, err = call([*run, *flags], capsys)
         assert (code, out) == (2, "")
-        assert err == f"pyhipbench run: {refusal(lambda: hb.bench(kernel, 1, 256, args, **keywords))}\n"
+        message = refusal(lambda: hb.bench(kernel, 1, 256, args, **keywords))
+        for keyword, flag in named.items():  # the library names the keyword, run the flag and the text typed
+            message = message.replace(keyword, flag)
+        assert err == f"pyhipbench run: {message}\n"
         assert err.startswith(f"pyhipbench run: {start}")
 
 
-def test_info_size_is_refused_as_plan_rotation_refuses_it(fake_gpu, capsys):
-    free, total = fake_gpu.memory_info()
-    for size, value in (("-1", -1), ("-1K", -1024), ("99999999T", 99999999 << 40)):
-        code, out, err = call(["info", f"--size={size}"], capsys)  # "-1K" after a space would read as an option
-        assert (code, out) == (2, "")
-        message = refusal(lambda: plan_rotation(value, fake_gpu.properties.llc_bytes, free, total))
-        assert err == f"pyhipbench info: --size {size}: {message}\n"
-        assert message.startswith(f"set_bytes={value}: out of range")
+@pytest.mark.parametrize("size", ["-1", "-1K", "0", "0.0", "99999999T"])
+def test_info_size_out_of_range_is_refused_before_any_device(no_device_wanted, capsys, size):
+    code, out, err = call(["info", f"--size={size}"], capsys)  # "-1K" after a space would read as an option
+    assert (code, out, err) == (2, "", f"pyhipbench info: --size {size}: out of range, expected an integer in "
+                                       "[1, 18446744073709551615] (bytes)\n")
 
 
-SWEEP_REFUSED = [  # (sweep's flags, sweep()'s keywords, the message)
-    (["--gpus", "0,0"], {"gpus": [0, 0]}, "gpus=[0, 0]: a device is listed twice"),
-    (["--gpus", "-1"], {"gpus": [-1]}, "gpus[0]=-1: out of range, expected an integer >= 0"),
-    (["--timeout-floor", "0"], {"timeout_floor_s": 0}, "timeout_floor_s=0: out of range, expected a finite number > 0"),
-    (["--timeout-floor", "nan"], {"timeout_floor_s": float("nan")}, "timeout_floor_s=nan: out of range, expected a finite number > 0"),
+SWEEP_REFUSED = [  # (sweep's flags, sweep()'s keywords, sweep()'s message, the command's)
+    (["--gpus", "0,0"], {"gpus": [0, 0]}, "gpus=[0, 0]: a device is listed twice", "--gpus 0,0: a device is listed "
+     "twice"),
+    (["--gpus", "-1"], {"gpus": [-1]}, "gpus[0]=-1: out of range, expected an integer >= 0", "--gpus -1: out of range, "
+     "expected an integer >= 0"),
+    (["--timeout-floor", "0"], {"timeout_floor_s": 0}, "timeout_floor_s=0: out of range, expected a finite number > 0",
+     "--timeout-floor 0: out of range, expected a finite number > 0"),
+    (["--timeout-floor", "nan"], {"timeout_floor_s": float("nan")}, "timeout_floor_s=nan: out of range, expected a "
+     "finite number > 0", "--timeout-floor nan: out of range, expected a finite number > 0"),
 ]
 
 
-@pytest.mark.parametrize("flags, keywords, message", SWEEP_REFUSED, ids=[" ".join(f) for f, _, _ in SWEEP_REFUSED])
-def test_sweep_options_are_refused_as_sweep_refuses_them(files, capsys, flags, keywords, message):
+@pytest.mark.parametrize("flags, keywords, message, line", SWEEP_REFUSED, ids=[" ".join(f) for f, *_ in SWEEP_REFUSED])
+def test_sweep_options_are_refused_as_sweep_refuses_them(files, capsys, flags, keywords, message, line):
     db = files / "r.db"
     code, out, err = call(["sweep", str(files / "space.json"), "--out", str(db), *flags], capsys)
-    assert (code, out, err) == (2, "", f"pyhipbench sweep: {message}\n")
+    assert (code, out, err) == (2, "", f"pyhipbench sweep: {line}\n")
     assert refusal(lambda: hb.sweep(hb.load_space(files / "space.json"), db, **keywords)) == message
     assert not db.exists()  # refused before the database or a worker
 
@@ -320,9 +340,9 @@ COMMAND_ERRORS = [
      "pyhipbench compile: --ptx-version applies to NVIDIA targets (sm_*), not gfx942"),
     # the PTX version itself is the code generator's to check (CodegenError: exit 1), as compile_ir does
     (["compile", "{d}/k.ll", "--target", "sm_90", "--ptx-version", "-1", "-o", "{d}/o"], 1,
-     "pyhipbench compile: ptx_version -1: expected the PTX ISA version times ten as a positive integer"),
+     "pyhipbench compile: --ptx-version -1: expected the PTX ISA version times ten as a positive integer"),
     (["compile", "{d}/k.ll", "--target", "sm_90", "--ptx-version", "8", "-o", "{d}/o"], 1,
-     "pyhipbench compile: ptx_version 8: LLVM"),
+     "pyhipbench compile: --ptx-version 8: LLVM"),
 ]
 
 
@@ -382,12 +402,14 @@ def test_an_array_beyond_free_device_memory_is_one_line(files, fake_gpu, capsys)
 
 
 # -- class 2: a result that cannot be written after the run is printed, not lost ---------------------
+def disk_full(descriptor: int) -> None:
+    """os.fsync as on a full disk, where a file system says so only as the written file is synced."""
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
 def test_a_failed_json_write_prints_the_result_and_says_where(files, fake_gpu, capsys, monkeypatch):
     target = files / "r.json"
-
-    def disk_full(self, text, *args, **kwargs):
-        raise OSError(28, "No space left on device", str(self))
-    monkeypatch.setattr(Path, "write_text", disk_full)
+    monkeypatch.setattr(os, "fsync", disk_full)
     code, out, err = call(["run", str(files / "k.ptx"), *RUN, *COPY_ARGS, "--iterations", "3", "--rotate", "1",
                            "--out", str(target)], capsys)
     assert code == 1
@@ -395,17 +417,17 @@ def test_a_failed_json_write_prints_the_result_and_says_where(files, fake_gpu, c
                    "printed on stdout instead\n")
     [result] = json.loads(out[out.index("{"):])["results"]
     assert result["kernel"] == "copy" and result["samples"] == 3
-    assert not target.exists()
+    assert not target.exists() and not list(files.glob(".r.json.*"))  # no part of it left behind
 
 
-def test_a_failed_code_object_write_is_one_line(files, capsys, monkeypatch):
-    def disk_full(self, *args, **kwargs):
-        raise OSError(28, "No space left on device", str(files / "o.ptx"))
-    monkeypatch.setattr(Path, "write_bytes", disk_full)
+def test_a_failed_code_object_write_is_one_line_and_leaves_the_old_one(files, capsys, monkeypatch):
+    (files / "o.ptx").write_bytes(b"the code object before")
+    monkeypatch.setattr(os, "fsync", disk_full)
     code, out, err = call(["compile", str(files / "k.ll"), "--target", "sm_90", "-o", str(files / "o.ptx")],
                           capsys)
     assert code == 1
     assert err == f"pyhipbench compile: {files / 'o.ptx'}: No space left on device\n"
+    assert (files / "o.ptx").read_bytes() == b"the code object before" and not list(files.glob(".o.ptx.*"))
 
 
 def test_prologue_help_warns_about_the_kernel_argument_registers(capsys):
@@ -421,8 +443,8 @@ def test_prologue_help_warns_about_the_kernel_argument_registers(capsys):
     (["run", "k.ptx", *RUN, "--format", "csv"], "pyhipbench run: --format csv: it sets the format of --out - (stdout), "
                                                "and none is given; expected --out - with it"),
     (["run", "k.ptx", *RUN, "--format", "md", "--out", "r.json"], "pyhipbench run: --format md: it sets the format"),
-    (["run", "k.ptx", *RUN, "--hold", "1e9"], "pyhipbench run: --hold 1000000000.0: out of range, expected a finite "
-                                             "number >= 0 and <= 3600.0"),
+    (["run", "k.ptx", *RUN, "--hold", "1e9"], "pyhipbench run: --hold 1e9: out of range, expected a finite number "
+                                             ">= 0 and <= 3600.0"),
     (["info", "-q", "-v"], "pyhipbench info: -q with -v: expected one of them"),
 ])
 def test_what_would_be_silently_ignored_is_refused_in_one_line(argv, message, tmp_path, monkeypatch, capsys):

@@ -100,6 +100,26 @@ def test_run_energy_prints_and_writes_the_energy(fake_gpu, fake_nvml, fake_drive
     assert result["energy"]["mean_w"] == pytest.approx(250, rel=0.15)
 
 
+@pytest.mark.parametrize("backend_name", ["cuda"])
+def test_run_energy_that_gives_no_figure_keeps_the_measurement_and_says_why(fake_gpu, fake_nvml, fake_driver,
+                                                                           tmp_path, capsys, monkeypatch):
+    from pyhipbench._measure import energy
+    monkeypatch.setattr(energy, "WINDOW_S", 0.01)  # the fake's counter draws no power: it never steps
+    ptx, out = tmp_path / "k.ptx", tmp_path / "r.json"
+    ptx.write_bytes(COPY_PTX)
+    assert cli.main(["run", str(ptx), *RUN, "--energy", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    [summary, wrote] = printed.out.splitlines()
+    assert printed.err == "" and wrote == f"wrote {out}"
+    assert summary.startswith("copy on Fake GPU") and " 3 samples " in summary
+    assert summary.endswith("; energy not read: the NVML counter stepped 0 times in "
+                            f"{summary.rsplit(' in ', 1)[1].split(' s ')[0]} s of samples; expected at least 3 to "
+                            "give a figure")
+    [result] = json.loads(out.read_text())["results"]
+    assert result["samples"] == 3 and result["energy"]["mj_per_sample"] is None
+    assert result["energy"]["unreadable"].startswith("the NVML counter stepped 0 times")
+
+
 def test_run_energy_refuses_the_default_cache_state(tmp_path, capsys):
     ptx = tmp_path / "k.ptx"
     ptx.write_bytes(COPY_PTX)

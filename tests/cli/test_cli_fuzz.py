@@ -6,7 +6,8 @@ Generated strings go through the `--arg` language, the option converters of
 options. A converter either gives a value or raises
 argparse.ArgumentTypeError saying what it expected; a value it gives is then
 judged by the library alone: `pyhipbench run` refuses it with the message
-bench() raises for the same value, or accepts it as bench() does. Never
+bench() raises for the same value (naming the flag and the text typed where
+bench() names its keyword and the value), or accepts it as bench() does. Never
 ValueError, OverflowError, MemoryError or anything else. The example count is
 bounded so CI stays fast.
 """
@@ -31,7 +32,8 @@ from pyhipbench._measure.options import OPTIONS
 from pyhipbench._measure.rotation import plan_rotation
 from pyhipbench.cli import compile as compile_command
 from pyhipbench.cli import values
-from pyhipbench.cli.options import READERS, as_flags
+from pyhipbench.cli.command import FlagValue, in_flag_words, typed
+from pyhipbench.cli.options import READERS
 
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
 COPY_PTX = str(resources.files("pyhipbench") / "kernels" / "copy.ptx")
@@ -116,7 +118,8 @@ def test_dims_option(text):
     if value is None:
         assert verdict == "argparse"
         return
-    assert verdict == _refusal(lambda: dims("grid", value))
+    refused = _refusal(lambda: dims("grid", value))  # `grid=...: why`, or `grid[1]=...: why`
+    assert verdict == (None if refused is None else f"--grid {typed(text)}{refused[refused.index(': '):]}")
 
 
 @FUZZ
@@ -148,7 +151,8 @@ def _run_verdict(flags: list[str]) -> str | None:
         except _DeviceReached:
             return None
         except SystemExit as exited:
-            assert exited.code == 2 and "error: argument" in err.getvalue()
+            assert exited.code == 2 and err.getvalue().endswith(" (pyhipbench run -h for help)\n")
+            assert err.getvalue().count("\n") == 1
             return "argparse"
     assert code == 2 and err.getvalue().count("\n") == 1
     return err.getvalue().removeprefix("pyhipbench run: ").removesuffix("\n")
@@ -178,4 +182,5 @@ def test_run_accepts_and_refuses_the_values_bench_does(option, text):
         assert verdict == "argparse"
         return
     refused = _bench_verdict({keyword: value})
-    assert verdict == (None if refused is None else as_flags(refused))  # bench()'s message, in the flags' words
+    # bench()'s message, naming the flag and the text typed
+    assert verdict == (None if refused is None else in_flag_words(refused, {keyword: FlagValue(flag, False, value, text)}))

@@ -48,13 +48,13 @@ def usage_error(capsys, argv) -> str:
 def test_a_value_starting_with_a_dash_is_written_with_equals(capsys, argv, option, value, written):
     first = option.split("/")[0]
     assert usage_error(capsys, argv) == (
-        f"pyhipbench {argv[0]}: error: argument {option}: expected one argument; a value that starts with '-' is "
-        f"written with '=': {written} (not {first} {value})")
+        f"pyhipbench {argv[0]}: {option}: expected one argument; a value that starts with '-' is written with '=': "
+        f"{written} (not {first} {value}) (pyhipbench {argv[0]} -h for help)")
 
 
 def test_a_missing_value_is_argparses_own_message(capsys):
     assert usage_error(capsys, ["run", "k.cu", *RUN, "--compile-option"]) == (
-        "pyhipbench run: error: argument --compile-option: expected one argument")
+        "pyhipbench run: --compile-option: expected one argument (pyhipbench run -h for help)")
 
 
 def test_a_value_written_with_equals_is_taken(tmp_path, capsys):

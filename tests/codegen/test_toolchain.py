@@ -121,5 +121,27 @@ def test_a_tool_that_cannot_run_is_named(clean_env, tmp_path):
     broken = tmp_path / "bin" / "llvm-mc-30"
     broken.write_text("#!/nonexistent/interpreter\n")
     clean_env(tmp_path / "bin")
-    with pytest.raises(ToolchainError, match=rf"{broken} \(PATH\): cannot be run"):
+    with pytest.raises(ToolchainError, match=rf"{broken} \(PATH\): cannot be run \(No such file or directory\)"):
+        find_toolchain("gfx942")
+
+
+def test_a_broken_or_foreign_assembler_is_named_not_read_as_llvm_0_0(clean_env, tmp_path, monkeypatch):
+    fake_tools(tmp_path / "llvm")
+    assembler = tmp_path / "llvm" / "llvm-mc"
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "llvm"))
+    assembler.write_text("#!/bin/sh\necho 'error while loading shared libraries: libLLVM.so.22' >&2\nexit 127\n")
+    with pytest.raises(ToolchainError, match=rf"{assembler} \(\${ENV_VAR}\): `llvm-mc --version` exited 127 "
+                                             r"\(error while loading shared libraries: libLLVM.so.22\)"):
+        find_toolchain("gfx942")
+    toolchain._version.cache_clear()
+    assembler.write_text("#!/bin/sh\necho 'GNU assembler 2.40'\n")
+    with pytest.raises(ToolchainError, match=r"`llvm-mc --version` printed no LLVM version: not an llvm-mc"):
+        find_toolchain("gfx942")
+
+
+def test_a_tool_that_is_not_executable_is_named_so(clean_env, tmp_path, monkeypatch):
+    fake_tools(tmp_path / "llvm")
+    (tmp_path / "llvm" / "ld.lld").chmod(0o644)
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "llvm"))
+    with pytest.raises(ToolchainError, match=rf"{tmp_path / 'llvm'} \(\${ENV_VAR}\): not executable: ld.lld"):
         find_toolchain("gfx942")

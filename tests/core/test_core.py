@@ -276,3 +276,16 @@ def test_concurrent_runs_on_one_timer_are_serialised(timer, fake_driver, backend
         t.join()
     assert len(results) == 4 and all(len(r) == 300 and np.allclose(r, 4.0) for r in results)
     assert len(fake_driver.records(LAUNCH[backend_name])) == 1200
+
+
+@pytest.mark.parametrize("backend_name", ["cuda", "hip"])
+def test_a_truncated_library_is_refused_before_it_is_loaded(fake_libraries, backend_name, tmp_path):
+    """dlopen maps a truncated library's segments past the file's end, and the first touch is SIGBUS: the
+    core reads the ELF program headers first and names the file and both sizes."""
+    whole = fake_libraries[backend_name].read_bytes()
+    truncated = tmp_path / fake_libraries[backend_name].name
+    truncated.write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(_core.LibraryError, match=rf"^cannot load the .* library '{truncated}': the file is truncated "
+                                                 rf"\({len(whole) // 2} bytes, its segments end at byte \d+\): "
+                                                 r"expected a whole library \(set PYHIPBENCH_\w+_LIBRARY"):
+        _core.load_driver(backend_name, str(truncated))

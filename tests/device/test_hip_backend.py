@@ -232,6 +232,21 @@ def test_missing_runtime_says_what_was_tried_and_how_to_fix(tmp_path):
     assert "ROCm" in out["message"] and "LD_LIBRARY_PATH" in out["message"]
 
 
+def test_a_truncated_runtime_is_refused_before_hip_python_loads_it(fake_hip_library, tmp_path):
+    """dlopen of a truncated library dies of SIGBUS: the core checks the file first, and names it."""
+    truncated = tmp_path / "libamdhip64.so"
+    truncated.write_bytes(fake_hip_library.read_bytes()[:4096])
+    out = run_hip(None, """
+        try:
+            HipBackend(0)
+        except Exception as e:
+            report(**failure(e))
+    """, PYHIPBENCH_HIP_LIBRARY=str(truncated))
+    assert out["type"] == "NoDeviceError"
+    assert out["message"].startswith(f"cannot load the HIP runtime library '{truncated}': the file is truncated (4096 "
+                                     "bytes, its segments end at byte ")
+
+
 # ---- version pairing ----
 
 def pinned_line() -> tuple[str, int, bool]:

@@ -32,6 +32,7 @@ class FakeCupti:
         self.lib = ctypes.CDLL(self.path)  # the same handle the core's dlopen gets
         self.lib.fake_cupti_log.restype = ctypes.c_char_p
         self.lib.fake_cupti_set_record_bytes.argtypes = [ctypes.c_size_t]
+        self.lib.fake_cupti_set_ticks_per_ns.argtypes = [ctypes.c_double]
         self.lib.fake_cupti_set_copy_record_bytes.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
         self.lib.fake_cupti_fail.argtypes = [ctypes.c_char_p, ctypes.c_int]
         self.lib.fake_cupti_get_callback.restype = ctypes.POINTER(FakeCallback)

@@ -27,6 +27,11 @@
  *   memset: CUpti_ActivityMemset4, 88 bytes: kind u32 0, value u32 4, bytes u64 8,
  *     start 16, end 24, deviceId 32, contextId 36, streamId 40, correlationId 44,
  *     flags u16 48 (1: async), memoryKind u16 50 (3: device).
+ *   API (DRIVER, RUNTIME activity): CUpti_ActivityAPI, 40 bytes: kind u32 0, cbid u32 4, start u64 8,
+ *     end u64 16, processId u32 24, threadId u32 28, correlationId u32 32, returnValue u32 36; written at
+ *     the call's exit, each preceded (while EXTERNAL_CORRELATION is on) by a
+ *     CUpti_ActivityExternalCorrelation, 24 bytes: kind u32 0, externalKind u32 4, externalId u64 8,
+ *     correlationId u32 16, for each kind with an id pushed (cuptiActivityPushExternalCorrelationId).
  * The sizes can be changed (fake_cupti_set_copy_record_bytes); cuptiActivityGetNextRecord
  * steps over each record by the size of its kind.
  */
@@ -34,14 +39,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fake_launch_observer.h"
 
 #define KIND_MEMCPY 1
 #define KIND_MEMSET 2
 #define KIND_KERNEL 3
+#define KIND_DRIVER 4
+#define KIND_RUNTIME 5
 #define KIND_CONCURRENT_KERNEL 10
-#define KIND_OVERHEAD 17 /* a non-kernel record the core must step over */
+#define KIND_EXTERNAL_CORRELATION 39
+#define API_RECORD_BYTES 40
+#define EXTERNAL_RECORD_BYTES 24
+#define EXTERNAL_KINDS 6  /* CUpti_ExternalCorrelationKind: INVALID 0 ... CUSTOM2 5 */
+#define EXTERNAL_DEPTH 16 /* ids pushed per kind, at most */
+#define KIND_OVERHEAD 17  /* a non-kernel record the core must step over */
 #define OVERHEAD_RECORD_BYTES 40
 #define DOMAIN_DRIVER_API 1
 #define DOMAIN_RUNTIME_API 2
@@ -93,6 +106,10 @@ static void* subscriber_userdata;
 static buffer_requested_function buffer_requested;
 static buffer_completed_function buffer_completed;
 static int concurrent_kernel_enabled, kernel_enabled, memcpy_enabled, memset_enabled;
+static int driver_enabled, runtime_enabled, external_correlation_enabled;
+/* The external ids pushed on each thread, per kind (CUPTI keeps a stack per thread). */
+static _Thread_local uint64_t external_ids[EXTERNAL_KINDS][EXTERNAL_DEPTH];
+static _Thread_local int external_depth[EXTERNAL_KINDS];
 static size_t memcpy_record_bytes, memset_record_bytes;
 static uint8_t* buffer;
 static size_t buffer_size, buffer_used;
@@ -100,6 +117,10 @@ static size_t dropped;
 static uint32_t next_correlation_id;
 static int foreign_records_per_launch, records_to_drop, records_without_time, records_with_wrong_grid;
 static int copy_records_without_time;
+static int records_twice; /* the next kernel records each written twice */
+/* Timestamps in ticks of this many per ns (1: ns), as after a client registered a timestamp callback (Kineto:
+ * the CPU's TSC); cuptiGetTimestamp then reads CLOCK_MONOTONIC in those ticks, else CLOCK_REALTIME ns. */
+static double ticks_per_ns;
 static int default_flushes_held; /* default (unforced) flushes still to hand back nothing */
 static int buffers_requested, buffers_completed, buffers_refused;
 static char call_log[16384];
@@ -123,10 +144,13 @@ static int callbacks_fired;
 /* ---- control and inspection, for the tests ---- */
 void fake_cupti_reset(void) {
   subscribed = concurrent_kernel_enabled = kernel_enabled = memcpy_enabled = memset_enabled = 0;
+  driver_enabled = runtime_enabled = external_correlation_enabled = 0;
+  memset(external_depth, 0, sizeof external_depth);
   memset(callback_enabled, 0, sizeof callback_enabled);
   memcpy_record_bytes = 96;
   memset_record_bytes = 88;
-  copy_records_without_time = 0;
+  copy_records_without_time = records_twice = 0;
+  ticks_per_ns = 1;
   callbacks_fired = 0;
   buffer = NULL; /* the core's; it keeps its buffers for the process's lifetime */
   buffer_used = buffer_size = 0;
@@ -153,6 +177,10 @@ void fake_cupti_records_without_time(int n) { records_without_time = n; }
 void fake_cupti_records_with_wrong_grid(int n) { records_with_wrong_grid = n; }
 /* The next `n` memcpy or memset records have start = end = 0, as CUPTI writes them without timestamps. */
 void fake_cupti_copy_records_without_time(int n) { copy_records_without_time = n; }
+/* The next `n` kernel records are each written twice. */
+void fake_cupti_records_twice(int n) { records_twice = n; }
+/* Timestamps in `ticks` per ns from now on (1: ns, CUPTI's own domain). */
+void fake_cupti_set_ticks_per_ns(double ticks) { ticks_per_ns = ticks; }
 /* The sizes of the memcpy and memset records written (CUPTI 13: 96 and 88). */
 void fake_cupti_set_copy_record_bytes(size_t memcpy_bytes, size_t memset_bytes) {
   memcpy_record_bytes = memcpy_bytes;
@@ -170,8 +198,11 @@ int fake_cupti_buffers_requested(void) { return buffers_requested; }
 int fake_cupti_buffers_completed(void) { return buffers_completed; }
 int fake_cupti_subscribed(void) { return subscribed; }
 int fake_cupti_activity_enabled(void) {
-  return concurrent_kernel_enabled || kernel_enabled || memcpy_enabled || memset_enabled;
+  return concurrent_kernel_enabled || kernel_enabled || memcpy_enabled || memset_enabled || driver_enabled ||
+         runtime_enabled || external_correlation_enabled;
 }
+/* How many external ids of `kind` are pushed now. */
+int fake_cupti_external_depth(int kind) { return kind >= 0 && kind < EXTERNAL_KINDS ? external_depth[kind] : -1; }
 /* How many callbacks the subscriber got since the reset, and the i-th of them (i < MAX_CALLBACKS). */
 int fake_cupti_callbacks_fired(void) { return callbacks_fired; }
 const fake_cupti_callback* fake_cupti_get_callback(int i) {
@@ -287,18 +318,43 @@ static void write_foreign_records(void) {
   }
 }
 
-static uint64_t gpu_ns(double ms) { return GPU_EPOCH_NS + (uint64_t)(ms * 1e6 + 0.5); }
+/* Fake time `ms` as a record's timestamp: ns, or ticks. */
+static uint64_t gpu_ns(double ms) { return (uint64_t)((GPU_EPOCH_NS + ms * 1e6) * ticks_per_ns + 0.5); }
 
 static int is_launch(int domain, uint32_t cbid) {
   if (domain == DOMAIN_RUNTIME_API) return cbid == CBID_CUDA_LAUNCH_KERNEL;
   return domain == DOMAIN_DRIVER_API && (cbid == CBID_CU_LAUNCH_KERNEL || cbid == CBID_CU_LAUNCH_KERNEL_EX);
 }
 
+/* At an API call's exit, while its domain's activity is on: the external
+ * correlation records (one per kind with an id pushed), then the API record. */
+static void write_api_records(const fake_api_call* call, int result) {
+  if (!(call->domain == DOMAIN_DRIVER_API ? driver_enabled : call->domain == DOMAIN_RUNTIME_API && runtime_enabled))
+    return;
+  for (int kind = 0; external_correlation_enabled && kind < EXTERNAL_KINDS; ++kind) {
+    if (external_depth[kind] == 0) continue;
+    uint8_t* record = space_for(EXTERNAL_RECORD_BYTES);
+    if (!record) return;
+    put32(record, 0, KIND_EXTERNAL_CORRELATION);
+    put32(record, 4, (uint32_t)kind);
+    put64(record, 8, external_ids[kind][external_depth[kind] - 1]);
+    put32(record, 16, call->correlation_id);
+  }
+  uint8_t* record = space_for(API_RECORD_BYTES);
+  if (!record) return;
+  put32(record, 0, call->domain == DOMAIN_DRIVER_API ? KIND_DRIVER : KIND_RUNTIME);
+  put32(record, 4, call->cbid);
+  put32(record, 32, call->correlation_id);
+  put32(record, 36, (uint32_t)result);
+}
+
 /* Called by the fake driver before and after each traced API call: a fresh
  * correlation id at entry (whether or not anyone subscribed, as CUPTI numbers
- * every call it traces), and the subscriber's callback if it is enabled. */
+ * every call it traces), the API's activity records at exit, and the
+ * subscriber's callback if it is enabled. */
 static void trace_api(int site, fake_api_call* call, int result) {
   if (site == FAKE_LAUNCH_ENTER) call->correlation_id = next_correlation_id++;
+  if (site == FAKE_LAUNCH_EXIT) write_api_records(call, result);
   if (!subscribed || !fake_cupti_callback_enabled(call->domain, call->cbid)) return;
   int returned = result;
   const char* symbol = call->symbol;
@@ -341,6 +397,10 @@ static void trace_kernel(uint32_t correlation_id, const fake_launch_params* laun
     reported.grid_x += 1;
   }
   write_kernel_record(correlation_id, &reported, start_ns, end_ns);
+  if (records_twice > 0) {
+    --records_twice;
+    write_kernel_record(correlation_id, &reported, start_ns, end_ns);
+  }
 }
 
 /* Called by the fake driver for each memcpy and memset that ran (issued, or a graph's node). */
@@ -485,6 +545,12 @@ static int set_kind(const char* call, int kind, int on) {
     memcpy_enabled = on;
   else if (kind == KIND_MEMSET)
     memset_enabled = on;
+  else if (kind == KIND_DRIVER)
+    driver_enabled = on;
+  else if (kind == KIND_RUNTIME)
+    runtime_enabled = on;
+  else if (kind == KIND_EXTERNAL_CORRELATION)
+    external_correlation_enabled = on;
   else
     return ERROR_INVALID_KIND;
   return SUCCESS;
@@ -510,10 +576,12 @@ int cuptiActivityGetNextRecord(uint8_t* records, size_t valid_bytes, uint8_t** r
   if (*record) {
     uint32_t kind;
     memcpy(&kind, *record, 4);
-    const size_t size = kind == KIND_OVERHEAD ? OVERHEAD_RECORD_BYTES
-                        : kind == KIND_MEMCPY ? memcpy_record_bytes
-                        : kind == KIND_MEMSET ? memset_record_bytes
-                                              : record_bytes;
+    const size_t size = kind == KIND_OVERHEAD                         ? OVERHEAD_RECORD_BYTES
+                        : kind == KIND_MEMCPY                         ? memcpy_record_bytes
+                        : kind == KIND_MEMSET                         ? memset_record_bytes
+                        : kind == KIND_DRIVER || kind == KIND_RUNTIME ? API_RECORD_BYTES
+                        : kind == KIND_EXTERNAL_CORRELATION           ? EXTERNAL_RECORD_BYTES
+                                                                      : record_bytes;
     at = (size_t)(*record - records) + size;
   }
   if (at >= valid_bytes) return ERROR_MAX_LIMIT_REACHED;
@@ -528,5 +596,30 @@ int cuptiActivityGetNumDroppedRecords(void* context, uint32_t stream_id, size_t*
   if (err) return err;
   *count = dropped;
   dropped = 0;
+  return SUCCESS;
+}
+
+int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
+  int err = enter("cuptiActivityPushExternalCorrelationId");
+  if (err) return err;
+  if (kind <= 0 || kind >= EXTERNAL_KINDS || external_depth[kind] == EXTERNAL_DEPTH) return ERROR_INVALID_PARAMETER;
+  external_ids[kind][external_depth[kind]++] = id;
+  return SUCCESS;
+}
+
+int cuptiActivityPopExternalCorrelationId(int kind, uint64_t* last_id) {
+  int err = enter("cuptiActivityPopExternalCorrelationId");
+  if (err) return err;
+  if (kind <= 0 || kind >= EXTERNAL_KINDS || external_depth[kind] == 0) return ERROR_INVALID_PARAMETER;
+  const uint64_t id = external_ids[kind][--external_depth[kind]];
+  if (last_id) *last_id = id;
+  return SUCCESS;
+}
+
+/* Not logged: every trace reads it once (tests compare the calls that turn tracing on and off). */
+int cuptiGetTimestamp(uint64_t* timestamp) {
+  struct timespec now;
+  clock_gettime(ticks_per_ns == 1 ? CLOCK_REALTIME : CLOCK_MONOTONIC, &now);
+  *timestamp = (uint64_t)(((double)now.tv_sec * 1e9 + (double)now.tv_nsec) * ticks_per_ns);
   return SUCCESS;
 }

@@ -72,6 +72,7 @@ static char fail_call[40];
 static int fail_code;
 static int fail_after;  /* fail on the (fail_after+1)-th call of fail_call */
 static int sticky_code; /* once a fault fired with sticky set, every call returns it */
+static int hung;        /* a FAKE_KERNEL_HANG kernel was launched: no work completes from then on */
 static int fail_sticky;
 static int live_events;
 static int current_device;          /* HIP: the current device */
@@ -103,7 +104,7 @@ void fake_reset(void) {
   copy_ms = 0.001;
   function_name_count = 0;
   fail_call[0] = 0;
-  fail_code = fail_after = sticky_code = fail_sticky = 0;
+  fail_code = fail_after = sticky_code = fail_sticky = hung = 0;
   arg_count_to_read = 0;
   context_depth = 0;
   current_device = 0;
@@ -712,10 +713,11 @@ static double launch_duration_ms(uint32_t block_x) {
   return launch_ms;
 }
 
-/* ---- misbehaving kernels, chosen by name (HIP: fake_hip_runtime.c knows each function's name) ----
+/* ---- misbehaving kernels, chosen by name (fake_kernel_name: CUDA's module slots, or the fake HIP runtime's) ----
  * Environment, read at each launch, each a comma-separated list of kernel names:
  *   FAKE_KERNEL_FAULT  the launch returns 700 (an illegal address) and every later call too, as a real fault
- *   FAKE_KERNEL_HANG   the launch never returns (a kernel that never ends, to a host that waits on it)
+ *   FAKE_KERNEL_HANG   the launch returns, and the kernel never ends: from then on no work completes (an
+ *                      event query says not ready, a synchronisation never returns), as on a GPU
  *   FAKE_KERNEL_ABORT  the launch aborts the process (ROCm's default on a GPU memory fault) */
 static int named_in(const char* variable, const char* name) {
   const char* list = getenv(variable);
@@ -727,11 +729,10 @@ static int named_in(const char* variable, const char* name) {
 }
 
 static int misbehave(uintptr_t f) {
-  const char* name = fake_function_name ? fake_function_name(f) : NULL;
+  const char* name = fake_kernel_name(f);
   if (!name) return 0;
   if (named_in("FAKE_KERNEL_ABORT", name)) abort();
-  if (named_in("FAKE_KERNEL_HANG", name))
-    for (;;) pause();
+  if (named_in("FAKE_KERNEL_HANG", name)) hung = 1;
   if (named_in("FAKE_KERNEL_FAULT", name)) return sticky_code = 700;
   return 0;
 }
@@ -755,7 +756,7 @@ static int record_launch(const char* call, uintptr_t f, const uint32_t grid[3], 
   err = implicit_capture_dependency(stream);
   if (err) return err;
   err = misbehave(f);
-  if (err) return err;
+  if (err || hung) return err; /* a hung kernel (or one queued behind it) runs no further */
   const fake_launch_params launch = {(void*)f, grid[0],          grid[1],       grid[2], block[0], block[1],
                                      block[2], (unsigned)shared, (void*)stream, params,  NULL};
   const double start_ms = clock_ms;
@@ -848,12 +849,26 @@ static int event_record(const char* call, fake_event* event) {
   return 0;
 }
 
+/* The host waits for work that never completes. */
+static void wait_on_hung_kernel(void) {
+  while (hung) pause();
+}
+
 static int event_synchronize(const char* call, fake_event* event) {
   int err = injected(call);
   if (err) return err;
+  wait_on_hung_kernel();
   finish_spin(); /* the host waits: a spin still holding the GPU runs into its timeout */
   record(call)->event = (uintptr_t)event;
   return 0;
+}
+
+/* Completion, as cuEventQuery / hipEventQuery report it: 600 (not ready) behind a hung kernel. */
+static int event_query(const char* call, fake_event* event) {
+  int err = injected(call);
+  if (err) return err;
+  (void)event;
+  return hung ? 600 : 0;
 }
 
 static int elapsed(const char* call, float* ms, fake_event* start, fake_event* stop) {
@@ -966,6 +981,7 @@ int cuEventRecord(fake_event* event, void* stream) {
   return api_exit(&api, event_record("cuEventRecord", event));
 }
 int cuEventSynchronize(fake_event* event) { return event_synchronize("cuEventSynchronize", event); }
+int cuEventQuery(fake_event* event) { return event_query("cuEventQuery", event); }
 int cuEventElapsedTime(float* ms, fake_event* start, fake_event* stop) {
   return elapsed("cuEventElapsedTime", ms, start, stop);
 }
@@ -1176,6 +1192,7 @@ static int needs_context(const char* call) {
 int cuCtxSynchronize(void) {
   static const uint64_t no_params = 0; /* it has no arguments: CUPTI is handed a zeroed word */
   fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 17, "cuCtxSynchronize", &no_params, NULL);
+  wait_on_hung_kernel();
   return api_exit(&api, needs_context("cuCtxSynchronize"));
 }
 /* The host waits for the stream: a spin still holding it runs into its timeout, as at cuEventSynchronize. */
@@ -1186,6 +1203,7 @@ int cuStreamSynchronize(void* stream) {
   fake_api_call api = api_enter(FAKE_DOMAIN_DRIVER, 126, "cuStreamSynchronize", &params, NULL);
   int err = injected("cuStreamSynchronize");
   if (!err) {
+    wait_on_hung_kernel();
     finish_spin();
     record("cuStreamSynchronize")->stream = (uintptr_t)stream;
   }
@@ -1526,6 +1544,7 @@ int hipEventRecord(fake_event* event, void* stream) {
   return event_record("hipEventRecord", event);
 }
 int hipEventSynchronize(fake_event* event) { return event_synchronize("hipEventSynchronize", event); }
+int hipEventQuery(fake_event* event) { return event_query("hipEventQuery", event); }
 int hipEventElapsedTime(float* ms, fake_event* start, fake_event* stop) {
   return elapsed("hipEventElapsedTime", ms, start, stop);
 }

@@ -6,7 +6,10 @@ call from the calling thread); the fake CUPTI correlates each launch's kernel re
 from __future__ import annotations
 
 import ctypes
+import logging
+import sys
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -60,6 +63,84 @@ def test_a_sample_is_the_sum_of_the_kernels_the_call_launched(cuda, fake_cupti):
     ours = [r for r in fake.records("cuLaunchKernel") if r.function in (GEMM, BIAS)]
     assert len(ours) == 2 * (1 + 2 + 6)  # the first call, the warm-up, the samples
     assert fake_cupti.calls().count("cuptiEnableDomain") == 2  # a call traces the driver and runtime APIs
+
+
+def test_with_another_cupti_subscriber_calls_are_told_apart_by_external_ids(cuda, fake_cupti):
+    """After torch.profiler (Kineto keeps CUPTI's one subscription): the same kernels, memsets and times, by the
+    external id each call is marked with; another thread's launches meanwhile are not the call's."""
+    device, fake, lib = cuda
+    fake_cupti.lib.fake_cupti_set_other_subscriber(1)
+    scratch = device.empty(256, np.uint8)
+
+    def op():
+        lib.cuMemsetD8Async(scratch.address, 0, 256, None)
+        launch(lib, GEMM)
+        other = threading.Thread(target=launch, args=(lib, BIAS, 0, 32))
+        other.start()
+        other.join()
+        fake.runtime_launch(BIAS, 1, 64)
+
+    res = hb.bench_callable(op, device=device, cache="warm", graph=False, iterations=5, warmup=1)
+    assert res.timer == "cupti"
+    np.testing.assert_allclose(res.times_us, 2 * KERNEL_US, atol=1e-6)
+    assert [(k.kind, k.name) for k in res.kernels] == [("memset", "memset"), ("kernel", "gemm"), ("kernel", "bias")]
+    calls = fake_cupti.calls()
+    assert "cuptiEnableDomain" not in calls and calls.count("cuptiActivityPushExternalCorrelationId") == 1 + 1 + 5
+    assert fake_cupti.lib.fake_cupti_external_depth(5) == 0 and not fake_cupti.tracing
+
+
+class _Torch:
+    """What pyhipbench reads of torch: torch.autograd._profiler_enabled(), and no CUDA device of its own."""
+    def __init__(self) -> None:
+        self.recording = True
+        self.autograd = types.SimpleNamespace(_profiler_enabled=lambda: self.recording)
+        self.cuda = types.SimpleNamespace(is_available=lambda: False)
+
+
+def test_while_torch_profiler_records_auto_is_events_with_a_note_and_cupti_refused(cuda, monkeypatch, caplog):
+    device, fake, lib = cuda
+    torch = _Torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    with caplog.at_level(logging.WARNING):
+        res = hb.bench_callable(lambda: launch(lib, GEMM), device=device, cache="warm", graph=False, iterations=3)
+    note = ("timer events, not cupti: torch.profiler was recording (CUPTI's records are its own during its "
+            "session); measure outside the session for kernel time")
+    assert res.timer == "events" and res.timer_note == note and res.to_dict()["timer_note"] == note
+    assert res.summary().endswith(f"; {note}") and note in caplog.text
+    with pytest.raises(BenchError, match=r"^timer='cupti' while torch.profiler records in this process: "):
+        hb.bench_callable(lambda: launch(lib, GEMM), device=device, timer="cupti", graph=False, iterations=3)
+    torch.recording = False  # the session ended: CUPTI's records are anyone's again
+    res = hb.bench_callable(lambda: launch(lib, GEMM), device=device, cache="warm", graph=False, iterations=3)
+    assert res.timer == "cupti" and res.timer_note is None
+
+
+def test_a_call_that_launches_nothing_under_events_is_refused(device):
+    """Events around a call that issued no GPU work read 0.000 µs (on AMD exactly): refused, as cupti refuses it."""
+    with pytest.raises(MeasurementError, match=r"^every call of 'nothing' read 0\.000 µs between its events: "):
+        hb.bench_callable(lambda: None, device=device, timer="events", graph=False, iterations=3, name="nothing")
+
+
+def test_after_torch_profiler_a_call_reads_kernel_ns_not_tsc_ticks(cuda, fake_cupti):
+    """After a torch.profiler session: another subscriber, and records in the TSC ticks of Kineto's timestamp
+    callback; the same kernel times as before."""
+    device, fake, lib = cuda
+    fake_cupti.lib.fake_cupti_set_other_subscriber(1)
+    fake_cupti.lib.fake_cupti_set_ticks_per_ns(2.1)
+    res = hb.bench_callable(lambda: (launch(lib, GEMM), launch(lib, BIAS)), device=device, cache="warm",
+                            graph=False, iterations=4, warmup=0)
+    assert res.timer == "cupti"
+    np.testing.assert_allclose(res.times_us, 2 * KERNEL_US, rtol=1e-3)
+    np.testing.assert_allclose(res.span_us, 2 * KERNEL_US, rtol=1e-3)
+
+
+def test_a_kernel_record_delivered_twice_counts_once(cuda, fake_cupti):
+    """The same record twice (one correlation id, start and end) is one kernel, for the probe's plan too."""
+    device, fake, lib = cuda
+    fake_cupti.lib.fake_cupti_records_twice(1000)
+    res = hb.bench_callable(lambda: (launch(lib, GEMM), launch(lib, BIAS)), device=device, cache="warm",
+                            graph=False, iterations=4, warmup=0)
+    np.testing.assert_allclose(res.times_us, 2 * KERNEL_US, atol=1e-6)
+    assert res.timer == "cupti" and [k.name for k in res.kernels] == ["gemm", "bias"]
 
 
 def test_kernels_launched_through_the_runtime_api_are_attributed(cuda):

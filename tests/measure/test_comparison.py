@@ -1,7 +1,11 @@
 """compare's verdicts (faster, slower, same, can't tell) from samples and from intervals, and its threshold."""
 from __future__ import annotations
 
+import io
 import json
+import re
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -9,7 +13,7 @@ import pytest
 import pyhipbench as hb
 from pyhipbench import _core, cli
 from pyhipbench._measure.stats import summarize
-from pyhipbench._results import report
+from pyhipbench._results import comparison, report
 from pyhipbench._results.comparison import DEFAULT_THRESHOLD, compare
 
 
@@ -105,6 +109,48 @@ def test_samples_of_zero_still_compare():
     assert c.verdict in ("can't tell", "same") and np.isfinite(c.ratio_low)
 
 
+@pytest.mark.parametrize("times_us", [[1.0, 2.0, 2.0, 5.0], [3.0, 1.0, 4.0, 1.0, 5.0]])
+def test_the_bootstrap_medians_follow_the_law_of_resampling(monkeypatch, times_us):
+    # Every resample of n samples (n ** n of them, equally likely): the exact law of a resample's median.
+    data = np.asarray(times_us)
+    n = len(data)
+    every = np.indices((n,) * n).reshape(n, -1).T
+    values, counts = np.unique(np.median(data[every], axis=1), return_counts=True)
+    monkeypatch.setattr(comparison, "RESAMPLES", 200_000)
+    drawn = comparison._bootstrap_medians(data, np.random.default_rng(0))
+    assert set(np.unique(drawn)) <= set(values)
+    frequencies = np.array([np.mean(drawn == v) for v in values])
+    assert frequencies == pytest.approx(counts / counts.sum(), abs=0.006)
+
+
+def test_comparing_a_million_samples_a_side_takes_a_moment():
+    rng = np.random.default_rng(8)
+    a, b = result(run_of(rng, 100.0, n=1_000_000)), result(run_of(rng, 100.0, n=1_000_000))
+    started = time.perf_counter()
+    [c] = compare([a], [b])
+    assert time.perf_counter() - started < 5  # 0.2 s; resampling 2000 times over, 80 s
+    assert c.method == "bootstrap" and c.verdict == "same"
+    assert c.ratio_low < c.ratio < c.ratio_high and c.ratio_high - c.ratio_low < 1e-3  # 1 % noise, 10**6 samples
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_compare_command_shows_its_seconds_on_a_terminal(tmp_path, monkeypatch):
+    import pyhipbench._progress
+    from pyhipbench.cli import compare as compare_command
+    monkeypatch.setattr(pyhipbench._progress, "DELAY_S", 0.1)
+    monkeypatch.setattr(compare_command, "compare", lambda *args: (time.sleep(0.5), compare(*args))[1])
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps([result([1.0, 1.1, 1.2])]))
+    assert cli.main(["compare", str(a), str(a)]) == 0
+    assert re.search(r"reading and comparing: 0\.[1-6] s", terminal.getvalue())
+
+
 @pytest.mark.parametrize("threshold", [-0.01, 1.0, float("nan"), "2%", True])
 def test_bad_thresholds_are_refused(threshold):
     with pytest.raises(hb.BenchError, match=r"^threshold=.*expected a finite number >= 0 and < 1"):
@@ -127,8 +173,8 @@ def test_compare_command_threshold(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("150%", "threshold=1.5: out of range, expected a finite number >= 0 and < 1"),
-    ("-1%", "threshold=-0.01: out of range"),
+    ("150%", "pyhipbench compare: --threshold 150%: out of range, expected a finite number >= 0 and < 1"),
+    ("-1%", "pyhipbench compare: --threshold -1%: out of range"),
 ])
 def test_compare_command_refuses_bad_thresholds(tmp_path, capsys, text, message):
     a = tmp_path / "a.json"
@@ -144,7 +190,8 @@ def test_compare_command_refuses_a_threshold_that_is_not_a_number(tmp_path, caps
     with pytest.raises(SystemExit) as exited:
         cli.main(["compare", str(a), str(a), "--threshold", "two"])
     assert exited.value.code == 2
-    assert "argument --threshold: 'two': expected a number such as 0.01 or a percentage" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("pyhipbench compare: --threshold two: expected a number such as 0.01 or a "
+                                       "percentage such as 1% (pyhipbench compare -h for help)\n")
 
 
 @pytest.mark.parametrize("times, message", [

@@ -102,6 +102,21 @@ def test_dropped_records_are_an_error_not_missing_samples(cupti_timer, fake_cupt
     np.testing.assert_allclose(times, KERNEL_US, atol=1e-9)
 
 
+def test_timestamps_in_another_clients_ticks_are_read_in_ns(cupti_timer, fake_driver_cuda, fake_cupti):
+    """Kineto registers a timestamp callback of TSC ticks and leaves it after torch.profiler's session: CUPTI
+    writes every record in those ticks, and the timer measures the ns per tick against the host's clock."""
+    fake_driver_cuda.lib.fake_set_launch_ms_step(0.0005)
+    fake_cupti.lib.fake_cupti_set_ticks_per_ns(2.1)  # a 2.1 GHz TSC
+    times, _, _ = cupti_timer.run(make_plan(), 5, 0)
+    np.testing.assert_allclose(times, [KERNEL_US + 0.5 * k for k in range(5)], rtol=1e-3)
+
+
+def test_a_record_delivered_twice_counts_once(cupti_timer, fake_cupti):
+    fake_cupti.lib.fake_cupti_records_twice(100)
+    times, _, _ = cupti_timer.run(make_plan(), 6, 0)
+    np.testing.assert_allclose(times, KERNEL_US, atol=1e-9)
+
+
 def test_a_record_without_timestamps_is_an_error(cupti_timer, fake_cupti):
     fake_cupti.lib.fake_cupti_records_without_time(1)
     with pytest.raises(MeasurementError, match="no valid time for launch 0 of kernel 'kern' \\(start 0 ns"):
@@ -115,16 +130,28 @@ def test_a_record_that_is_not_the_launch_is_caught(cupti_timer, fake_cupti):
         cupti_timer.run(make_plan(), 4, 0)
 
 
-def test_another_cupti_client_is_a_driver_error_naming_cupti(cupti_timer, fake_cupti, fake_driver_cuda):
+EXTERNAL_KIND_CUSTOM2 = 5  # the external correlation kind the timer marks its launches with
+
+
+@pytest.mark.parametrize("clean_step", [False, True])
+def test_with_another_cupti_subscriber_launches_are_told_apart_by_external_ids(
+        cupti_timer, cuda_driver, fake_cupti, fake_driver_cuda, clean_step):
+    """torch.profiler (Kineto) keeps CUPTI's one subscription once it has profiled: the timer reads the same
+    times by marking its launches with an external id, and leaves nothing pushed or enabled."""
     fake_cupti.lib.fake_cupti_set_other_subscriber(1)
-    with pytest.raises(DriverError) as info:
-        cupti_timer.run(make_plan(), 4, 0)
-    error = info.value
-    assert error.call == "cuptiSubscribe" and error.code == 39
-    assert error.driver_message == "CUPTI doesn't allow multiple callback subscribers"
-    assert "cuptiSubscribe failed: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (39)" in str(error)
-    assert not fake_cupti.tracing and fake_driver_cuda.records("cuLaunchKernel") == []
-    assert fake_driver_cuda.lib.fake_context_depth() == 0
+    fake_driver_cuda.lib.fake_set_launch_ms_step(0.0005)  # launch k runs 4 + 0.5 k µs
+    plan = make_plan(sets=3)
+    if clean_step:  # a launch of its own before each sample, on the same thread: not a sample
+        plan.set_clean_step(0xC1EA, "clean step", (16, 1, 1), (256, 1, 1), struct.pack("<Q", 0), [0])
+    times, _, _ = cupti_timer.run(plan, 7, 2)
+    step = 2 if clean_step else 1  # with the clean step, every other launch is a sample
+    np.testing.assert_allclose(times, [KERNEL_US + 0.5 * (step * k + step - 1) for k in range(7)], atol=1e-9)
+    calls = trace_calls(fake_cupti)
+    assert "cuptiEnableCallback" not in calls and "cuptiUnsubscribe" not in calls
+    assert calls.count("cuptiActivityPushExternalCorrelationId") == calls.count(
+        "cuptiActivityPopExternalCorrelationId") == 1
+    assert "cuptiActivityFlushAll(forced)" in calls and "cuptiActivityFlushAll" not in calls  # API records too
+    assert fake_cupti.lib.fake_cupti_external_depth(EXTERNAL_KIND_CUSTOM2) == 0 and not fake_cupti.tracing
 
 
 def test_a_failed_enable_undoes_the_subscription(cupti_timer, fake_cupti):

@@ -1,6 +1,8 @@
 """energy=True against the fake NVML, whose counter steps by power x period every sampling period."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from test_measurement import copy, copy_args  # noqa: F401 (copy: the fixture)
 
@@ -48,12 +50,40 @@ def test_without_energy_there_is_none(device, copy, powered):
     assert res.energy is None and res.to_dict()["energy"] is None and "energy" not in res.summary()
 
 
-def test_a_counter_that_does_not_step_gives_no_figure(device, copy, fake_nvml, fake_driver, monkeypatch):
+def test_a_counter_that_does_not_step_gives_no_figure_and_keeps_the_timing(device, copy, fake_nvml, fake_driver,
+                                                                           monkeypatch):
     monkeypatch.setattr(energy, "WINDOW_S", 0.01)
-    with pytest.raises(hb.MeasurementError, match=r"^energy: the NVML counter stepped 0 times in .* s of samples; "
-                                                   r"expected at least 3 to give a figure$"):
-        hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm", iterations=5, warmup=0,
-                 energy=True)
+    res = hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm", iterations=5, warmup=0,
+                   energy=True)
+    e = res.energy
+    assert res.samples == 5 and res.median_us > 0
+    assert e is not None and (e.mj_per_sample, e.mean_w, e.window_s, e.counter_step_ms) == (None, None, None, None)
+    assert re.fullmatch(r"the NVML counter stepped 0 times in \S+ s of samples; expected at least 3 to give a "
+                        r"figure", e.unreadable)
+    assert res.summary().endswith(f"; energy not read: {e.unreadable}")
+    record = res.to_dict()
+    assert record["energy"]["unreadable"] == e.unreadable and record["energy"]["mj_per_sample"] is None
+    row = report.to_csv([record]).splitlines()[1]
+    assert row.endswith(",,,,")  # no energy per sample, no mean power (nor a candidate's id and tags)
+
+
+def test_a_counter_that_stops_reading_in_the_window_is_named_and_keeps_the_timing(device, copy, powered,
+                                                                                  monkeypatch):
+    from pyhipbench._device.nvml import NvmlDevice, Unreadable
+    read = NvmlDevice.energy_mj
+    reads = []
+
+    def lost_after_the_first(self):
+        reads.append(1)
+        if len(reads) > 1:
+            raise Unreadable("nvmlDeviceGetTotalEnergyConsumption: GPU is lost")
+        return read(self)
+    monkeypatch.setattr(NvmlDevice, "energy_mj", lost_after_the_first)
+    res = hb.bench(copy, 4, 256, copy_args(device), timer="events", cache="warm", iterations=5, warmup=0,
+                   energy=True)
+    assert res.samples == 5 and res.energy.mj_per_sample is None
+    assert re.fullmatch(r"the NVML counter stopped reading during the \S+ s of samples "
+                        r"\(nvmlDeviceGetTotalEnergyConsumption: GPU is lost\)", res.energy.unreadable)
 
 
 def test_a_gpu_without_the_counter_is_refused_before_anything_runs(device, copy, fake_nvml, fake_driver):

@@ -51,8 +51,9 @@ def test_a_callable_takes_no_rotate():
 
 def test_every_option_has_its_flag_in_the_cli_help_and_docs(capsys):
     from pyhipbench import cli
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exited:
         cli.main(["run", "--help"])
+    assert exited.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     cli_md = (DOCS / "cli.md").read_text()
     for o in OPTIONS:

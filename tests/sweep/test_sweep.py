@@ -425,7 +425,7 @@ def test_cli_sweep_bad_input_exits_2_naming_it(tmp_path):
     good.write_text(json.dumps(space(1, bad=())))
     result = subprocess.run([sys.executable, "-m", "pyhipbench.cli", "sweep", str(good), "--out",
                              str(tmp_path / "r.db"), "--gpus", "0,0"], capture_output=True, text=True)
-    assert result.returncode == 2 and result.stderr == "pyhipbench sweep: gpus=[0, 0]: a device is listed twice\n"
+    assert result.returncode == 2 and result.stderr == "pyhipbench sweep: --gpus 0,0: a device is listed twice\n"
 
 
 def test_cli_sweep_export_never_overwrites_the_space_or_the_database(tmp_path, capsys):

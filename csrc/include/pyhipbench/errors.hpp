@@ -1,5 +1,5 @@
 // The errors the core raises: a failed driver call, a kernel fault, a library
-// that cannot be loaded, a run that could not be measured.
+// that cannot be loaded, a run that could not be measured, an interrupt.
 #pragma once
 
 #include <stdexcept>
@@ -49,6 +49,19 @@ class PYHIPBENCH_API LibraryError : public std::runtime_error {
 class PYHIPBENCH_API MeasurementError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A measurement stopped on request (interrupt.hpp): nothing of it is kept.
+class PYHIPBENCH_API Interrupted : public std::runtime_error {
+ public:
+  Interrupted(const std::string& what, bool device_abandoned)
+      : std::runtime_error(what), device_abandoned_(device_abandoned) {}
+  // The GPU was still running the measurement's work kInterruptGraceS after
+  // the request: the process cannot use the device again.
+  bool device_abandoned() const { return device_abandoned_; }
+
+ private:
+  bool device_abandoned_;
 };
 
 }  // namespace pyhipbench

@@ -45,8 +45,8 @@ class CudaBackend:
         try:
             error, = cu.cuInit(0)
         except RuntimeError as e:  # cuda-bindings raises this when libcuda is absent
-            raise NoDeviceError(f"no CUDA driver: cuda-bindings could not load libcuda.so.1 ({e}); install the "
-                                "NVIDIA driver") from e
+            raise NoDeviceError("no CUDA driver: cuda-bindings could not load libcuda.so.1; install the NVIDIA "
+                                "driver") from e  # cuda-bindings' own words are the cause's
         if error == cu.CUresult.CUDA_ERROR_NO_DEVICE:
             raise NoDeviceError("the CUDA driver found no GPU (cuInit: CUDA_ERROR_NO_DEVICE)")
         self._check("cuInit", (error,))

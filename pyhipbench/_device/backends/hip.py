@@ -196,7 +196,14 @@ class HipBackend:
     # ---- setup ----
 
     def _runtime_version(self) -> int:
-        """hipRuntimeGetVersion; the first call, so the one that finds out whether the library loads."""
+        """hipRuntimeGetVersion; the first call, so the one that finds out whether the library loads. A
+        library file named by PYHIPBENCH_HIP_LIBRARY is loaded by the core first, which refuses a file that
+        is not a whole library (a truncated copy would kill the process with SIGBUS inside hip-python's load)."""
+        if os.path.isfile(os.environ.get(HIP_LIBRARY_ENV, "")):
+            try:
+                _core.load_driver("hip")
+            except _core.LibraryError as e:
+                raise NoDeviceError(str(e)) from None
         try:
             result = self._hip.hipRuntimeGetVersion()
         except RuntimeError:  # hip-python raises RuntimeError when dlopen fails
