@@ -226,15 +226,12 @@ CuptiTrace::CuptiTrace(const CuptiLibrary& cupti, uintptr_t context, cupti::Call
             .count();
     if (std::llabs(static_cast<long long>(now_ticks) - static_cast<long long>(realtime_ns)) > 1'000'000'000) {
       calibrated_ = false;  // not CLOCK_REALTIME ns: another client's timestamp callback
-      first_host_ = std::chrono::steady_clock::now();
-      first_tick_ = now_ticks;
+      std::tie(first_host_, first_tick_) = host_and_ticks();
     }
     const cupti::Result subscribed = cupti_.subscribe(&subscriber_, callback, this);
     if (subscribed == cupti::kMultipleSubscribers) {
       subscriber_ = nullptr;
       by_external_ids_ = true;
-      activity_kinds_.insert(activity_kinds_.end(),
-                             {cupti::kKindDriver, cupti::kKindRuntime, cupti::kKindExternalCorrelation});
     } else {
       cupti_.check("cuptiSubscribe", subscribed);
     }
@@ -244,14 +241,30 @@ CuptiTrace::CuptiTrace(const CuptiLibrary& cupti, uintptr_t context, cupti::Call
   }
 }
 
+// cuptiGetTimestamp and the host's clock at one instant: of kBrackets host reads around it, the pair
+// closest together (a thread descheduled between two reads only widens a pair), its midpoint.
+std::pair<std::chrono::steady_clock::time_point, uint64_t> CuptiTrace::host_and_ticks() const {
+  constexpr int kBrackets = 5;
+  auto best_width = std::chrono::steady_clock::duration::max();
+  std::pair<std::chrono::steady_clock::time_point, uint64_t> best;
+  for (int i = 0; i < kBrackets; ++i) {
+    uint64_t ticks = 0;
+    const auto before = std::chrono::steady_clock::now();
+    cupti_.check("cuptiGetTimestamp", cupti_.get_timestamp(&ticks));
+    const auto after = std::chrono::steady_clock::now();
+    if (after - before < best_width) {
+      best_width = after - before;
+      best = {before + (after - before) / 2, ticks};
+    }
+  }
+  return best;
+}
+
 uint64_t CuptiTrace::to_ns(uint64_t ticks) {
   if (ticks == 0 || (calibrated_ && ns_per_tick_ == 1)) return ticks;
   if (!calibrated_) {
     std::this_thread::sleep_until(first_host_ + std::chrono::duration<double>(kCalibrationS));
-    const auto before = std::chrono::steady_clock::now();
-    uint64_t now_ticks = 0;
-    cupti_.check("cuptiGetTimestamp", cupti_.get_timestamp(&now_ticks));
-    const auto host = before + (std::chrono::steady_clock::now() - before) / 2;
+    const auto [host, now_ticks] = host_and_ticks();
     ns_per_tick_ = std::chrono::duration<double, std::nano>(host - first_host_).count() /
                    static_cast<double>(now_ticks - first_tick_);
     calibrated_ = true;
@@ -270,6 +283,25 @@ void CuptiTrace::push_external_id(uint64_t id) {
   pop_external_id();
   cupti_.check("cuptiActivityPushExternalCorrelationId", cupti_.push_external_id(cupti::kExternalKindCustom2, id));
   pushed_ = true;
+}
+
+namespace {
+constexpr int kApiKinds[] = {cupti::kKindDriver, cupti::kKindRuntime, cupti::kKindExternalCorrelation};
+}  // namespace
+
+void CuptiTrace::start_api_records() {
+  for (; api_kinds_on_ < std::size(kApiKinds); ++api_kinds_on_) {
+    cupti_.check("cuptiActivityEnable", cupti_.activity_enable(kApiKinds[api_kinds_on_]));
+  }
+}
+
+void CuptiTrace::stop_api_records() noexcept {
+  for (; api_kinds_on_ > 0; --api_kinds_on_) cupti_.activity_disable(kApiKinds[api_kinds_on_ - 1]);
+}
+
+void CuptiTrace::work_issued() noexcept {
+  pop_external_id();
+  stop_api_records();
 }
 
 void CuptiTrace::pop_external_id() {
@@ -292,14 +324,14 @@ void CuptiTrace::start_activity() {
 CuptiTrace::~CuptiTrace() { stop(); }
 
 void CuptiTrace::stop() noexcept {
-  pop_external_id();
+  work_issued();
   for (; enabled_kinds_ > 0; --enabled_kinds_) cupti_.activity_disable(activity_kinds_[enabled_kinds_ - 1]);
   if (subscriber_ != nullptr) cupti_.unsubscribe(subscriber_);
   subscriber_ = nullptr;
 }
 
 void CuptiTrace::finish() {
-  pop_external_id();
+  work_issued();
   cupti::Result disabled = cupti::kSuccess;
   for (; enabled_kinds_ > 0; --enabled_kinds_) {
     const cupti::Result r = cupti_.activity_disable(activity_kinds_[enabled_kinds_ - 1]);
@@ -423,16 +455,13 @@ void CuptiKernelTrace::expect(size_t launches) {
     chunk_calls_.clear();
     launch_calls_.clear();
     chunk_id_ = new_external_ids(1);
+    start_api_records();
     push_external_id(chunk_id_);
   }
 }
 
 void CuptiKernelTrace::skip_next_launch() {
-  if (by_external_ids()) {
-    pop_external_id();  // the chunk's launches are all made: what follows is not marked
-  } else {
-    ++skipped_;
-  }
+  if (!by_external_ids()) ++skipped_;  // by external ids, work_issued() ended the marking before it
 }
 
 // The API pass, by external ids: the calls made under the chunk's id, and the cuLaunchKernel calls that succeeded.
@@ -463,7 +492,7 @@ void CuptiKernelTrace::launches_correlated() {
 
 void CuptiKernelTrace::collect(const std::vector<const KernelLaunch*>& cycle, const std::string& which,
                                std::vector<uint64_t>& start_ns, std::vector<uint64_t>& end_ns) {
-  pop_external_id();
+  work_issued();
   const size_t launches = correlation_ids_.size();
   std::vector<std::pair<uint32_t, size_t>> by_id;  // (correlation id, launch), sorted
   // Which correlation id is which launch: known now from the callback, or by external ids after the API pass.
@@ -574,7 +603,10 @@ void CuptiCallTrace::expect(size_t calls) {
   correlation_calls_.reserve(calls * 16);
   open_call_ = kNoCall;
   calls_ = calls;
-  if (by_external_ids()) first_call_id_ = new_external_ids(calls);
+  if (by_external_ids()) {
+    first_call_id_ = new_external_ids(calls);
+    start_api_records();
+  }
 }
 
 void CuptiCallTrace::open(size_t call) {

@@ -180,6 +180,8 @@ class CuptiTrace {
   CuptiTrace& operator=(const CuptiTrace&) = delete;
   // Stops tracing; throws DriverError if CUPTI fails to (tracing is off all the same).
   void finish();
+  // The chunk's work is all issued: by external ids, no API call is marked or recorded from here on.
+  void work_issued() noexcept;
 
  protected:
   // `context`: the CUcontext traced (where CUPTI counts dropped records).
@@ -196,6 +198,11 @@ class CuptiTrace {
   // The external id that marks the tracing thread's API calls from now on, until pop_external_id().
   void push_external_id(uint64_t id);
   void pop_external_id();
+  // By external ids: the API activity kinds (DRIVER, RUNTIME, EXTERNAL_CORRELATION) on while a chunk's
+  // work is issued, and off for the wait after it: they record every API call of the process, the
+  // wait's own event queries included.
+  void start_api_records();
+  void stop_api_records() noexcept;
   void start_activity();
   // A record's timestamp `ticks` in ns (0 stays 0: CUPTI's "no time"). CUPTI writes timestamps in the domain
   // of the timestamp callback a client registered, else in CLOCK_REALTIME ns; Kineto registers the CPU's
@@ -203,6 +210,7 @@ class CuptiTrace {
   // would be off by the TSC's GHz. Where cuptiGetTimestamp (the records' domain) is far from
   // CLOCK_REALTIME, the ns per tick are measured against the host's clock over kCalibrationS.
   uint64_t to_ns(uint64_t ticks);
+  std::pair<std::chrono::steady_clock::time_point, uint64_t> host_and_ticks() const;
   // Flushes CUPTI (a default flush, then a forced one while `complete()` says
   // records are missing; by external ids, the forced one at once: the API
   // records must come with the work records) and hands each kernel, memcpy or
@@ -228,7 +236,8 @@ class CuptiTrace {
   size_t enabled_kinds_ = 0;
   cupti::Subscriber subscriber_ = nullptr;
   bool by_external_ids_ = false;
-  bool pushed_ = false;  // an external id of this trace is pushed on the tracing thread
+  bool pushed_ = false;      // an external id of this trace is pushed on the tracing thread
+  size_t api_kinds_on_ = 0;  // of kApiKinds, the first this many enabled
   // The records' timestamp domain: ns (ns_per_tick_ 1), or ticks measured from (first_host_, first_tick_).
   static constexpr double kCalibrationS = 0.002;
   bool calibrated_ = true;

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -18,8 +19,9 @@ namespace {
 // furthest end of a PT_LOAD's file range), and the file's size. dlopen maps
 // those ranges: past the file's end (a truncated copy), touching them kills
 // the process with SIGBUS instead of failing. {0, 0} where it cannot tell (no
-// such file, not a 64-bit ELF, a bare name the loader searches for): dlopen
-// says why then.
+// such file, not a 64-bit little-endian ELF, a bare name the loader searches
+// for): dlopen says why then. A range past what 64 bits hold (a corrupt
+// header) needs more than any file has: UINT64_MAX.
 std::pair<uint64_t, uint64_t> loaded_and_file_bytes(const std::string& path) {
   if (path.find('/') == std::string::npos) return {0, 0};
   std::ifstream file(path, std::ios::binary | std::ios::ate);
@@ -32,14 +34,16 @@ std::pair<uint64_t, uint64_t> loaded_and_file_bytes(const std::string& path) {
                   "\x7f"
                   "ELF",
                   4) != 0 ||
-      header[4] != 2)
+      header[4] != 2 || header[5] != 1)  // ELFCLASS64, ELFDATA2LSB
     return {0, 0};
   uint64_t table = 0;
   uint16_t entry_bytes = 0, entries = 0;
   std::memcpy(&table, header + 32, sizeof table);  // e_phoff
   std::memcpy(&entry_bytes, header + 54, sizeof entry_bytes);
   std::memcpy(&entries, header + 56, sizeof entries);
-  uint64_t needed = table + uint64_t{entry_bytes} * entries;
+  const uint64_t table_bytes = uint64_t{entry_bytes} * entries;
+  if (table > UINT64_MAX - table_bytes) return {UINT64_MAX, file_bytes};
+  uint64_t needed = table + table_bytes;
   for (uint16_t i = 0; i < entries && entry_bytes >= 40; ++i) {
     char entry[40] = {};
     file.seekg(static_cast<std::streamoff>(table + uint64_t{i} * entry_bytes));
@@ -47,9 +51,11 @@ std::pair<uint64_t, uint64_t> loaded_and_file_bytes(const std::string& path) {
     uint32_t type = 0;
     uint64_t offset = 0, size = 0;
     std::memcpy(&type, entry, sizeof type);
-    std::memcpy(&offset, entry + 8, sizeof offset);                   // p_offset
-    std::memcpy(&size, entry + 32, sizeof size);                      // p_filesz
-    if (type == 1 && offset + size > needed) needed = offset + size;  // PT_LOAD
+    std::memcpy(&offset, entry + 8, sizeof offset);  // p_offset
+    std::memcpy(&size, entry + 32, sizeof size);     // p_filesz
+    if (type != 1) continue;                         // PT_LOAD only: what dlopen maps
+    if (offset > UINT64_MAX - size) return {UINT64_MAX, file_bytes};
+    needed = std::max(needed, offset + size);
   }
   return {needed, file_bytes};
 }
@@ -61,9 +67,11 @@ DynamicLibrary::DynamicLibrary(const std::string& path, const std::string& what,
     : path_(path), what_(what) {
   const auto [needed, file_bytes] = loaded_and_file_bytes(path);
   if (needed > file_bytes) {
-    throw LibraryError("cannot load the " + what + " library '" + path + "': the file is truncated (" +
-                       std::to_string(file_bytes) + " bytes, its segments end at byte " + std::to_string(needed) +
-                       "): expected a whole library (set " + env_var + " to the library's path)");
+    const std::string found = needed == UINT64_MAX ? "its program headers are corrupt"
+                                                   : std::to_string(file_bytes) + " bytes, its segments end at byte " +
+                                                         std::to_string(needed);
+    throw LibraryError("cannot load the " + what + " library '" + path + "': the file is truncated or corrupt (" +
+                       found + "): expected a whole library (set " + env_var + " to the library's path)");
   }
   handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (stay_loaded ? RTLD_NODELETE : 0));
   if (handle_ == nullptr) {

@@ -21,8 +21,10 @@ void request_interrupt() noexcept { requested.store(true, std::memory_order_rela
 
 void set_interrupt_check(InterruptCheck check) noexcept { host_check.store(check); }
 
+bool interrupt_flagged() { return requested.load(std::memory_order_relaxed); }
+
 bool interrupt_requested() {
-  if (requested.exchange(false, std::memory_order_relaxed)) return true;
+  if (interrupt_flagged()) return true;
   const InterruptCheck check = host_check.load(std::memory_order_relaxed);
   if (check == nullptr) return false;
   // The host's check may take a lock (Python's, the GIL): asked once a period, not at every look.
@@ -34,6 +36,7 @@ bool interrupt_requested() {
 }
 
 void throw_interrupted(const std::string& timed, bool device_abandoned) {
+  requested.store(false, std::memory_order_relaxed);
   if (!device_abandoned) throw Interrupted("interrupted while measuring " + timed, false);
   const auto grace_ms = std::to_string(static_cast<int>(kInterruptGraceS * 1000));
   throw Interrupted("interrupted while measuring " + timed + ", whose work still ran on the GPU " + grace_ms +

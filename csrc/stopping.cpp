@@ -131,7 +131,7 @@ class MeasurementLoop {
         const double per_sample_s = std::max(seconds_since(run_started), 1e-9) / static_cast<double>(samples);
         samples = std::clamp<size_t>(static_cast<size_t>(std::ceil(left_s / per_sample_s)), 1,
                                      std::max<size_t>(2 * samples, rule_.warmup_chunk));
-        samples = std::min(samples, kMaxHoldRun);
+        samples = std::min({samples, kMaxHoldRun, static_cast<size_t>(std::ceil(kMaxHoldRunS / per_sample_s))});
       }
     }
     started_ = std::chrono::steady_clock::now();

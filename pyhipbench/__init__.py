@@ -17,6 +17,7 @@ their dependencies (llvmlite, Triton, SQLite) only when first used.
 from importlib import import_module as _import_module
 from importlib.metadata import version as _distribution_version
 
+from ._core import request_interrupt
 from ._cpp import cmake_dir, include_dir
 from ._device.device import Device, available_backends
 from ._device.memory import DeviceArray
@@ -91,6 +92,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "bench", "bench_chain", "bench_callable", "do_bench", "tune", "Tuning", "CandidateResult", "SourceLaunch",
+    "request_interrupt",
     "Launch", "module_launches", "KernelTime",
     "BenchOptions", "cmake_dir", "include_dir", "Device", "available_backends", "DeviceArray", "Module",
     "Kernel", "LaunchConfig",

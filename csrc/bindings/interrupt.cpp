@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 
 #include <exception>
+#include <string>
 
 #include "bindings/bindings.hpp"
 #include "pyhipbench/errors.hpp"
@@ -25,14 +26,20 @@ bool run_signal_handlers() {
   return PyErr_CheckSignals() != 0;
 }
 
-// An Interrupted whose device was given up adds its message to the exception a handler raised, as a note
-// (BaseException.add_note's __notes__): the caller learns that the process must end.
-void note_on_pending_error(const char* note) {
-  py::error_already_set pending;  // fetched, to be restored with its note
+// The Python exception an Interrupted leaves: the one a signal handler raised (Ctrl-C's KeyboardInterrupt),
+// else a KeyboardInterrupt saying what was measured. It carries `device_abandoned`; where the device was
+// given up, the message is added to a handler's exception as a note (BaseException.add_note's __notes__),
+// so that the caller reads that the process must end.
+void raise_interrupted(const Interrupted& e) {
+  if (PyErr_Occurred() == nullptr) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+  py::error_already_set pending;  // fetched, to be restored with what it carries
   const py::object& error = pending.value();
-  py::list notes = py::hasattr(error, "__notes__") ? py::list(error.attr("__notes__")) : py::list();
-  notes.append(note);
-  error.attr("__notes__") = notes;
+  error.attr("device_abandoned") = e.device_abandoned();
+  if (e.device_abandoned() && std::string(py::str(error)) != e.what()) {
+    py::list notes = py::hasattr(error, "__notes__") ? py::list(error.attr("__notes__")) : py::list();
+    notes.append(e.what());
+    error.attr("__notes__") = notes;
+  }
   pending.restore();
 }
 
@@ -45,11 +52,7 @@ void bind_interrupt(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Interrupted& e) {
-      if (PyErr_Occurred() == nullptr) {
-        PyErr_SetString(PyExc_KeyboardInterrupt, e.what());  // request_interrupt(): no handler raised
-      } else if (e.device_abandoned()) {
-        note_on_pending_error(e.what());
-      }
+      raise_interrupted(e);
     }
   });
   m.def("request_interrupt", &request_interrupt,

@@ -60,6 +60,7 @@ void CuptiTimer::time(LaunchPlan& plan, size_t samples, size_t first_set, Timing
     set = set + 1 == sets ? 0 : set + 1;
   }
   timings.host_us = elapsed_us(start);
+  trace.work_issued();
   if (clock_probed()) trace.skip_next_launch();
   stamp_clock(true, stream, plan.name());
   // CUPTI's flush does not wait for the GPU: the last kernel must have ended
@@ -110,6 +111,7 @@ void CuptiTimer::time(CallPlan& call, size_t samples, Timings& timings) {
   stamp_clock(false, stream, call.name());  // outside every call: not attributed to one
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < samples; ++i) {
+    count_call(call.name(), nullptr);
     prepare_call(call, stream);
     trace.open(i);
     struct Close {
@@ -119,6 +121,7 @@ void CuptiTimer::time(CallPlan& call, size_t samples, Timings& timings) {
     call.call();
   }
   timings.host_us = elapsed_us(start);
+  trace.work_issued();
   stamp_clock(true, stream, call.name());
   // The call may have used any stream of the context: wait for them all. An
   // event on the legacy default stream follows the work of every blocking

@@ -54,6 +54,7 @@ class EventTimer final : public TimerBase<Driver> {
     this->stamp_clock(false, stream, call.name());
     const auto start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < samples; ++i) {
+      this->count_call(call.name(), stream);
       this->prepare_call(call, stream);
       int status = this->driver_->event_record(events[2 * i], stream);
       if (status != 0) this->fail(call.name(), Driver::kEventRecord, status);

@@ -71,7 +71,7 @@ class GraphTimer final : public TimerBase<Driver> {
     this->stamp_clock(false, stream, plan.name());
     const auto start = std::chrono::steady_clock::now();
     for (size_t j = 0; j < samples; ++j) {
-      this->count_launch(plan.name());
+      this->count_launch(plan.name(), stream);
       int status = driver.event_record(events[2 * j], stream);
       if (status != 0) this->fail(plan.name(), Driver::kEventRecord, status);
       const Status launched = driver.graph_launch(execs[start_set], stream);

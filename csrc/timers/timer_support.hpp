@@ -185,7 +185,6 @@ class TimerBase : public Timer {
   // The plan's chain on argument set `set`: `start` (if any) recorded before its
   // first kernel, `stop` after its last. On failure, `failed` is the kernel's index.
   Status launch_chain(LaunchPlan& plan, size_t set, Stream stream, Event start, Event stop, size_t& failed) {
-    count_launch(plan.name());
     const size_t last = plan.kernels() - 1;
     for (size_t k = 0; k <= last; ++k) {
       KernelLaunch& kernel = plan.kernel(k);
@@ -198,19 +197,29 @@ class TimerBase : public Timer {
     }
     return {0, nullptr};
   }
+  // A sample's chain (not a graph's capture, where no event may be recorded), counted by count_launch.
   void launch_chain_or_fail(LaunchPlan& plan, size_t set, Stream stream, Event start = nullptr, Event stop = nullptr) {
+    count_launch(plan.name(), stream);
     size_t failed = 0;
     const Status status = launch_chain(plan, set, stream, start, stop, failed);
     if (status.code != 0) fail(plan.kernel(failed).kernel_name(), status.call, status.code);
   }
 
-  // One more launch (or chain, or graph) issued for `timed`: every
-  // kInterruptLaunches of them, a look for an interrupt (interrupt.hpp), so a
-  // long run stops while it is still being issued.
-  void count_launch(const std::string& timed) {
+  // One more launch (or chain, or graph) of `timed` issued on `stream`: every
+  // kInterruptLaunches of them, a look at the request flag (interrupt.hpp), so
+  // a long run stops while it is still being issued; the GPU then gets its
+  // grace to finish what was issued, as in wait_for.
+  void count_launch(const std::string& timed, Stream stream) {
     if (++launches_since_look_ < kInterruptLaunches) return;
     launches_since_look_ = 0;
-    stop_if_interrupted("kernel '" + timed + "'");
+    if (interrupt_flagged()) stop_issuing(stream, timed, "kernel");
+  }
+
+  // Before each call of a callable: a request stops the run there (Ctrl-C needs no look: it raises in the
+  // call itself, which runs Python). `stream`: where the calls' work is waited for (nullptr: the legacy
+  // default stream, which follows every blocking stream).
+  void count_call(const std::string& timed, Stream stream) {
+    if (interrupt_flagged()) stop_issuing(stream, timed, "call");
   }
 
   // Waits for `event` (a run's last), for the run of `timed` (a kernel's or a
@@ -224,7 +233,7 @@ class TimerBase : public Timer {
   void wait_for(Event event, const std::string& timed, const char* kind = "kernel") {
     const auto started = std::chrono::steady_clock::now();
     while (driver_->event_query(event) == Driver::kNotReady) {
-      if (interrupt_requested()) interrupted_while_waiting(event, std::string(kind) + " '" + timed + "'");
+      if (interrupt_requested()) interrupted_while_waiting(event, timed, kind);
       if (std::chrono::steady_clock::now() - started < std::chrono::duration<double>(kSpinS)) {
         std::this_thread::yield();
       } else {
@@ -291,13 +300,31 @@ class TimerBase : public Timer {
   static constexpr double kSpinS = 0.01;       // wait_for's spin before it sleeps between looks, s
   static constexpr double kPollSleepS = 1e-4;  // its sleep between looks after that, s
 
-  [[noreturn]] void interrupted_while_waiting(Event event, const std::string& timed) {
+  // An interrupt while `timed`'s run is being issued on `stream`: the grace for what was issued so far.
+  [[noreturn]] void stop_issuing(Stream stream, const std::string& timed, const char* kind) {
+    Event issued{};
+    if (driver_->event_create(&issued) != 0) throw_interrupted(std::string(kind) + " '" + timed + "'", false);
+    struct Destroy {
+      const Driver& driver;
+      Event event;
+      ~Destroy() { driver.event_destroy(event); }
+    } destroy{*driver_, issued};
+    if (driver_->event_record(issued, stream) != 0) throw_interrupted(std::string(kind) + " '" + timed + "'", false);
+    interrupted_while_waiting(issued, timed, kind);
+  }
+
+  // After an interrupt: the GPU gets kInterruptGraceS to finish `timed`'s work up to `event`, or the device
+  // is given up; a fault in that work is reported as the fault it is.
+  [[noreturn]] void interrupted_while_waiting(Event event, const std::string& timed, const char* kind) {
+    const std::string what = std::string(kind) + " '" + timed + "'";
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kInterruptGraceS);
     while (std::chrono::steady_clock::now() < deadline) {
-      if (driver_->event_query(event) != Driver::kNotReady) throw_interrupted(timed, false);
+      const int status = driver_->event_query(event);
+      if (status == 0) throw_interrupted(what, false);
+      if (status != Driver::kNotReady) fail(timed, Driver::kEventSynchronize, status);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    throw_interrupted(timed, true);
+    throw_interrupted(what, true);
   }
 
   size_t launches_since_look_ = 0;             // count_launch's count since its last look

@@ -98,14 +98,14 @@ def bench_callable_with(fn: Callable[[], object], options: BenchOptions, *, grap
         clean_step(device).attach(plan)
     timing = core_timer(device, timer)
     taken = _core.measure(timing, plan, rule, options.warmup)
-    energy = None if counter is None else measure_energy(
-        counter, lambda n: _core.measure(timing, plan, fixed_count(n, 0), 0), sample_s(taken))
-    del keep  # the captured graph's owner (torch's CUDAGraph), alive until the replays are done
     times_us = taken.times_us
     if timer == "events" and not np.any(times_us > 0):  # the cupti timer refuses the same call in the core
         raise MeasurementError(f"every call of '{label}' read 0.000 µs between its events: it issued no GPU "
                                "work on the stream it was timed on; expected a callable that launches GPU "
                                "kernels there (the stream argument, else the default stream)")
+    energy = None if counter is None else measure_energy(
+        counter, lambda n: _core.measure(timing, plan, fixed_count(n, 0), 0), sample_s(taken))
+    del keep  # the captured graph's owner (torch's CUDAGraph), alive until the replays are done
     log.info("%s: %s, timer %s%s, cache %s%s; %d samples, stopped: %s", label, "called" if note else "graph replayed",
              timer, " (auto)" if options.timer == "auto" else "", options.cache_state,
              " (auto)" if options.cache == "auto" else "", len(times_us), taken.stop_reason)

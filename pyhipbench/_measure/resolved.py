@@ -10,6 +10,7 @@ next candidate then), and the most seconds it may run.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from dataclasses import dataclass
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["Resolved", "resolve", "recording_profiler"]
 
 log = logging.getLogger(__name__)
-_noted: set[str] = set()  # the timer notes already logged: once per process each
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ def recording_profiler() -> str | None:
     """The profiler recording in this process that CUPTI's activity records belong to while it does
     ("torch.profiler", Kineto), or None. CUPTI has one set of activity buffers per process: a trace of
     ours would take the profiler's records, and its would take ours. Before or after its session, the
-    cupti timer shares CUPTI with it (csrc/cupti.hpp)."""
+    cupti timer shares CUPTI with it (csrc/cupti.hpp). torch says only that its profiler records, not
+    whether it records CUDA activity: a session of CPU activities alone counts too."""
     torch = sys.modules.get("torch")  # not imported: nothing of torch's records
     enabled = getattr(getattr(torch, "autograd", None), "_profiler_enabled", None)
     return "torch.profiler" if callable(enabled) and enabled() else None
@@ -78,7 +79,10 @@ def _timer(asked: str, device: Device) -> tuple[str, str | None]:
         return asked, None
     note = (f"timer events, not cupti: {profiler} was recording (CUPTI's records are its own during its "
             "session); measure outside the session for kernel time")
-    if note not in _noted:
-        _noted.add(note)
-        log.warning("%s", note)
+    _warn_once(note)
     return "events", note
+
+
+@functools.cache  # once per process for each note
+def _warn_once(note: str) -> None:
+    log.warning("%s", note)

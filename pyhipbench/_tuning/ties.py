@@ -3,30 +3,38 @@
 A few ms from a cool start run at the boost clock, where such candidates tie;
 over a sustained run a power-capped GPU lowers the clock more for a candidate
 that draws more power. So each tie is measured again after a hold (its own
-launches back to back, untimed), fastest first, with no run discarded for its
-clock (throttle_threshold 0: the sustained clock is what is read), and the
-fastest there wins (ranking.py). The fastest holds `tie_hold_s`, the time a
-limit takes to bite from a cool start, or half as long after a screen whose
-kernels loaded the GPU that long (`loaded_s`), as every later tie, which
-follows a held candidate with the limit already on (`switch_hold_s`); each
-later one races the sustained medians before it. When the fastest's hold
-leaves its median within the precision, nothing limits the clock under this
-load and the others are not held. docs/measurement.md#ties-under-sustained-load
-has the figures.
+launches back to back, untimed), with no run discarded for its clock
+(throttle_threshold 0: the sustained clock is what is read), and the fastest
+there wins (ranking.py). Each tie is held and measured twice, in two passes:
+fastest first, then in the reverse order, its sustained reading the two runs'
+samples together, so a clock that drifts over the round (the GPU warming,
+the cap settling) falls on every tie alike. The fastest holds `tie_hold_s`,
+the time a limit takes to bite from a cool start, or half as long after a
+screen whose kernels loaded the GPU that long (`loaded_s`), as every other
+run, which follows a held candidate with the limit already on
+(`switch_hold_s`, the second pass's runs too); the second pass races the
+sustained medians before it.
+When the fastest's first hold leaves its median within the precision,
+nothing limits the clock under this load and the others are not held.
+docs/measurement.md#ties-under-sustained-load has the figures.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+
+import numpy as np
 
 from .._core import judge
 from .._measure.options import BenchOptions
+from .._measure.result import Result
 from ..errors import Error
 from .racing import RaceBound
 from .trial import Trial
 
 __all__ = ["TIE_LIMIT", "tied", "loaded_s", "switch_hold_s", "hold_ties"]
 
-TIE_LIMIT = 4  # the most candidates measured again: each costs its hold and its samples
+TIE_LIMIT = 4  # the most candidates measured again: each costs two holds and two runs
 
 
 def tied(trials: Sequence[Trial]) -> list[int]:
@@ -65,20 +73,49 @@ def hold_ties(trials: Sequence[Trial], options: BenchOptions, tie_hold_s: float 
     if not tie_hold_s or options.hold_s > 0:
         return
     first_hold_s = tie_hold_s if loaded_s(trials) < tie_hold_s else switch_hold_s(tie_hold_s)
-    bound = RaceBound(race)
-    for n, i in enumerate(tied(trials)):
-        trial, screened = trials[i], trials[i].result
-        assert screened is not None
-        held = options.replace(hold_s=first_hold_s if n == 0 else switch_hold_s(tie_hold_s), throttle_threshold=0)
-        try:
-            sustained = trial.timed_measure(bound.options_for(held))
-        except Error as e:  # it ran before: keep that result, say why this one is missing
-            trial.noted(f"sustained measurement failed: {type(e).__name__}: {e}")
+    first_pass: dict[int, Result] = {}
+    for n, i in enumerate(tied(trials)):  # fastest first
+        hold_s = first_hold_s if n == 0 else switch_hold_s(tie_hold_s)
+        sustained = _held(trials[i], options.replace(hold_s=hold_s, throttle_threshold=0))
+        if sustained is None:
             continue
+        screened = trials[i].result
+        assert screened is not None
         if n == 0 and sustained.median_us <= screened.median_us * (1 + options.precision):
             # The load did not slow the fastest: no power or thermal limit bites, the first order stands.
-            trial.noted(f"held {first_hold_s} s: {sustained.median_us:.3f} µs, within the precision of its first "
-                        "median, so the ties were not held further")
+            trials[i].noted(f"held {first_hold_s} s: {sustained.median_us:.3f} µs, within the precision of its "
+                            "first median, so the ties were not held further")
             return
-        trial.sustained = sustained
+        first_pass[i] = sustained
+    # The second pass, in the reverse order: a clock drifting over the round falls on each tie alike. Each run
+    # holds again first, as a switch does: the host's work between two runs lets the clock move.
+    bound = RaceBound(race)
+    for i in reversed(first_pass):
+        held = options.replace(hold_s=switch_hold_s(tie_hold_s), throttle_threshold=0)
+        second = _held(trials[i], bound.options_for(held))
+        sustained = first_pass[i] if second is None else _together(first_pass[i], second)
+        trials[i].sustained = sustained
         bound.lower(sustained.ci_us[1])
+
+
+def _held(trial: Trial, options: BenchOptions) -> Result | None:
+    """`trial` measured with `options` (a hold), or None with a note saying why it failed (it ran before: the
+    screen's result stays)."""
+    try:
+        return trial.timed_measure(options)
+    except Error as e:
+        trial.noted(f"sustained measurement failed: {type(e).__name__}: {e}")
+        return None
+
+
+def _together(first: Result, second: Result) -> Result:
+    """One tie's two sustained runs as one result: their samples (and spans) together, their costs added; the
+    second's stop reason and bound (a race stops that run early: a tie surely slower than one measured in
+    both passes, whose reading then holds its first run's samples and the few of its second), the first's
+    clock, per-kernel medians and energy."""
+    span_us = None if first.span_us is None or second.span_us is None else \
+        np.concatenate([first.span_us, second.span_us])
+    return dataclasses.replace(first, times_us=np.concatenate([first.times_us, second.times_us]), span_us=span_us,
+                               stop_reason=second.stop_reason, slower_than_us=second.slower_than_us,
+                               warmup=first.warmup + second.warmup, wall_s=first.wall_s + second.wall_s,
+                               throttled_samples=first.throttled_samples + second.throttled_samples)

@@ -49,8 +49,9 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
     them). `bench_options`:
     bench()'s options (`BenchOptions`) for every candidate, `slower_than_us` aside (racing sets it).
     `race`: stop each candidate once it is surely slower than the best so far (False measures each to
-    the precision). `tie_hold_s`: the candidates tied with the fastest are measured again, each after
-    running back to back untimed for about this long (s), and the fastest there wins (None or 0: the
+    the precision). `tie_hold_s`: the candidates tied with the fastest are measured again, twice each
+    (fastest first, then in the reverse order), each run after running back to back untimed (the first
+    for this long, s; every other for half as long), and the fastest there wins (None or 0: the
     fastest median wins; docs/measurement.md#ties-under-sustained-load). `device`: where the callables
     and the sources' kernels run (None: bench_callable's default). `stream`, `expect`, `atol`, `rtol`, `reset_to_zero`,
     `restore_value`: bench_chain()'s, for every launch and chain (the arrays and references each

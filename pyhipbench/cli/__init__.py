@@ -48,8 +48,8 @@ def _open_device(backend: str | None, index: int = 0) -> Device:
 
 
 def samples_dir() -> Path:
-    """The folder of the sample results measured on an H200 (README.md there says how): reports and a sweep
-    database to try compare and plot on without a GPU."""
+    """The folder of the sample results measured on an NVIDIA GPU (README.md there says which, and how):
+    reports and a sweep database to try compare and plot on without a GPU."""
     return Path(__file__).resolve().parent.parent / "samples"
 
 
@@ -87,7 +87,7 @@ def build_parser() -> Parser:
                         help="print the folder of the C++ core's headers and exit")
     parser.add_argument("--samples-dir", action=_PrintInstallPath, locate=samples_dir,
                         help="print the folder of the sample results (reports and a sweep database measured on "
-                             "an H200) and exit: compare and plot them without a GPU")
+                             "an NVIDIA GPU) and exit: compare and plot them without a GPU")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # _open_device is read now, at each main() call, so a replacement made before the call is used.
     info.add_parser(commands, _open_device)
@@ -124,8 +124,9 @@ def _interrupted(prefix: str, e: KeyboardInterrupt) -> int:
     """The line for an interrupt and its exit status, 130 (SIGINT) or 143 (SIGTERM). Where the device was given
     up (a kernel that never returned), the process ends here: clean-up would wait for that kernel."""
     status = 143 if isinstance(e, Terminated) else 130
-    given_up = [note for note in getattr(e, "__notes__", ()) if "device is given up" in note]
-    print(f"{prefix} {given_up[0] if given_up else str(e) or 'interrupted'}", file=sys.stderr)
+    given_up = getattr(e, "device_abandoned", False)
+    notes = getattr(e, "__notes__", ())
+    print(f"{prefix} {notes[-1] if given_up and notes else str(e) or 'interrupted'}", file=sys.stderr)
     if given_up:
         sys.stdout.flush()
         sys.stderr.flush()

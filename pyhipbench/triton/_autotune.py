@@ -157,8 +157,9 @@ class Autotuner:
     the lowest CI upper bound so far (bench's `slower_than_us`, stop_reason
     "slower"): the winner is measured to the precision, a config surely
     slower only until that is sure. With `tie_hold_s`, the configs tied with
-    the fastest are measured again, each after running back to back untimed,
-    at the clock the GPU's power limit sustains for that config
+    the fastest are measured again, twice each (fastest first, then in the
+    reverse order), each run after running back to back untimed, at the
+    clock the GPU's power limit sustains for that config
     (`ConfigResult.sustained`); the fastest of them there wins. The policy is
     the tuning engine's (pyhipbench/_tuning/): this class specialises,
     compiles and launches.
@@ -394,10 +395,10 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     opens `Device()` on first use. `icache_flush`: as for `compile`. `race`: stop each config once it is
     surely slower than the best so far (False measures every config to the precision; a fixed
     `iterations` never races). `tie_hold_s`: the configs tied with the fastest (those compare's rule
-    does not call more than 2 % slower than it; the 4 fastest) are measured again, each after
-    running back to back untimed (the fastest for this many seconds, or half as long after a screen whose
-    kernels ran that long; each later one for half as long),
-    and the fastest there wins (None or 0: the fastest median wins;
+    does not call more than 2 % slower than it; the 4 fastest) are measured again, twice each (fastest
+    first, then in the reverse order), each run after running back to back untimed (the fastest's first
+    for this many seconds, or half as long after a screen whose kernels ran that long; every other run
+    for half as long), and the fastest there wins (None or 0: the fastest median wins;
     docs/measurement.md#ties-under-sustained-load says why).
     `compile_workers`: the compile pool's processes (None: the CPUs less one); `compile_timeout_s`: the
     most one config's compile may take in a worker (None: no limit), past which it fails and its worker

@@ -286,6 +286,12 @@ def test_a_truncated_library_is_refused_before_it_is_loaded(fake_libraries, back
     truncated = tmp_path / fake_libraries[backend_name].name
     truncated.write_bytes(whole[:len(whole) // 2])
     with pytest.raises(_core.LibraryError, match=rf"^cannot load the .* library '{truncated}': the file is truncated "
-                                                 rf"\({len(whole) // 2} bytes, its segments end at byte \d+\): "
-                                                 r"expected a whole library \(set PYHIPBENCH_\w+_LIBRARY"):
+                                                 rf"or corrupt \({len(whole) // 2} bytes, its segments end at byte "
+                                                 r"\d+\): expected a whole library \(set PYHIPBENCH_\w+_LIBRARY"):
         _core.load_driver(backend_name, str(truncated))
+    corrupt = tmp_path / "corrupt" / fake_libraries[backend_name].name
+    corrupt.parent.mkdir()
+    corrupt.write_bytes(whole[:32] + (2**64 - 8).to_bytes(8, "little") + whole[40:])  # e_phoff near 2**64
+    with pytest.raises(_core.LibraryError, match=r": the file is truncated or corrupt \(its program headers are "
+                                                 r"corrupt\)"):
+        _core.load_driver(backend_name, str(corrupt))

@@ -243,7 +243,7 @@ def test_a_truncated_runtime_is_refused_before_hip_python_loads_it(fake_hip_libr
             report(**failure(e))
     """, PYHIPBENCH_HIP_LIBRARY=str(truncated))
     assert out["type"] == "NoDeviceError"
-    assert out["message"].startswith(f"cannot load the HIP runtime library '{truncated}': the file is truncated (4096 "
+    assert out["message"].startswith(f"cannot load the HIP runtime library '{truncated}': the file is truncated or corrupt (4096 "
                                      "bytes, its segments end at byte ")
 
 

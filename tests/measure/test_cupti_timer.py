@@ -151,6 +151,10 @@ def test_with_another_cupti_subscriber_launches_are_told_apart_by_external_ids(
     assert calls.count("cuptiActivityPushExternalCorrelationId") == calls.count(
         "cuptiActivityPopExternalCorrelationId") == 1
     assert "cuptiActivityFlushAll(forced)" in calls and "cuptiActivityFlushAll" not in calls  # API records too
+    # The API kinds record every API call of the process: on while the run's work is issued, off for its wait.
+    popped = calls.index("cuptiActivityPopExternalCorrelationId")
+    assert calls[popped + 1:popped + 4] == ["cuptiActivityDisable"] * 3 and calls[popped + 4].startswith(
+        "cuptiActivityFlushAll")
     assert fake_cupti.lib.fake_cupti_external_depth(EXTERNAL_KIND_CUSTOM2) == 0 and not fake_cupti.tracing
 
 

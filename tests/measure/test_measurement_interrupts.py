@@ -95,3 +95,31 @@ def test_request_interrupt_stops_another_threads_measurement(device):
     # The request was used up: the next measurement runs.
     assert hb.bench(kernel, grid=1, block=256, args=[src, device.empty_like(src), hb.int64(256)], cache="warm",
                     iterations=4).samples == 4
+
+
+def test_a_request_while_a_kernel_never_returns_gives_the_device_up(device, fake_driver, monkeypatch):
+    """Seen among the launches of a run: what was issued gets its grace, then the device is given up."""
+    kernel = device.load_module(COPY_PTX).kernel("copy")
+    fake_driver.name_function(kernel.handle, "copy")
+    monkeypatch.setenv("FAKE_KERNEL_HANG", "copy")
+    src = device.array(np.zeros(256, np.float32))
+    threading.Timer(0.3, _core.request_interrupt).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted while measuring kernel 'copy', whose work still ran "
+                                                r"on the GPU 500 ms later: the device is given up") as raised:
+        hb.bench(kernel, grid=1, block=256, args=[src, device.empty_like(src), hb.int64(256)], cache="warm",
+                 hold_s=30)
+    assert raised.value.device_abandoned is True and time.monotonic() - started < 1.5
+
+
+def test_a_request_stops_a_callable_between_two_calls(device):
+    """A call that asks for the interrupt itself: the next call is not made."""
+    calls = []
+
+    def call():
+        calls.append(1)
+        if len(calls) == 5:
+            _core.request_interrupt()
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted while measuring call 'asks'$") as raised:
+        hb.bench_callable(call, device=device, timer="events", graph=False, iterations=50, name="asks")
+    assert len(calls) == 5 and raised.value.device_abandoned is False

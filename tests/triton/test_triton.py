@@ -277,9 +277,9 @@ def test_autotune_without_racing_or_with_a_fixed_count_gives_no_bound(device, fa
 
 def test_autotune_breaks_a_tie_by_measuring_the_tied_configs_again_after_a_hold(device, fake_driver, backend_name,
                                                                                monkeypatch):
-    """Configs within the precision of the fastest are measured again, each after a hold with no clock
-    discarded (the fastest tie tie_hold_s, a later one half of it); the fastest there wins. A config
-    outside the tie is measured once."""
+    """Configs within the precision of the fastest are measured again, twice each (fastest first, then in
+    the reverse order), each run after a hold with no clock discarded (the fastest tie's first tie_hold_s,
+    every other half of it); the fastest there wins. A config outside the tie is measured once."""
     warp = WARP[backend_name]
     burst_us = {2 * warp: 5.0, 4 * warp: 5.02, 8 * warp: 9.0}
     sustained_us = {2 * warp: 6.0, 4 * warp: 5.5, 8 * warp: 9.5}
@@ -301,12 +301,13 @@ def test_autotune_breaks_a_tie_by_measuring_the_tied_configs_again_after_a_hold(
     tuning = tuned.tune((1,), x, y, out, 4096)
     assert tuning.best is configs[1]
     held = [o for o in options if o.hold_s > 0]
-    assert len(options) == 5 and len(held) == 2
-    assert [o.hold_s for o in held] == [0.002, 0.001]
+    assert len(options) == 7 and len(held) == 4
+    assert [o.hold_s for o in held] == [0.002, 0.001, 0.001, 0.001]
     assert all(o.throttle_threshold == 0 and o.slower_than_us is None for o in held)  # a fixed count never races
     first, second, third = tuning.results
     assert first.sustained.median_us == pytest.approx(6.0, rel=1e-4) and first.median_us == pytest.approx(5.0)
     assert second.sustained.median_us == pytest.approx(5.5, rel=1e-4) and third.sustained is None
+    assert first.sustained.samples == second.sustained.samples == 8  # the two passes' 4 + 4
     assert first.sustained.warmup > 8  # the hold's samples
     row = second.to_dict()
     assert row["sustained_median_us"] == pytest.approx(5.5, rel=1e-4)
@@ -372,19 +373,20 @@ def tuned_stages(monkeypatch, fake_driver, device, burst_us: float, held_us: flo
 
 def test_autotune_holds_at_most_four_tied_configs(device, fake_driver, monkeypatch):
     options, _, tuning = tuned_stages(monkeypatch, fake_driver, device, 5.0, 6.0, 6, iterations=4, tie_hold_s=0.001)
-    assert len(options) == 6 + 4 and sum(r.sustained is not None for r in tuning.results) == 4
+    assert len(options) == 6 + 2 * 4 and sum(r.sustained is not None for r in tuning.results) == 4
     assert [r.sustained is not None for r in tuning.results[:4]] == [True] * 4  # ties keep the configs' order
 
 
 def test_autotune_races_each_later_tie_against_the_sustained_medians_before_it(device, fake_driver, monkeypatch):
-    """Racing on: the second tie's measurement after its hold stops once it is surely slower than the
-    first tie's sustained CI upper bound."""
+    """Racing on, in the second pass (the first runs every tie whole, so a drift cannot stop one early): the
+    first config measured there races nothing, the next races its two runs' CI upper bound."""
     options, _, tuning = tuned_stages(monkeypatch, fake_driver, device, 5.0, 6.0, 2, cache="warm", tie_hold_s=0.002)
     first, second = tuning.results
     held = [o for o in options if o.hold_s > 0]
-    assert [o.hold_s for o in held] == [0.002, 0.001]
-    assert held[0].slower_than_us is None and held[1].slower_than_us == first.sustained.ci_us[1]
-    assert first.sustained.stop_reason == "precision"
+    assert [o.hold_s for o in held] == [0.002, 0.001, 0.001, 0.001]
+    assert [o.slower_than_us for o in held[:3]] == [None, None, None]
+    assert held[3].slower_than_us == second.sustained.ci_us[1]  # the second pass runs the second config first
+    assert second.sustained.stop_reason == "precision"
 
 
 def test_after_a_screen_that_loaded_the_gpu_for_the_hold_the_fastest_tie_holds_as_long_as_a_later_one(
@@ -393,7 +395,7 @@ def test_after_a_screen_that_loaded_the_gpu_for_the_hold_the_fastest_tie_holds_a
     that bites has bitten, so the fastest tie holds half as long, as the later ones."""
     options, _, tuning = tuned_stages(monkeypatch, fake_driver, device, 2000.0, 2400.0, 2, iterations=4,
                                       tie_hold_s=0.01)
-    assert [o.hold_s for o in options if o.hold_s > 0] == [0.005, 0.005]
+    assert [o.hold_s for o in options if o.hold_s > 0] == [0.005] * 4
     assert all(r.sustained is not None for r in tuning.results)
 
 

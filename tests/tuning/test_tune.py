@@ -75,6 +75,7 @@ def test_without_racing_every_candidate_is_measured_to_the_precision(device, cop
 
 def test_the_ties_are_measured_again_after_a_hold_and_the_fastest_there_wins(device, copy, args, fake_driver,
                                                                             monkeypatch):
+    """Twice each: fastest first, then in the reverse order; the fastest first holds longest."""
     measured = launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 5.0, 256: 9.0}, held_us={64: 6.0, 128: 5.5})
     tuning = hb.tune(variants(copy, args, 64, 128, 256), timer="events", cache="warm", iterations=4, warmup=0,
                      tie_hold_s=0.002)
@@ -82,7 +83,9 @@ def test_the_ties_are_measured_again_after_a_hold_and_the_fastest_there_wins(dev
     first, second, third = tuning.results
     assert first.sustained.median_us == pytest.approx(6.0, rel=1e-4) and first.median_us == pytest.approx(6.0)
     assert second.sustained.median_us == pytest.approx(5.5, rel=1e-4) and third.sustained is None
-    assert [options.hold_s for _, options in measured if options.hold_s > 0] == [0.002, 0.001]
+    held = [(block, options.hold_s) for block, options in measured if options.hold_s > 0]
+    assert held == [(64, 0.002), (128, 0.001), (128, 0.001), (64, 0.001)]
+    assert first.sustained.samples == second.sustained.samples == 8  # 4 + 4 iterations
 
 
 def test_a_chain_is_one_candidate_and_a_failed_candidate_keeps_its_error(device, copy, args, fake_driver, monkeypatch):

@@ -121,6 +121,8 @@ inline constexpr size_t kThrottleRetakes = 3;       // throttled runs taken agai
 inline constexpr double kThrottleRecoveryS = 0.05;  // the pause before taking a throttled run again, s
 // A hold's run holds its events (or CUPTI records) until its end, as any run: bounded as a fixed count is.
 inline constexpr size_t kMaxHoldRun = 1'000'000;
+// A hold's run lasts about this long at most, s: between runs the host's interrupt check runs (interrupt.hpp).
+inline constexpr double kMaxHoldRunS = 0.25;
 
 // Times `plan` with `timer` until `rule` says stop (see the top of this file).
 // `warmup`: that many untimed samples (0: none) instead of warming up until
