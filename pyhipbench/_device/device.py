@@ -67,8 +67,10 @@ def installed_backends() -> list[str]:
 
 
 def _gist(reason: NoDeviceError) -> str:
-    """A backend's reason in its first clause ('no CUDA driver', 'HIP found no GPU'): the rest is detail."""
-    return _FIRST_CLAUSE_END.split(str(reason), maxsplit=1)[0]
+    """A backend's reason in its first clause ('no CUDA driver', 'HIP found no GPU'): the rest is detail; but
+    whole where it says what was expected ('CUDA device index 5 is out of range: expected 0..0 (1 device)')."""
+    text = str(reason)
+    return text if ": expected " in text else _FIRST_CLAUSE_END.split(text, maxsplit=1)[0]
 
 
 def _whole(reason: NoDeviceError) -> str:

@@ -160,6 +160,9 @@ def test_no_gpu_names_each_vendor_installed_and_how_to_install_where_none_is():
                             "(the release for your ROCm) for AMD GPUs")
     asked = no_gpu_found([("cuda", CUDA_MISSING)])  # --backend cuda: the vendor asked for, whatever is installed
     assert str(asked) == "no NVIDIA GPU found: cuda-bindings is not installed"
+    # A reason that says what was expected is the line whole: the range of a device index past the devices.
+    past = no_gpu_found([("cuda", hb.NoDeviceError("CUDA device index 5 is out of range: expected 0..0 (1 device)"))])
+    assert str(past) == "no NVIDIA GPU found: CUDA device index 5 is out of range: expected 0..0 (1 device)"
 
 
 def test_the_no_gpu_line_gives_the_details_with_v_only(monkeypatch, capsys):

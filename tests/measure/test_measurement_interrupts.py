@@ -123,3 +123,13 @@ def test_a_request_stops_a_callable_between_two_calls(device):
     with pytest.raises(KeyboardInterrupt, match=r"^interrupted while measuring call 'asks'$") as raised:
         hb.bench_callable(call, device=device, timer="events", graph=False, iterations=50, name="asks")
     assert len(calls) == 5 and raised.value.device_abandoned is False
+
+
+def test_a_request_while_nothing_measures_stops_the_next_measurement_only(device):
+    kernel = device.load_module(COPY_PTX).kernel("copy")
+    src = device.array(np.zeros(256, np.float32))
+    args = [src, device.empty_like(src), hb.int64(256)]
+    _core.request_interrupt()
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted while measuring kernel 'copy'$"):
+        hb.bench(kernel, grid=1, block=256, args=args, cache="warm", iterations=4)
+    assert hb.bench(kernel, grid=1, block=256, args=args, cache="warm", iterations=4).samples == 4
