@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
-#include <set>
 #include <tuple>
 #include <utility>
 
@@ -622,8 +621,6 @@ void CuptiCallTrace::close() {
 std::vector<Activity> CuptiCallTrace::collect(const std::string& which) {
   bool sorted = false;  // correlation_calls_, complete once the API pass is over (by external ids)
   std::vector<Activity> activities;
-  // A record CUPTI delivered twice (the same work: one correlation id, start and end) counts once.
-  std::set<std::tuple<uint32_t, uint64_t, uint64_t>> seen;
   auto visit = [&](const uint8_t* bytes, int kind) {
     if (kind == cupti::kKindExternalCorrelation) {  // the API pass: call i's API calls carry first_call_id_ + i
       const auto call = read_field<uint64_t>(bytes, cupti::external_record::kExternalId) - first_call_id_;
@@ -664,7 +661,6 @@ std::vector<Activity> CuptiCallTrace::collect(const std::string& which) {
       throw MeasurementError("CUPTI recorded no valid time for " + a.name + " of call " + std::to_string(a.sample) +
                              " while timing " + which + " (CUPTI writes 0 when it lacked device memory)");
     }
-    if (!seen.emplace(id, a.start_ns, a.end_ns).second) return;
     activities.push_back(std::move(a));
   };
   // How many records will come is not known, so a default flush cannot tell
@@ -673,8 +669,15 @@ std::vector<Activity> CuptiCallTrace::collect(const std::string& which) {
   // device buffer on the next launch) falls once per chunk, outside the calls.
   read(which, visit, [] { return false; });
   std::stable_sort(activities.begin(), activities.end(), [](const Activity& x, const Activity& y) {
-    return x.sample != y.sample ? x.sample < y.sample : x.start_ns < y.start_ns;
+    return std::tie(x.sample, x.start_ns, x.end_ns) < std::tie(y.sample, y.start_ns, y.end_ns);
   });
+  // A record CUPTI delivered twice (the same work of the same call, start and end) counts once: in this
+  // order its copies are neighbours.
+  const auto same = [](const Activity& x, const Activity& y) {
+    return std::tie(x.sample, x.kind, x.start_ns, x.end_ns, x.name) ==
+           std::tie(y.sample, y.kind, y.start_ns, y.end_ns, y.name);
+  };
+  activities.erase(std::unique(activities.begin(), activities.end(), same), activities.end());
   return activities;
 }
 

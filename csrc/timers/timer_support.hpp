@@ -300,23 +300,28 @@ class TimerBase : public Timer {
   static constexpr double kSpinS = 0.01;       // wait_for's spin before it sleeps between looks, s
   static constexpr double kPollSleepS = 1e-4;  // its sleep between looks after that, s
 
+  // What an interrupt names: "kernel 'copy'", "call 'op'".
+  static std::string measured(const char* kind, const std::string& timed) {
+    return std::string(kind) + " '" + timed + "'";
+  }
+
   // An interrupt while `timed`'s run is being issued on `stream`: the grace for what was issued so far.
   [[noreturn]] void stop_issuing(Stream stream, const std::string& timed, const char* kind) {
     Event issued{};
-    if (driver_->event_create(&issued) != 0) throw_interrupted(std::string(kind) + " '" + timed + "'", false);
+    if (driver_->event_create(&issued) != 0) throw_interrupted(measured(kind, timed), false);
     struct Destroy {
       const Driver& driver;
       Event event;
       ~Destroy() { driver.event_destroy(event); }
     } destroy{*driver_, issued};
-    if (driver_->event_record(issued, stream) != 0) throw_interrupted(std::string(kind) + " '" + timed + "'", false);
+    if (driver_->event_record(issued, stream) != 0) throw_interrupted(measured(kind, timed), false);
     interrupted_while_waiting(issued, timed, kind);
   }
 
   // After an interrupt: the GPU gets kInterruptGraceS to finish `timed`'s work up to `event`, or the device
   // is given up; a fault in that work is reported as the fault it is.
   [[noreturn]] void interrupted_while_waiting(Event event, const std::string& timed, const char* kind) {
-    const std::string what = std::string(kind) + " '" + timed + "'";
+    const std::string what = measured(kind, timed);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kInterruptGraceS);
     while (std::chrono::steady_clock::now() < deadline) {
       const int status = driver_->event_query(event);

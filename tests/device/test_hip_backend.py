@@ -131,6 +131,17 @@ def run_hip(library: Path | None, script: str, **env: str) -> dict:
     return run_with_fake(library, script, env)
 
 
+def opening_fails(library: Path | None, **env: str) -> dict:
+    """HipBackend(0) opened in a child process over `library` with `env`: the failure it raised, its type and
+    message (what `failure` reports)."""
+    return run_hip(library, """
+        try:
+            HipBackend(0)
+        except Exception as e:
+            report(**failure(e))
+    """, **env)
+
+
 # ---- the fake matches hip-python ----
 
 def test_fake_device_struct_has_hip_pythons_size():
@@ -184,24 +195,14 @@ def test_device_index_out_of_range_names_the_range(fake_hip_library):
 @pytest.mark.parametrize("env, call", [({"FAKE_HIP_DEVICE_COUNT": "0"}, "hipGetDeviceCount"),
                                        ({"FAKE_HIP_INIT_ERROR": "100"}, "hipInit")])
 def test_no_device_is_a_no_device_error(fake_hip_library, env, call):
-    out = run_hip(fake_hip_library, """
-        try:
-            HipBackend(0)
-        except Exception as e:
-            report(**failure(e))
-    """, **env)
+    out = opening_fails(fake_hip_library, **env)
     assert out["type"] == "NoDeviceError"
     assert f"HIP found no GPU ({call}: no device)" in out["message"]
     assert "rocm-smi" in out["message"]
 
 
 def test_other_init_failures_are_driver_errors(fake_hip_library):
-    out = run_hip(fake_hip_library, """
-        try:
-            HipBackend(0)
-        except Exception as e:
-            report(**failure(e))
-    """, FAKE_HIP_INIT_ERROR="1")
+    out = opening_fails(fake_hip_library, FAKE_HIP_INIT_ERROR="1")
     assert out["type"] == "DriverError"
     assert out["call"] == "hipInit" and out["code"] == 1
 
@@ -221,12 +222,7 @@ def test_missing_hip_python_says_how_to_install_it(fake_hip_library):
 
 def test_missing_runtime_says_what_was_tried_and_how_to_fix(tmp_path):
     missing = tmp_path / "libamdhip64.so"
-    out = run_hip(None, """
-        try:
-            HipBackend(0)
-        except Exception as e:
-            report(**failure(e))
-    """, PYHIPBENCH_HIP_LIBRARY=str(missing))
+    out = opening_fails(None, PYHIPBENCH_HIP_LIBRARY=str(missing))
     assert out["type"] == "NoDeviceError"
     assert str(missing) in out["message"]
     assert "ROCm" in out["message"] and "LD_LIBRARY_PATH" in out["message"]
@@ -236,12 +232,7 @@ def test_a_truncated_runtime_is_refused_before_hip_python_loads_it(fake_hip_libr
     """dlopen of a truncated library dies of SIGBUS: the core checks the file first, and names it."""
     truncated = tmp_path / "libamdhip64.so"
     truncated.write_bytes(fake_hip_library.read_bytes()[:4096])
-    out = run_hip(None, """
-        try:
-            HipBackend(0)
-        except Exception as e:
-            report(**failure(e))
-    """, PYHIPBENCH_HIP_LIBRARY=str(truncated))
+    out = opening_fails(None, PYHIPBENCH_HIP_LIBRARY=str(truncated))
     assert out["type"] == "NoDeviceError"
     assert out["message"].startswith(f"cannot load the HIP runtime library '{truncated}': the file is truncated or corrupt (4096 "
                                      "bytes, its segments end at byte ")
@@ -295,12 +286,7 @@ def test_runtime_of_the_other_line_is_refused_with_its_release(fake_hip_library)
     release, generated_for, rocm_bindings = pinned_line()
     other = HIP_PYTHON_7 if rocm_bindings else HIP_PYTHON_10
     other_runtime = PINNED_LINES[other][0]
-    out = run_hip(fake_hip_library, """
-        try:
-            HipBackend(0)
-        except Exception as e:
-            report(**failure(e))
-    """, FAKE_HIP_RUNTIME_VERSION=str(other_runtime))
+    out = opening_fails(fake_hip_library, FAKE_HIP_RUNTIME_VERSION=str(other_runtime))
     major, minor, _ = decode_hip_version(generated_for)
     other_major, other_minor, other_patch = decode_hip_version(other_runtime)
     assert out["type"] == "NoDeviceError"
