@@ -805,7 +805,7 @@ verdict(_rc == 0 and _took_s < {limit_s}, f"exit {{_rc}}, {{_took_s:.1f}} s (lim
 """
 NEWER_DB = """
 import sqlite3
-from pyhipbench._sweep.store import Store
+from pyhipbench._results.store import Store
 Store(Path(O) / "new.db").close()
 _db = sqlite3.connect(Path(O) / "new.db")
 _db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")

@@ -69,9 +69,9 @@ __version__ = _distribution_version("pyhipbench")  # pyproject.toml holds the on
 # Names loaded on first use (PEP 562), so `import pyhipbench` does not import what they need:
 # name -> the module that defines it, relative to this package.
 _LAZY: dict[str, str] = {
-    **{name: "._sweep" for name in ("sweep", "Candidate", "load_space", "candidates_from_json", "Store",
-                                    "SweepSummary", "SweepInterrupted", "export_best", "load_results",
-                                    "watchdog_s")},
+    **{name: "._sweep" for name in ("sweep", "Candidate", "load_space", "candidates_from_json", "SweepSummary",
+                                    "SweepInterrupted", "watchdog_s")},
+    **{name: "._results.store" for name in ("Store", "export_best", "load_results")},
     **{name: "._sources" for name in ("Source", "CodeObjectSource", "IRSource", "CudaSource", "HipSource", "Code",
                                       "CompileTarget", "register_source_kind")},
     # Triton's kind is the Triton front end's; its module hands out the registry with the kind in it.

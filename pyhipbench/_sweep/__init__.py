@@ -13,8 +13,8 @@ results durable in SQLite, resumable after a kill. The public names are pyhipben
     interrupts.py     Ctrl-C: seen between events, the processes shut down, SweepInterrupted
     local.py          a spawned process per local GPU
     ray_cluster.py    a Ray actor per GPU of a Ray cluster
-    store.py          the SQLite results database
-    lock.py           the writer's lock: one sweep at a time writes a database
+
+The results database and its writer's lock are pyhipbench/_results/ (store.py, lock.py).
 """
 from __future__ import annotations
 
@@ -23,16 +23,15 @@ from pathlib import Path
 
 from .._device.backends import BACKEND_NAMES
 from .._progress import Progress
+from .._results.store import Store
 from .._values import integer, real, show
 from ..errors import BenchError
 from .candidate import Candidate, candidates_from_json, load_space
 from .interrupts import SweepInterrupted
 from .local import LocalPool
 from .scheduler import TIMEOUT_FLOOR_S, SweepSummary, interrupted, run, watchdog_s
-from .store import Store, export_best, load_results
 
-__all__ = ["sweep", "Candidate", "load_space", "candidates_from_json", "Store", "SweepSummary", "SweepInterrupted",
-           "export_best", "load_results", "watchdog_s"]
+__all__ = ["sweep", "Candidate", "load_space", "candidates_from_json", "SweepSummary", "SweepInterrupted", "watchdog_s"]
 
 
 def sweep(candidates: Iterable[Candidate], db: str | Path, *, resume: bool = False, gpus: list[int] | None = None,

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._progress import Progress
+from .._results.store import FAILED, OK, Row, Store, now
 from .._results.tags import tags_text
 from .candidate import MODULE, Candidate
-from .store import FAILED, OK, Row, Store, now
 from .worker import Outcome
 from .worker_slot import Running
 

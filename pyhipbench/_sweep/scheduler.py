@@ -43,6 +43,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 from .._progress import Progress
+from .._results.store import Store
 from .._tuning.racing import RaceBound
 from ..errors import NoDeviceError
 from .candidate import Candidate
@@ -52,7 +53,6 @@ from .gate import MeasureGate
 from .interrupts import POLL_S as INTERRUPT_POLL_S
 from .interrupts import InterruptGuard, SweepInterrupted
 from .recorder import Recorder, SweepSummary
-from .store import Store
 from .worker import DIED, INVALID, TIMEOUT, DeviceFacts, Outcome, Task
 from .worker_slot import STARTUP_TIMEOUT_S, TIMEOUT_FLOOR_S, Attempt, Running, WorkerSlot, watchdog_s
 

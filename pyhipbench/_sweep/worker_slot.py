@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._results.store import now
 from .candidate import Candidate
-from .store import now
 from .worker import DeviceFacts, Outcome, Task
 
 if TYPE_CHECKING:

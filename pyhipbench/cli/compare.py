@@ -43,7 +43,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _load(path: Path) -> report.Report:
     """The results and environment of a sweep's database or a JSON report, whichever `path` is, checked
     alike (report.check_results: every field of every entry, no kernel and launch twice) before any comparing."""
-    from .._sweep.store import is_results_db, read_database  # SQLite and the sweep package only for a database
+    from .._results.store import is_results_db, read_database  # SQLite only for a database
     if is_results_db(path):
         results, environment = read_database(path)
         return report.Report(report.check_results(results, str(path)), environment)

@@ -48,7 +48,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def _read(path: Path) -> tuple[list[dict], list[dict], dict | None, bool]:
     """(results, failures, environment, whether it is a sweep database) of `path`, checked."""
-    from .._sweep.store import is_results_db, load_failures, read_database
+    from .._results.store import is_results_db, load_failures, read_database
     if is_results_db(path):
         results, environment = read_database(path)
         # A sweep's candidates may share a kernel and launch (their tags tell them apart): no uniqueness.

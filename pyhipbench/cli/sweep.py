@@ -7,10 +7,10 @@ from pathlib import Path
 
 from .._device.backends import BACKEND_NAMES
 from .._results.report import check_format
+from .._results.store import Store, export_best, refuse_non_database
 from .._results.tags import tags_text
-from .._sweep import Store, SweepInterrupted, SweepSummary, export_best, load_space, sweep
+from .._sweep import SweepInterrupted, SweepSummary, load_space, sweep
 from .._sweep.scheduler import TIMEOUT_FLOOR_S
-from .._sweep.store import refuse_non_database
 from .._sweep.worker import INVALID
 from .._values import integer
 from ..errors import BenchError

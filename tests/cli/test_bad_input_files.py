@@ -18,7 +18,7 @@ import pytest
 import pyhipbench as hb
 from pyhipbench import cli
 from pyhipbench._results import report
-from pyhipbench._sweep.store import Row, Store, load_results, now
+from pyhipbench._results.store import Row, Store, load_results, now
 from pyhipbench._textfile import MAX_DEPTH, MAX_IR_DEPTH, check_data
 from pyhipbench.cli.files import read_input
 

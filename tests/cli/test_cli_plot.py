@@ -15,7 +15,7 @@ import pyhipbench as hb
 from pyhipbench import cli
 from pyhipbench._results import plot, report
 from pyhipbench._results.comparison import compare
-from pyhipbench._sweep.store import Row, Store, now
+from pyhipbench._results.store import Row, Store, now
 from pyhipbench.cli.plot import file_names
 
 from codegen_helpers import require

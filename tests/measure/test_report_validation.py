@@ -11,7 +11,7 @@ import pytest
 import pyhipbench as hb
 from pyhipbench import cli
 from pyhipbench._results import report
-from pyhipbench._sweep.store import Row, Store, now
+from pyhipbench._results.store import Row, Store, now
 
 STATS = {"median": 4.0, "ci_low": 3.9, "ci_high": 4.1, "rel_ci": 0.025, "p10": 3.95, "p90": 4.05, "outliers": 0,
          "mean": 4.0, "stdev": 0.05, "min": 3.9, "max": 4.2}

@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from pyhipbench._sweep.store import Store, read_database
+from pyhipbench._results.store import Store, read_database
 from pyhipbench.errors import BenchError
 
 

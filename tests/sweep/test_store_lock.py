@@ -16,8 +16,8 @@ import pytest
 
 import pyhipbench as hb
 from pyhipbench import BenchError, Store, candidates_from_json, sweep
-from pyhipbench._sweep.lock import WriterLock, lock_path
-from pyhipbench._sweep.store import Row, now
+from pyhipbench._results.lock import WriterLock, lock_path
+from pyhipbench._results.store import Row, now
 
 from codegen_helpers import require_toolchain
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
@@ -120,7 +120,7 @@ def test_the_lock_ends_with_its_process_however_it_ends(tmp_path):
     db = tmp_path / "r.db"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        from pyhipbench._sweep.lock import WriterLock
+        from pyhipbench._results.lock import WriterLock
         lock = WriterLock(__import__("pathlib").Path({str(db)!r}))
         print("locked", flush=True)
         time.sleep(600)

@@ -40,7 +40,7 @@ from pyhipbench import (
 )
 from pyhipbench._launch.arg_spec import parse_arg
 from pyhipbench._progress import Progress
-from pyhipbench._sweep.store import Row, now, read_database
+from pyhipbench._results.store import Row, now, read_database
 
 from codegen_helpers import require_toolchain
 from fakes.conftest_fixtures import fake_hip_library, require_hip_python  # noqa: F401 (fixture)
@@ -188,7 +188,7 @@ def test_store_records_each_candidate_once_and_refuses_to_overwrite(tmp_path):
 
 
 def test_store_refuses_a_damaged_or_foreign_database_naming_it(tmp_path):
-    from pyhipbench._sweep.store import SQLITE_MAGIC
+    from pyhipbench._results.store import SQLITE_MAGIC
     damaged = tmp_path / "damaged.db"
     damaged.write_bytes(SQLITE_MAGIC + b"x" * 200)  # the magic, then no database
     with pytest.raises(BenchError, match=r"damaged.db: not a usable sweep results database \(file is not a "
@@ -206,7 +206,7 @@ def test_store_refuses_a_damaged_or_foreign_database_naming_it(tmp_path):
 
 
 def test_cli_sweep_damaged_database_exits_2_naming_it(tmp_path, capsys):
-    from pyhipbench._sweep.store import SQLITE_MAGIC
+    from pyhipbench._results.store import SQLITE_MAGIC
     from pyhipbench.cli import main
     (tmp_path / "space.json").write_text(json.dumps(space(1, bad=())))
     damaged = tmp_path / "damaged.db"

@@ -13,8 +13,8 @@ import pytest
 
 from pyhipbench import BenchError, BenchOptions, Candidate, CodeObjectSource, CompileTarget, IRSource, Store, sweep
 from pyhipbench._progress import Progress
+from pyhipbench._results.store import Row, now
 from pyhipbench._sweep import scheduler
-from pyhipbench._sweep.store import Row, now
 from pyhipbench._sweep.worker import FAULT, DeviceFacts, Outcome
 
 from codegen_helpers import require_toolchain

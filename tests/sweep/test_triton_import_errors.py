@@ -24,8 +24,8 @@ pytest.importorskip("triton", reason="Triton is not installed (pip install trito
 
 import pyhipbench as hb
 from pyhipbench import cli
+from pyhipbench._results.store import Store
 from pyhipbench._sweep.scheduler import run
-from pyhipbench._sweep.store import Store
 from pyhipbench._sweep.worker import INVALID
 
 from fakes.host_backend import HostBackend

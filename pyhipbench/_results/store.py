@@ -31,12 +31,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._results.environment import environment, finish
-from .._results.report import render
 from .._textfile import decode, parse_json
 from .._values import show
 from ..errors import BenchError
+from .environment import environment, finish
 from .lock import WriterLock
+from .report import render
 
 __all__ = ["Store", "SCHEMA_VERSION", "SQLITE_MAGIC", "is_results_db", "refuse_non_database", "load_results",
            "read_database", "load_failures", "export_best"]
