@@ -1,4 +1,4 @@
-"""A sweep's results in SQLite (the standard library's sqlite3), one row per candidate.
+"""A sweep's or tunings' results in SQLite (the standard library's sqlite3), one row per candidate.
 
 WAL mode, each result its own committed transaction: `kill -9` of the sweep
 at any moment loses only the candidates still running. `synchronous=NORMAL`:
@@ -20,12 +20,22 @@ error of a failure, the device, timer, cache state, median and its 95 % CI
 did not compile), timestamps (UTC, ISO 8601), the GPU busy time
 (s) and the whole result (Result.to_dict() without the samples, JSON), which
 `load_results` gives back in the form report.py renders and compares.
+
+A tuning's database (`pyhipbench.tune(..., record=PATH)`, opened with
+`appending=True`) holds the same rows, a tuning's all committed in one
+transaction with its entry in meta "tunings" (`record_tuning`): each tuning
+adds its candidates (none is measured again: a tuning's pick comes from its
+own measurements), so the database holds every tuning recorded into it,
+whole. A tuning takes no writer's lock: SQLite orders the transactions of
+two writers. A sweep's database and a tuning's are told apart by that
+entry, and each writer refuses the other's.
 """
 from __future__ import annotations
 
 import errno
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -126,10 +136,13 @@ def _code(error: sqlite3.Error) -> int | None:
 
 class Store:
     """The results database at `path`. `resume=False` refuses one that already holds results.
-    `lock`: hold the writer's lock (lock.py) until `close()`, refusing a database another sweep writes."""
+    `lock`: hold the writer's lock (lock.py) until `close()`, refusing a database another sweep writes.
+    `appending`: tunings' (record_tuning), each adding to what the database holds; a sweep's database
+    refused. Without it a tuning's database is refused."""
 
-    def __init__(self, path: Path, *, resume: bool = False, lock: bool = False) -> None:
+    def __init__(self, path: Path, *, resume: bool = False, lock: bool = False, appending: bool = False) -> None:
         self.path = Path(path)
+        self.appending = appending
         refuse_non_database(self.path)
         self.lock = WriterLock(self.path) if lock else None  # before the database: a sweep writing it is named
         try:
@@ -151,9 +164,9 @@ class Store:
         and saying what is intact."""
         held = f"the {self.committed} results committed before are" if self.committed != 1 else \
             "the 1 result committed before is"
-        return OSError(_ERRNO.get(_code(error) or 0, errno.EIO),
-                       f"{what}: {error}; {held} intact, and a resumed sweep (--resume, resume=True) continues "
-                       "from there", str(self.path))
+        then = "" if self.appending else ", and a resumed sweep (--resume, resume=True) continues from there"
+        return OSError(_ERRNO.get(_code(error) or 0, errno.EIO), f"{what}: {error}; {held} intact{then}",
+                       str(self.path))
 
     def _open(self, resume: bool) -> None:
         try:
@@ -174,13 +187,24 @@ class Store:
             if self._meta("environment") is None:  # a new database, or one written before it was recorded
                 self._set_meta("environment", environment([]))
             held = self.count()
+            tunings = self._meta("tunings")
         except sqlite3.Error as e:  # a damaged file behind the SQLite magic, a locked or read-only one
             if _code(e) in _STORAGE_FAILURES:  # a full disk or an I/O error: not the file's fault
                 raise OSError(_ERRNO[_code(e) or 0], f"could not open it as a results database: {e}",
                               str(self.path)) from None
             raise BenchError(f"{self.path}: not a usable sweep results database ({e}); expected a sweep's "
                              "results database or a new file") from None
-        if held and not resume:
+        if tunings is not None and not isinstance(tunings, list):
+            raise BenchError(f"{self.path}: its recorded tunings are {show(tunings)}; expected a list, as tune's "
+                             "record= writes it")
+        if self.appending and held and tunings is None:
+            counted = f"{held} candidate{'' if held == 1 else 's'}"
+            raise BenchError(f"{self.path} holds the results of a sweep ({counted}); expected a tuning's database "
+                             "(written by tune's record=) or a new file")
+        if not self.appending and tunings is not None:
+            raise BenchError(f"{self.path} holds {len(tunings)} tuning{'' if len(tunings) == 1 else 's'} (written by "
+                             "tune's record=); expected a sweep's results database or a new file")
+        if held and not resume and not self.appending:
             raise BenchError(f"{self.path} already holds {held} results; pass --resume (resume=True) to "
                              "continue that sweep, or write to a new file")
         self.committed = held  # rows in the database: those it held, then each one recorded
@@ -247,23 +271,62 @@ class Store:
     def record(self, row: Row) -> None:
         """Commits one candidate; BenchError if it is already recorded (the UNIQUE id), OSError naming the
         database if the write fails (see the module docstring)."""
-        r = row.result or {}
-        stats = r.get("stats_us", {})
         try:
-            self.db.execute(
-                "INSERT INTO results (candidate_id, candidate, kernel, status, reason, error, device, timer, "
-                "cache_state, median_us, ci_low_us, ci_high_us, stop_reason, attempts, started_at, finished_at, "
-                "busy_s, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (row.candidate_id, json.dumps(row.candidate, sort_keys=True), row.kernel_name, row.status,
-                 row.reason, row.error, row.device, r.get("timer"), r.get("cache_state"), stats.get("median"),
-                 stats.get("ci_low"), stats.get("ci_high"), r.get("stop_reason"), row.attempts, row.started_at,
-                 now(), row.busy_s, json.dumps(r) if row.result is not None else None))
+            self._insert(row)
         except sqlite3.IntegrityError:
             raise BenchError(f"candidate {row.candidate_id} is already recorded in {self.path}") from None
         except sqlite3.Error as e:
             raise self._failure(f"could not record candidate {row.candidate_id[:12]} ({row.kernel_name})",
                               e) from None
         self.committed += 1
+
+    def _insert(self, row: Row) -> None:
+        r = row.result or {}
+        stats = r.get("stats_us", {})
+        self.db.execute(
+            "INSERT INTO results (candidate_id, candidate, kernel, status, reason, error, device, timer, "
+            "cache_state, median_us, ci_low_us, ci_high_us, stop_reason, attempts, started_at, finished_at, "
+            "busy_s, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row.candidate_id, json.dumps(row.candidate, sort_keys=True), row.kernel_name, row.status,
+             row.reason, row.error, row.device, r.get("timer"), r.get("cache_state"), stats.get("median"),
+             stats.get("ci_low"), stats.get("ci_high"), r.get("stop_reason"), row.attempts, row.started_at,
+             now(), row.busy_s, json.dumps(r) if row.result is not None else None))
+
+    def tunings(self) -> list[dict[str, Any]]:
+        """The tunings recorded (record_tuning's entries), in the order recorded; none in a sweep's database."""
+        return self._meta("tunings") or []
+
+    def record_tuning(self, rows_of: Callable[[int], list[Row]], entry: dict[str, Any]) -> int:
+        """Commits a tuning, numbered after those recorded: `rows_of(number)`, its candidates' rows, and
+        `entry` (with "tuning": the number) added to meta "tunings", in one transaction (all or nothing; a
+        writer recording meanwhile waits, or takes the number before). Returns the number. BenchError if the
+        database has come to hold a sweep's results meanwhile, or a row's id is recorded already; OSError
+        naming the database if the write fails."""
+        rows: list[Row] = []
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                tunings = self.tunings()
+                if not tunings and self.count():
+                    raise BenchError(f"{self.path}: a sweep has recorded results there meanwhile; expected a "
+                                     "tuning's database (written by tune's record=) or a new file")
+                number = len(tunings) + 1
+                rows = rows_of(number)
+                for row in rows:
+                    self._insert(row)
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('tunings', ?)",
+                                (json.dumps([*tunings, {"tuning": number, **entry}]),))
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:  # SQLite ends it itself on some errors (a full disk)
+                    self.db.execute("ROLLBACK")
+                raise
+        except sqlite3.IntegrityError:
+            raise BenchError(f"{self.path}: a candidate of this tuning is already recorded there") from None
+        except sqlite3.Error as e:
+            raise self._failure(f"could not record a tuning of {len(rows)} candidates", e) from None
+        self.committed += len(rows)
+        return number
 
     def best(self, count: int | None = None) -> list[dict[str, Any]]:
         """The measured candidates, fastest median first (`count` of them, or all): result dicts

@@ -56,10 +56,11 @@ class ChainContender:
 
 
 class CallContender:
-    """A callable, measured as bench_callable() measures it, on `device`."""
+    """A callable, measured as bench_callable() measures it, on `device`; `graph`: bench_callable's ("auto":
+    a captured graph replayed where the call can be captured; False: called each sample)."""
 
-    def __init__(self, fn: Callable[[], object], device: Device, label: str) -> None:
-        self.fn, self.device, self.label = fn, device, label
+    def __init__(self, fn: Callable[[], object], device: Device, label: str, graph: bool | str = "auto") -> None:
+        self.fn, self.device, self.label, self.graph = fn, device, label, graph
 
     def start_compile(self) -> None:
         """Nothing: what it launches is its own."""
@@ -71,7 +72,7 @@ class CallContender:
         """Nothing ahead: a callable's first call (which may compile) is part of its measurement."""
 
     def measure(self, options: BenchOptions) -> Result:
-        return bench_callable_with(self.fn, options, device=self.device, name=self.label)
+        return bench_callable_with(self.fn, options, graph=self.graph, device=self.device, name=self.label)
 
     def release(self) -> None:
         """The callable's buffers are its own."""
@@ -91,14 +92,14 @@ class SourceLaunch:
 
     def checked(self) -> SourceLaunch:
         """BenchError for a source tune() cannot compile without launch arguments' specs (Triton's, which
-        specialises on them: pyhipbench.triton.autotune tunes those)."""
+        specialises on them: a pyhipbench.triton.TritonLaunch carries its arguments)."""
         from .._sources.source import Source
         if not isinstance(self.source, Source):
             raise BenchError(f"SourceLaunch source={show(self.source)}: expected a pyhipbench source "
                              "(CodeObjectSource, IRSource, CudaSource, HipSource)")
         if self.source.specialises:
             raise BenchError(f"SourceLaunch of a {self.source.kind} source: it compiles for its arguments' specs; "
-                             "expected pyhipbench.triton.autotune for Triton kernels")
+                             "expected pyhipbench.triton.TritonLaunch(fn, grid, args, **meta) for a Triton kernel")
         if not isinstance(self.kernel, str) or not self.kernel:
             raise BenchError(f"SourceLaunch kernel={show(self.kernel)}: expected the kernel's name")
         return self

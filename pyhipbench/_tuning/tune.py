@@ -1,16 +1,20 @@
-"""tune(): N candidates (kernel launches, chains, sources to compile, callables) through the tuning engine.
+"""tune(): N candidates (kernel launches, chains, sources to compile, callables, a front end's kinds such as
+Triton launches) through the tuning engine.
 
 The same policy `pyhipbench.triton.autotune` gives Triton configs: the
 sources compiled ahead in the compile pool, each candidate prepared ahead
 while the GPU measures the one before, raced against the best so far, the
 ties measured again under sustained load, the fastest there the winner; a
-candidate that fails keeps its error and the rest go on.
+candidate that fails keeps its error and the rest go on. With `record`, the
+tuning is added to a results database (record.py), as a sweep's candidates.
 """
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Union
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
 
 from .._compile.pool import default_workers
 from .._device.device import Device
@@ -26,27 +30,33 @@ from .._values import integer, show
 from ..errors import BenchError
 from .contenders import CallContender, ChainContender, SourceContender, SourceLaunch
 from .engine import Policy, compile_trials, run_trials
+from .kind import CandidateKind
 from .trial import Contender, Trial
 from .tuning import CandidateResult, Tuning
+
+if TYPE_CHECKING:  # SQLite and the results database load only for a tuning that records
+    from .record import TuningRecord
 
 __all__ = ["tune", "TuneCandidate"]
 
 # What tune() measures: one launch, a chain of launches (one sample is the chain), a launch of a kernel compiled
-# from a source, or a callable.
-TuneCandidate = Union[Launch, Sequence[Launch], SourceLaunch, Callable[[], object]]
+# from a source, a front end's kind (a Triton launch), or a callable.
+TuneCandidate = Union[Launch, Sequence[Launch], SourceLaunch, CandidateKind, Callable[[], object]]
 
 
 def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, race: bool = True,
          tie_hold_s: float | None = 0.1, device: Device | None = None, progress: bool | None = None,
          stream: Stream | None = None, expect: Expect = None, atol: float | None = None, rtol: float | None = None,
          reset_to_zero: Sequence[DeviceArray] | None = None, restore_value: Sequence[DeviceArray] | None = None,
-         compile_workers: int | None = None, **bench_options: Any) -> Tuning:
+         compile_workers: int | None = None, record: str | os.PathLike[str] | None = None,
+         **bench_options: Any) -> Tuning:
     """Measures every candidate and finds the fastest (µs per sample), as autotune does a Triton config.
 
     `candidates`: a list, or a dict by label, of `Launch` (one kernel), lists of `Launch` (a chain, timed
     as bench_chain() times it), `SourceLaunch` (a kernel compiled from a source, in the compile pool of
-    `compile_workers` processes, None: the CPUs less one) or callables (timed as bench_callable() times
-    them). `bench_options`:
+    `compile_workers` processes, None: the CPUs less one), a front end's kinds (`pyhipbench.triton.TritonLaunch`:
+    a Triton kernel compiled in that pool too) or callables (timed as bench_callable() times them).
+    `bench_options`:
     bench()'s options (`BenchOptions`) for every candidate, `slower_than_us` aside (racing sets it).
     `race`: stop each candidate once it is surely slower than the best so far (False measures each to
     the precision). `tie_hold_s`: the candidates tied with the fastest are measured again, twice each
@@ -55,8 +65,10 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
     fastest median wins; docs/measurement.md#ties-under-sustained-load). `device`: where the callables
     and the sources' kernels run (None: bench_callable's default). `stream`, `expect`, `atol`, `rtol`, `reset_to_zero`,
     `restore_value`: bench_chain()'s, for every launch and chain (the arrays and references each
-    candidate takes). `progress`: a bar on stderr (None: when stderr is a terminal).
-    Returns a Tuning; BenchError when no candidate ran, naming each one's error.
+    candidate takes). `progress`: a bar on stderr (None: when stderr is a terminal). `record`: a results
+    database (SQLite; a new file, or one tunings were recorded into) this tuning is added to once ranked, a
+    row per candidate as a sweep records it (docs/sweeps.md#tunings-in-a-results-database).
+    Returns a Tuning; BenchError when no candidate ran, naming each one's error (recorded first).
     """
     started = time.perf_counter()
     if "slower_than_us" in bench_options:
@@ -66,6 +78,7 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
     if progress is not None and not isinstance(progress, bool):
         raise BenchError(f"progress={show(progress)}: expected True, False or None (a bar when stderr is a terminal)")
     workers = default_workers() if compile_workers is None else integer("compile_workers", compile_workers, 1, 1024)
+    record_path = None if record is None else _record_path(record)
     labelled = _labelled(candidates)
     given = {"stream": stream, "expect": expect, "atol": atol, "rtol": rtol, "reset_to_zero": reset_to_zero,
              "restore_value": restore_value}
@@ -73,18 +86,43 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
     trials = [Trial(label, _contender(label, candidate, policy.options, chain_extra, device, workers))
               for label, candidate in labelled]
     measuring = _measuring_device(trials, device)
-    sources = sum(isinstance(t.contender, SourceContender) for t in trials)
-    bar = Progress(len(trials) + sources, show=progress, unit="candidate", desc="tuning")
+    compiled = [t for t, (_, c) in zip(trials, labelled) if isinstance(c, (SourceLaunch, CandidateKind))]
+    recording = None if record_path is None else _recording(record_path)  # a bad file refused before any run
     try:
-        compile_trials([t for t in trials if isinstance(t.contender, SourceContender)], bar)
-        order = run_trials(trials, policy, measuring, bar)
+        bar = Progress(len(trials) + len(compiled), show=progress, unit="candidate", desc="tuning")
+        try:
+            compile_trials(compiled, bar)
+            order = run_trials(trials, policy, measuring, bar)
+        finally:
+            bar.close()
+        results = tuple(CandidateResult(t.label, c, t.result, t.error, t.sustained, t.note, t.measure_s)
+                        for t, (_, c) in zip(trials, labelled))
+        tuning = Tuning(results, tuple(order), time.perf_counter() - started)
+        if recording is not None:
+            recording.write(tuning, [_tags(label, c) for label, c in labelled], measuring)
     finally:
-        bar.close()
-    results = tuple(CandidateResult(t.label, c, t.result, t.error, t.sustained, t.note, t.measure_s)
-                    for t, (_, c) in zip(trials, labelled))
+        if recording is not None:
+            recording.close()
     if not order:
         raise BenchError("tune: no candidate ran; " + "; ".join(f"{r.label}: {r.error}" for r in results))
-    return Tuning(results, tuple(order), time.perf_counter() - started)
+    return tuning
+
+
+def _record_path(record: object) -> Path:
+    if not isinstance(record, (str, os.PathLike)) or not str(record):
+        raise BenchError(f"record={show(record)}: expected the path of a results database (a new file, or one "
+                         "tunings were recorded into)")
+    return Path(record)
+
+
+def _recording(path: Path) -> TuningRecord:
+    from .record import TuningRecord
+    return TuningRecord(path)
+
+
+def _tags(label: str, candidate: object) -> dict[str, Any]:
+    """A candidate's tags in a recorded tuning: its label, and a front end's kind's own."""
+    return {"label": label, **(candidate.tags if isinstance(candidate, CandidateKind) else {})}
 
 
 def _labelled(candidates: object) -> list[tuple[str, Any]]:
@@ -101,7 +139,7 @@ def _labelled(candidates: object) -> list[tuple[str, Any]]:
         pairs = [(f"{label}#{i}" if counts[label] > 1 else label, c) for i, (label, c) in enumerate(pairs)]
     else:
         raise BenchError(f"candidates={show(candidates)}: expected a list, or a dict by label, of Launch, lists of "
-                         "Launch (chains) or callables")
+                         "Launch (chains), SourceLaunch, TritonLaunch or callables")
     if not pairs:
         raise BenchError("candidates: empty; expected at least one Launch, chain or callable")
     return pairs
@@ -110,6 +148,8 @@ def _labelled(candidates: object) -> list[tuple[str, Any]]:
 def _label(candidate: object) -> str:
     if isinstance(candidate, SourceLaunch):
         return candidate.kernel
+    if isinstance(candidate, CandidateKind):
+        return candidate.label
     if isinstance(candidate, Launch):
         return getattr(candidate.kernel, "name", "launch")
     if isinstance(candidate, (list, tuple)):
@@ -121,6 +161,8 @@ def _contender(label: str, candidate: object, options: BenchOptions, chain_extra
                device: Device | None, compile_workers: int) -> Contender:
     if isinstance(candidate, SourceLaunch):
         return SourceContender(candidate.checked(), callable_device(device), options, chain_extra, compile_workers)
+    if isinstance(candidate, CandidateKind):
+        return candidate.contender(callable_device(device), options, chain_extra, compile_workers)
     if isinstance(candidate, Launch):
         return ChainContender([candidate], options, chain_extra)
     if isinstance(candidate, (list, tuple)) and candidate and all(isinstance(c, Launch) for c in candidate):
@@ -131,17 +173,17 @@ def _contender(label: str, candidate: object, options: BenchOptions, chain_extra
                              "expected them only with launches and chains (a callable runs its own)")
         return CallContender(candidate, callable_device(device), label)
     raise BenchError(f"candidate {label!r}={show(candidate)}: expected a pyhipbench.Launch, a non-empty list of "
-                     "Launch (a chain), a SourceLaunch or a callable")
+                     "Launch (a chain), a SourceLaunch, a pyhipbench.triton.TritonLaunch or a callable")
 
 
 def _measuring_device(trials: list[Trial], device: Device | None) -> Device:
     """The device the measurements run on (its timer says whether host work may overlap them): the first
-    launch's kernel's, or the callables'."""
+    launch's kernel's, or that of the callables and the kernels tune() loads (sources, a front end's kinds)."""
     for trial in trials:
         if isinstance(trial.contender, ChainContender):
             kernel = trial.contender.launches[0].kernel
             if isinstance(kernel, Kernel):
                 return kernel.device
-        elif isinstance(trial.contender, (CallContender, SourceContender)):
-            return trial.contender.device
+        elif trial.contender is not None:
+            break
     return callable_device(device)

@@ -14,7 +14,9 @@ the two scratch pointers Triton 3.x appends to every kernel.
 `bench(fn, grid, args, **meta_and_bench_options)` times it with
 `pyhipbench.bench` (the C++ loop, rotation, cache states, timers).
 `autotune(configs, key)` tunes like `triton.autotune`, each config timed by
-pyhipbench, and launches the winner through Triton. Triton's own Autotuner
+pyhipbench, and launches the winner through Triton. `TritonLaunch(fn, grid,
+args, **meta)` is a candidate of `pyhipbench.tune()`, compiled ahead in its
+compile pool beside the other candidates. Triton's own Autotuner
 takes a `do_bench` hook instead, but the hook is handed a Python closure that
 launches the kernel, and a closure cannot run inside the C++ loop: the
 decorator compiles each config itself and hands the core the kernel.
@@ -28,6 +30,7 @@ from ._autotune import Autotuner, ConfigResult, Tuning, autotune
 from ._bench import bench, bench_compiled, bench_compiled_with
 from ._cache import prepare_triton_early
 from ._kernel import TritonKernel, compile, target_of
+from ._launch import TritonLaunch
 
 if _kernel._triton is not None:
     # Triton's installation hash and the specialiser's imports, on a thread, while the caller opens its
@@ -35,4 +38,4 @@ if _kernel._triton is not None:
     prepare_triton_early()
 
 __all__ = ["TritonKernel", "compile", "bench", "bench_compiled", "bench_compiled_with", "autotune", "Autotuner",
-           "Tuning", "ConfigResult", "target_of"]
+           "Tuning", "ConfigResult", "target_of", "TritonLaunch"]

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._device.device import Device
 from .._device.memory import DeviceArray
-from .._launch.args import adopt_tensors
+from .._launch.args import Argument, adopt_tensors
 from .._launch.launch import Launch
 from .._launch.launch_config import dims
 from .._measure.bench import bench_with
@@ -19,7 +19,8 @@ from ._kernel import TritonKernel, _require_triton, compile
 if TYPE_CHECKING:
     from triton.runtime.jit import JITFunction
 
-__all__ = ["bench", "bench_compiled", "bench_compiled_with", "BENCH_OPTIONS", "LAUNCH_OPTIONS", "split_options"]
+__all__ = ["bench", "bench_compiled", "bench_compiled_with", "BENCH_OPTIONS", "LAUNCH_OPTIONS", "split_options",
+           "kernel_launch"]
 
 LAUNCH_OPTIONS = ("stream", "expect", "atol", "rtol")
 BENCH_OPTIONS = BenchOptions.field_names() + LAUNCH_OPTIONS
@@ -84,11 +85,18 @@ def bench_compiled_with(kernel: TritonKernel, grid: int | Sequence[int] | Callab
         arguments = adopt_tensors(kernel.kernel.device.backend, kernel.kernel.name, kernel.kernel.params,
                                   arguments, views)
         resets = {what: [views.get(id(array), array) for array in arrays] for what, arrays in resets.items()}
-    scratch, buffers = kernel.scratch(launch_grid)
+    made, buffers = kernel_launch(kernel, launch_grid, arguments)
     try:
-        return bench_with([Launch(kernel.kernel, launch_grid, kernel.block, arguments + scratch,
-                              kernel.shared_bytes)], options, **resets, **launch)
+        return bench_with([made], options, **resets, **launch)
     finally:
         for buffer in buffers:
             buffer.free()
+
+
+def kernel_launch(kernel: TritonKernel, launch_grid: tuple[int, ...], arguments: list[Argument]
+                  ) -> tuple[Launch, list[DeviceArray]]:
+    """The Launch of `kernel` over `launch_grid` (programs per axis) with `arguments` and Triton's two scratch
+    pointers after them; the scratch buffers it made, for the caller to free after the last launch."""
+    scratch, buffers = kernel.scratch(launch_grid)
+    return Launch(kernel.kernel, launch_grid, kernel.block, arguments + scratch, kernel.shared_bytes), buffers
 
