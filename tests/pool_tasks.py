@@ -61,3 +61,29 @@ class CrashingSource(Source):
 
 def getenv(name: str) -> str | None:
     return os.environ.get(name)
+
+
+def parent_pid() -> int:
+    return os.getppid()
+
+
+def loaded(module: str) -> bool:
+    """Whether `module` was imported in this worker before this task ran."""
+    return module in sys.modules
+
+
+def load(module: str) -> None:
+    __import__(module)
+
+
+def starter_pid() -> int:
+    """The process whose pool forked this worker: its fork server's parent."""
+    with open(f"/proc/{os.getppid()}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def ready_for_triton() -> tuple[bool, int]:
+    """(Triton's compiler imported, Triton's installation hash cached) in this worker before this task ran."""
+    compiler = "triton.compiler" in sys.modules
+    from triton.runtime.cache import triton_key
+    return compiler, triton_key.cache_info().currsize

@@ -1,17 +1,19 @@
 """The compile pool: CPU processes that compile ahead of the GPU (and emit LLVM code for codegen), started once
 and reused.
 
-Each worker is a fresh Python process (worker.py) that opens no GPU (it
-compiles for a target it is handed) and runs one task at a time: a picklable
-function and its arguments. A worker takes only tasks submitted in the
-environment (os.environ) it started in: a library path or a compiler's
-variable set since gets fresh workers. Every task ends in a `TaskOutcome`, never an exception: its value,
-or why it failed. What the function raises is that task's failure; a task that
-runs past its timeout has its worker killed, and a task whose worker dies (an
-LLVM abort, a segfault, the OOM killer) fails with the exit status. Either way
-only that task is lost: a new worker takes the next one. Workers start when
-there is work for them and stay until the process exits (or `close()`), so a
-tuner pays their start-up (Python, Triton, the kernel's module) once per
+Each worker is a Python process (worker.py), forked from its environment's
+fork server (forkserver.py: Python, pyhipbench and what `warm` imported are
+loaded there once), that opens no GPU (it compiles for a target it is
+handed) and runs one task at a time: a picklable function and its arguments.
+A worker takes only tasks submitted in the environment (os.environ) it
+started in: a library path or a compiler's variable set since gets fresh
+workers, from a server of their own. Every task ends in a `TaskOutcome`,
+never an exception: its value, or why it failed. What the function raises is
+that task's failure; a task that runs past its timeout has its worker killed,
+and a task whose worker dies (an LLVM abort, a segfault, the OOM killer)
+fails with the exit status. Either way only that task is lost: a new worker
+takes the next one. Workers start when there is work for them and stay until
+the process exits (or `close()`), so a tuner pays their start-up once per
 process, not once per tuning. A forked child starts its own workers: its
 parent's are the parent's.
 
@@ -25,7 +27,6 @@ import ctypes
 import os
 import pickle
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -37,6 +38,8 @@ from dataclasses import dataclass, field
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
+
+from .forkserver import ForkedProcess, ForkServer
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -63,6 +66,9 @@ def die_with_parent() -> None:
     except (OSError, AttributeError):
         pass
 
+
+# A worker not ready this long after it was asked for: its fork server is stuck (a warm-up's import hangs).
+_START_LIMIT_S = 60.0
 
 ENDINGS = ("ok", "raised", "timeout", "died", "unsent", "closed")
 
@@ -99,7 +105,7 @@ class _Task:
 
 @dataclass(eq=False)
 class _Worker:
-    process: subprocess.Popen
+    process: ForkedProcess
     requests: Connection
     replies: Connection  # also how its death shows: the pipe's end
     env: tuple[tuple[str, str], ...]
@@ -125,6 +131,7 @@ class CompilePool:
         self._lock = threading.RLock()  # a future's callback may submit again
         self._pending: deque[_Task] = deque()
         self._live: list[_Worker] = []
+        self._servers: dict[tuple[tuple[str, str], ...], ForkServer] = {}  # by environment
         self._wake_read, self._wake_write = Pipe(duplex=False)
         self._thread: threading.Thread | None = None
 
@@ -132,13 +139,15 @@ class CompilePool:
         for worker in self._live:
             worker.requests.close()
             worker.replies.close()
+        for server in self._servers.values():
+            server.socket.close()
         self._wake_read.close()
         self._wake_write.close()
         self._start_afresh()
 
     def submit(self, function: Callable[..., Any], *args: Any, timeout_s: float | None = None) -> Future:
         """Runs `function(*args)` in a worker; `timeout_s`: its limit once a worker has it (None: none)."""
-        task = _Task(function, args, timeout_s, tuple(sorted(os.environ.items())))
+        task = _Task(function, args, timeout_s, _environment())
         with self._lock:
             if self._closed:
                 raise RuntimeError("the compile pool is closed")
@@ -148,6 +157,18 @@ class CompilePool:
                 self._thread.start()
         self._wake_write.send_bytes(b"")
         return task.future
+
+    def warm(self, function: Callable[..., Any], *args: Any) -> None:
+        """Runs `function(*args)` (an import the tasks to come will need) once, in the fork server of this
+        environment, started now if need be: every worker forked after it starts with that done. Returns at
+        once; a warm-up that fails or cannot be sent is only no head start."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self._server(_environment()).warm(function, *args)
+            except (OSError, pickle.PicklingError, AttributeError, TypeError):
+                pass
 
     @property
     def closed(self) -> bool:
@@ -162,8 +183,11 @@ class CompilePool:
             tasks = list(self._pending) + [w.task for w in self._live if w.task is not None]
             self._pending.clear()
             workers, self._live = self._live, []
+            servers, self._servers = list(self._servers.values()), {}
         for worker in workers:
             self._kill(worker)
+        for server in servers:
+            server.close()
         for task in tasks:
             self._finish(task, TaskOutcome(error="the compile pool closed before it ran",
                                            queue_s=time.perf_counter() - task.submitted, ended="closed"))
@@ -177,9 +201,11 @@ class CompilePool:
                 if self._closed:
                     return
                 self._assign()
-                waitables = [self._wake_read] + [w.replies for w in self._live]
+                servers = [server for server in self._servers.values() if not server.ended]
+                waitables = [self._wake_read, *servers] + [w.replies for w in self._live]
                 deadlines = [w.task.started + w.task.timeout_s for w in self._live
                              if w.task is not None and w.task.timeout_s is not None]
+                deadlines += [w.spawned + _START_LIMIT_S for w in self._live if not w.ready]
             timeout = None if not deadlines else max(0.0, min(deadlines) - time.perf_counter())
             ready = wait(waitables, timeout)
             if self._wake_read in ready:
@@ -188,8 +214,12 @@ class CompilePool:
             with self._lock:
                 if self._closed:
                     return
+                for server in servers:
+                    if server in ready:
+                        server.read()
                 for worker in list(self._live):
                     self._service(worker)
+                self._end_stuck_servers()
 
     def _assign(self) -> None:
         """Pending tasks to idle workers started in their environment (an idle worker of an environment no
@@ -222,6 +252,10 @@ class CompilePool:
             task.started = started
             worker.task = task
         waiting = Counter(t.env for t in self._pending)
+        newest = next(reversed(self._servers), None)
+        for env in [e for e in self._servers if e != newest and e not in waiting]:
+            if not any(w.env == env for w in self._live):  # an environment no longer asked for
+                self._servers.pop(env).close()
         for env, count in waiting.items():
             free = sum(1 for w in self._live if w.env == env and w.task is None)  # starting, or idle
             for _ in range(count - free):
@@ -229,31 +263,51 @@ class CompilePool:
                     return
 
     def _spawn(self, env: tuple[tuple[str, str], ...]) -> bool:
-        """A fresh interpreter running worker.py: not multiprocessing's spawn, which would run the caller's
-        __main__ script again in it. In a session of its own, so a terminal's Ctrl-C reaches only the parent,
-        which decides (close() kills the workers; they die with the parent too). False when it cannot start
+        """A worker forked from `env`'s fork server (started first if need be). False when it cannot start
         (what waits has failed)."""
-        requests_read, requests_write = os.pipe()
-        replies_read, replies_write = os.pipe()
-        # This process's pyhipbench, whatever the working directory holds (-P: no directory put first).
-        start = (f"import sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); "
-                 "from pyhipbench._compile.worker import main; main()")
         try:
-            process = subprocess.Popen([sys.executable, "-P", "-c", start, str(requests_read), str(replies_write)],
-                                       pass_fds=(requests_read, replies_write),
-                                       stdin=subprocess.DEVNULL, start_new_session=True, env=dict(env))
+            requests, replies, process = self._server(env).fork()
         except OSError as e:  # no interpreter there, or no process to be had
-            for fd in (requests_read, requests_write, replies_read, replies_write):
-                os.close(fd)
+            self._servers.pop(env, None)
             self._fail_pending(f"cannot start a compile worker ({sys.executable}): {e}")
             return False
-        os.close(requests_read)
-        os.close(replies_write)
-        worker = _Worker(process, Connection(requests_write, readable=False), Connection(replies_read, writable=False),
-                         env, time.perf_counter())
+        worker = _Worker(process, requests, replies, env, time.perf_counter())
         worker.requests.send(list(sys.path))  # the worker imports kernels' modules as this process does
         self._live.append(worker)
         return True
+
+    def _server(self, env: tuple[tuple[str, str], ...]) -> ForkServer:
+        """`env`'s fork server, started if there is none or it ended: a fresh interpreter running
+        forkserver.py, not multiprocessing's spawn, which would run the caller's __main__ script again in
+        it. OSError when it cannot start."""
+        server = self._servers.get(env)
+        if server is None or server.ended or not server.alive:
+            if server is not None:
+                server.close()
+                del self._servers[env]
+            server = self._servers[env] = ForkServer(dict(env), _PACKAGE_ROOT)  # the newest: kept while idle
+        return server
+
+    def _end_stuck_servers(self) -> None:
+        """A worker not ready long after it was asked for: its server is stuck (a warm-up hangs). The server
+        and its workers end, and what waits in that environment fails; a later task gets a fresh server."""
+        now = time.perf_counter()
+        for worker in list(self._live):
+            if worker.ready or now < worker.spawned + _START_LIMIT_S or worker not in self._live:
+                continue
+            stuck = worker.env
+            server = self._servers.pop(stuck, None)
+            if server is not None:
+                server.close()  # first: its workers die with it, and none waits for a status it cannot send
+            for other in [w for w in self._live if w.env == stuck]:
+                self._kill(other)
+                self._live.remove(other)
+            waiting = [t for t in self._pending if t.env == stuck]
+            for task in waiting:
+                self._pending.remove(task)
+                self._finish(task, TaskOutcome(error=f"no compile worker started within {_START_LIMIT_S:g} s "
+                                               "(an import made ahead for the workers hangs?)",
+                                               queue_s=now - task.submitted, ended="died"))
 
     @staticmethod
     def _kill(worker: _Worker) -> None:
@@ -315,8 +369,15 @@ class CompilePool:
             task.future.set_result(outcome)
 
 
+def _environment() -> tuple[tuple[str, str], ...]:
+    """This process's environment as a task is keyed by: a worker serves only tasks of its own."""
+    return tuple(sorted(os.environ.items()))
+
+
 def _exit_status(code: int | None) -> str:
-    if code is not None and code < 0:
+    if code is None:  # its fork server ended before it could say
+        return "exit status unknown"
+    if code < 0:
         try:
             return f"signal {-code}, {signal.Signals(-code).name}"
         except ValueError:

@@ -1,17 +1,14 @@
-"""A compile worker's main: `main()`, with the pipes' file descriptors in argv (REQUESTS_FD REPLIES_FD).
+"""A compile worker's loop: `serve(requests, replies)`, in a process the fork server (forkserver.py) forked.
 
-Started by CompilePool. The first request is the parent's sys.path; then each
-request is (function, args), answered by ("ok", value) or ("error", message),
-until the requests pipe closes. ("ready",) goes back once the worker is up.
+The first request is the parent's sys.path; then each request is (function,
+args), answered by ("ok", value) or ("error", message), until the requests
+pipe closes. ("ready",) goes back once the worker is up.
 """
 from __future__ import annotations
 
-import os
 import pickle
 import sys
 from multiprocessing.connection import Connection
-
-from .pool import die_with_parent
 
 
 def serve(requests: Connection, replies: Connection) -> None:
@@ -31,11 +28,3 @@ def serve(requests: Connection, replies: Connection) -> None:
             replies.send(reply)
         except Exception as e:  # a value that does not pickle
             replies.send(("error", f"its result cannot be sent back: {type(e).__name__}: {e}"))
-
-
-def main() -> None:
-    die_with_parent()
-    os.dup2(2, 1)  # what a kernel's module prints goes to stderr; the replies have their own pipe
-    serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))
-
-

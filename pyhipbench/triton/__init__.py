@@ -25,6 +25,7 @@ Importing this package starts Triton's once-per-process costs on a thread
 (_cache.prepare_triton_early). Triton is an optional dependency (`pip install
 triton`); without it every call raises ToolchainError saying so.
 """
+from .._compile import forkserver
 from . import _kernel
 from ._autotune import Autotuner, ConfigResult, Tuning, autotune
 from ._bench import bench, bench_compiled, bench_compiled_with
@@ -32,9 +33,10 @@ from ._cache import prepare_triton_early
 from ._kernel import TritonKernel, compile, target_of
 from ._launch import TritonLaunch
 
-if _kernel._triton is not None:
+if _kernel._triton is not None and not forkserver.serving:
     # Triton's installation hash and the specialiser's imports, on a thread, while the caller opens its
-    # device and makes its tensors: a first tuning or compile would wait for them.
+    # device and makes its tensors: a first tuning or compile would wait for them (a compile worker makes
+    # neither).
     prepare_triton_early()
 
 __all__ = ["TritonKernel", "compile", "bench", "bench_compiled", "bench_compiled_with", "autotune", "Autotuner",

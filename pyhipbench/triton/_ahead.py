@@ -111,6 +111,19 @@ class TritonBuild:
     knobs: dict[str, dict[str, Any]]
 
 
+def ready_to_compile(module: str, qualname: str, path: str | None, target: Any) -> None:
+    """What compile_build does before its first compile for `target`: Triton's compiler and backends imported,
+    Triton's installation hash and the backend's (its ptxas version) made (each cached for the process), the
+    kernel's module imported. Done once in the compile pool's fork server: every worker forked after starts
+    with it."""
+    from triton.compiler.compiler import make_backend
+    from triton.runtime.cache import triton_key
+
+    triton_key()
+    make_backend(target).hash()
+    _import(module, path)
+
+
 def compile_build(build: TritonBuild) -> float:
     """In a compile worker: Triton's compile of `build` into Triton's cache; its seconds."""
     from triton.compiler import ASTSource
@@ -165,7 +178,9 @@ def compile_ahead(specs: "list[Specialized]", arch: str, workers: int, timeout_s
                 "Triton's cache is bypassed (TRITON_ALWAYS_COMPILE), so a worker's compile could not be reused"
             aheads.append(Ahead("here", note=f"compiled in this process: {note}"))
             continue
-        knobs = knob_overrides() if knobs is None else knobs
+        if knobs is None:  # the first compile for the pool: its workers are forked ready for it
+            knobs = knob_overrides()
+            shared_pool(workers).warm(ready_to_compile, *where, spec.target)
         build = TritonBuild(*where, spec.signature, spec.constexprs, spec.attrs, spec.compile_options,
                             spec.target, knobs)
         aheads.append(Ahead("pool", shared_pool(workers).submit(compile_build, build, timeout_s=timeout_s),

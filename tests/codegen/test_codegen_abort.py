@@ -14,6 +14,7 @@ import pytest
 
 from pyhipbench.codegen import CodegenError, compile_ir, emit, ir
 
+import pool_tasks
 from codegen_helpers import IR_DATA, require_toolchain
 
 # Verifies everywhere, selects only on processors with MFMA (gfx90a/gfx942/gfx950).
@@ -105,7 +106,7 @@ def test_threads_compile_in_parallel_workers():
 def test_a_forked_child_starts_its_own_worker():
     """The child's emission runs in a worker it started, not in one of its parent's."""
     def workers_parent() -> int:
-        return emit.emission_pool().submit(os.getppid).result(timeout=60).value
+        return emit.emission_pool().submit(pool_tasks.starter_pid).result(timeout=60).value
 
     compile_ir(COPY, "sm_90")
     read, write = os.pipe()

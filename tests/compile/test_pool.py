@@ -2,6 +2,7 @@
 or kills its worker costing only that task."""
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import time
 
 import pytest
 
+from pyhipbench._compile import pool as pool_module
 from pyhipbench._compile.pool import CompilePool
 
 import pool_tasks
@@ -137,3 +139,39 @@ def test_workers_import_this_processs_pyhipbench_whatever_the_working_directory(
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
                          cwd=tmp_path / "elsewhere")
     assert run.returncode == 0 and run.stdout == "36\n", run.stderr
+
+
+def test_workers_are_forked_from_one_server_per_pool(pool):
+    parents = {o.value for o in outcomes([pool.submit(pool_tasks.parent_pid) for _ in range(4)])}
+    assert len(parents) == 1 and parents != {os.getpid()}
+
+
+def test_a_warm_up_runs_once_in_the_server_before_workers_are_forked(pool):
+    pool.warm(pool_tasks.load, "wave")  # a standard module nothing else here imports
+    assert all(o.value is True for o in outcomes([pool.submit(pool_tasks.loaded, "wave") for _ in range(3)]))
+    assert pool.submit(pool_tasks.loaded, "tomllib").result(timeout=60).value is False
+
+
+def test_a_warm_up_that_fails_only_gives_no_head_start(pool):
+    pool.warm(pool_tasks.fail, "no such module")
+    pool.warm(pool_tasks.square, lambda: 1)  # cannot be sent: ignored too
+    assert pool.submit(pool_tasks.square, 4).result(timeout=60).value == 16
+
+
+def test_a_server_stuck_in_a_warm_up_fails_what_waits_and_a_later_task_gets_a_fresh_one(pool, monkeypatch):
+    monkeypatch.setattr(pool_module, "_START_LIMIT_S", 1.0)
+    pool.warm(pool_tasks.sleep, 60)
+    started = time.perf_counter()
+    stuck = pool.submit(pool_tasks.square, 2).result(timeout=30)
+    assert stuck.ended == "died" and stuck.error == "no compile worker started within 1 s (an import made " \
+        "ahead for the workers hangs?)" and time.perf_counter() - started < 20
+    assert pool.submit(pool_tasks.square, 3).result(timeout=60).value == 9
+
+
+def test_a_warm_up_whose_module_cannot_be_imported_only_gives_no_head_start(pool, tmp_path, monkeypatch):
+    (tmp_path / "gone_module.py").write_text("def noop():\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import gone_module
+    (tmp_path / "gone_module.py").unlink()  # the server cannot import it to unpickle the warm-up
+    pool.warm(gone_module.noop)
+    assert pool.submit(pool_tasks.square, 5).result(timeout=60).value == 25

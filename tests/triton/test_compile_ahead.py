@@ -389,3 +389,17 @@ def test_a_kernel_s_parameters_and_target_are_read_from_its_ptx_head_as_from_the
         assert image.target(head.encode()) == image.target(ptx.encode()) == "sm_90a"
     finally:
         kernel.unload()
+
+
+def test_the_compile_workers_are_forked_with_triton_imported_and_hashed(device, fresh_cache):
+    """Before the first compile, the fork server imports Triton and hashes its installation: every worker it
+    forks starts with both."""
+    import pool_tasks
+    from pyhipbench._compile.pool import shared_pool
+    ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer="events",
+                compile_workers=2)(tk.add).tune(grid, *vectors(device), 4096)
+    pool = shared_pool(2)
+    ended = [pool.submit(pool_tasks.sleep, 60, timeout_s=0.2) for _ in range(2)]  # the workers that compiled end
+    assert all(f.result(timeout=60).ended == "timeout" for f in ended)
+    assert [f.result(timeout=120).value for f in [pool.submit(pool_tasks.ready_for_triton) for _ in range(2)]] \
+        == [(True, 1)] * 2
