@@ -81,11 +81,14 @@ def _attempt(trial: Trial, step: Callable[[Contender], str | None]) -> str | Non
         return None
 
 
-def run_trials(trials: Sequence[Trial], policy: Policy, device: Device, progress: Progress) -> list[int]:
+def run_trials(trials: Sequence[Trial], policy: Policy, device: Device, progress: Progress,
+               bound: RaceBound | None = None) -> list[int]:
     """Every trial measured (screen, tie round) and released; the indices of those that ran, the winner
-    first (ranking.py; empty when none ran)."""
+    first (ranking.py; empty when none ran). `bound`: the race's bound, carried over from earlier calls (a
+    search's generations race the best of all before them) and lowered by this one's results; None: a
+    bound of this call's own."""
     try:
-        _screen(trials, policy, device, progress)
+        _screen(trials, policy, device, progress, RaceBound(policy.race) if bound is None else bound)
         hold_ties(trials, policy.options, policy.tie_hold_s, policy.race)
     finally:
         for trial in trials:  # the prepare threads have ended: nothing is loading
@@ -94,8 +97,7 @@ def run_trials(trials: Sequence[Trial], policy: Policy, device: Device, progress
     return ranked_indices(trials)
 
 
-def _screen(trials: Sequence[Trial], policy: Policy, device: Device, progress: Progress) -> None:
-    bound = RaceBound(policy.race)
+def _screen(trials: Sequence[Trial], policy: Policy, device: Device, progress: Progress, bound: RaceBound) -> None:
     ahead: PreparedAhead[None] = PreparedAhead()
     with ThreadPoolExecutor(PREPARE_THREADS, thread_name_prefix="pyhipbench prepare-ahead") as preparing:
         if resolve(policy.options, device).host_work_hidden:

@@ -118,8 +118,9 @@ def test_the_rule_finds_a_cycle_and_skips_type_checking_imports():
 
 # The layers, from the bottom. Measuring, and what it stands on: the shared modules, devices, launches, code
 # objects, source kinds, code generation. Above it: results (reports, comparisons, plots) and tuning. On top,
-# the front ends: pyhipbench.triton, the sweep, and the command line over all of them.
-_FRONT_ENDS = ("pyhipbench.triton", "pyhipbench._sweep", "pyhipbench.cli")
+# the front ends: pyhipbench.triton, pyhipbench.inductor, pyhipbench.helion, the sweep, and the command line over
+# all of them.
+_FRONT_ENDS = ("pyhipbench.triton", "pyhipbench._sweep", "pyhipbench.cli", "pyhipbench.inductor", "pyhipbench.helion")
 _ABOVE_MEASURING = ("pyhipbench._results", "pyhipbench._tuning", *_FRONT_ENDS)
 _MEASURING_AND_BELOW = ("pyhipbench.errors", "pyhipbench._values", "pyhipbench._textfile", "pyhipbench._frozen",
                         "pyhipbench._progress", "pyhipbench._cpp", "pyhipbench._device", "pyhipbench._launch",

@@ -26,14 +26,6 @@ def backend_name():
     return "cuda"
 
 
-@pytest.fixture
-def fresh_cache(monkeypatch, tmp_path):
-    """An empty Triton cache (TRITON_CACHE_DIR: the compile pool starts workers in the new environment), read
-    as by a new process (Triton's installation hash not yet read back)."""
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    monkeypatch.setattr(ht._cache, "_key", None)
-    return tmp_path / "triton-cache"
-
 
 def vectors(device, n=4096):
     x = device.array(np.arange(n, dtype=np.float32))
@@ -394,8 +386,9 @@ def test_a_kernel_s_parameters_and_target_are_read_from_its_ptx_head_as_from_the
 def test_the_compile_workers_are_forked_with_triton_imported_and_hashed(device, fresh_cache):
     """Before the first compile, the fork server imports Triton and hashes its installation: every worker it
     forks starts with both."""
-    import pool_tasks
     from pyhipbench._compile.pool import shared_pool
+
+    import pool_tasks
     ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer="events",
                 compile_workers=2)(tk.add).tune(grid, *vectors(device), 4096)
     pool = shared_pool(2)

@@ -10,7 +10,7 @@ import pytest
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): "
                                                 "the Triton adapter's tests need it")
-from test_compile_ahead import backend_name, fresh_cache  # noqa: F401 (fixtures: CUDA, an empty cache)
+from test_compile_ahead import backend_name  # noqa: F401 (a fixture: CUDA)
 from triton._C.libtriton import get_cache_invalidating_env_vars
 from triton.runtime import cache as triton_cache
 

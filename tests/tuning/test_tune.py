@@ -1,28 +1,12 @@
 """tune() on the fake drivers: launches, chains and callables through the tuning engine (race, ties, rank)."""
 from __future__ import annotations
 
-from importlib import resources
-
-import numpy as np
 import pytest
+from tuning_helpers import COPY_PTX
 
 import pyhipbench as hb
 from pyhipbench._measure.bench import PreparedBench
 from pyhipbench.errors import BenchError
-
-COPY_PTX = (resources.files("pyhipbench") / "kernels" / "copy.ptx").read_bytes()
-N = 1024
-
-
-@pytest.fixture
-def copy(device):
-    return device.load_module(COPY_PTX).kernel("copy")
-
-
-@pytest.fixture
-def args(device):
-    src = device.array(np.arange(N, dtype=np.float32))
-    return [src, device.empty_like(src), hb.int64(N)]
 
 
 def launch_us(monkeypatch, fake_driver, us: dict[int, float], held_us: dict[int, float] | None = None,

@@ -1,0 +1,54 @@
+"""FirstPass: each candidate of Helion's search measured as it comes, racing the best of the whole search.
+
+Helion's provider measures a batch's candidates one by one; each is one
+trial through the tuning engine (engine.run_trials) with a RaceBound kept
+for the whole search, so a candidate of any generation stops after a few
+samples once it is surely slower than the best measured before it (its
+median then is a rough one: Helion only needs to know it lost). No tie
+round here: the finalists get one in the re-benchmark (rebenchmark.py).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from .._device.device import Device
+from .._measure.callable import callable_device
+from .._progress import Progress
+from .._tuning.contenders import CallContender
+from .._tuning.engine import Policy, run_trials
+from .._tuning.racing import RaceBound
+from .._tuning.trial import Trial
+from .candidate import Candidate
+from .ledger import Ledger
+
+__all__ = ["FirstPass"]
+
+
+class FirstPass:
+    """Measures candidates with `policy`'s options, racing (where `policy.race`) the lowest CI upper bound
+    of every candidate before; on `device` (None: bench_callable's default); counts into `ledger`."""
+
+    def __init__(self, policy: Policy, device: Device | None, ledger: Ledger) -> None:
+        self.policy = Policy(policy.options, policy.race, tie_hold_s=None)
+        self.device, self.ledger = device, ledger
+        self.bound = RaceBound(policy.race)
+
+    def measure_ms(self, fn: Callable[[], object], label: str) -> tuple[float, str | None, Candidate]:
+        """`fn`'s median kernel time per call, ms (inf where it failed), the error that failed it (None
+        when it ran), and the Candidate that called it (`raised`: the exception `fn` raised, if any)."""
+        candidate = Candidate(fn, label)
+        device = callable_device(self.device)
+        trial = Trial(label, CallContender(candidate, device, label))
+        started = time.perf_counter()
+        try:
+            run_trials([trial], self.policy, device, Progress(1, show=False), bound=self.bound)
+        finally:
+            self.ledger.measure_s += time.perf_counter() - started
+        if trial.result is None:
+            self.ledger.configs_failed += 1
+            return math.inf, trial.error, candidate
+        self.ledger.configs_measured += 1
+        self.ledger.stopped_slower += trial.result.stop_reason == "slower"
+        return trial.result.median_us / 1000, None, candidate

@@ -1,0 +1,79 @@
+"""Rebenchmark: Helion's `autotune_benchmark_fn`, the candidates raced and their ties held, by the engine.
+
+Helion re-benchmarks the configs near the best (mid-search, and its
+finalists at the end) by calling `autotune_benchmark_fn(fns, *, repeat,
+desc=None)` and takes the lowest time it returns. Here the candidates go
+through the tuning engine as `tune()` sends callables: raced against the best
+so far, the ones tied with the fastest measured again under sustained load.
+Each candidate's time is the median the engine ranked it by (the sustained
+one for a tie). Helion's `repeat` (a fixed call count sized for its own
+timer) is not used: each measurement stops by pyhipbench's stopping rule.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+
+from .._device.device import Device
+from .._measure.callable import callable_device
+from .._progress import Progress
+from .._tuning.contenders import CallContender
+from .._tuning.engine import Policy, run_trials
+from .._tuning.ties import tied
+from .._tuning.trial import Trial
+from .._values import show
+from ..errors import BenchError
+from .candidate import Candidate
+from .ledger import Ledger
+
+__all__ = ["Rebenchmark"]
+
+log = logging.getLogger("pyhipbench.helion")
+
+
+class Rebenchmark:
+    """Helion's `autotune_benchmark_fn`: measures with `policy` (race, tie round) on `device` (None:
+    bench_callable's default); counts into `ledger`."""
+
+    def __init__(self, policy: Policy, device: Device | None, ledger: Ledger) -> None:
+        self.policy, self.device, self.ledger = policy, device, ledger
+
+    def __call__(self, fns: Sequence[Callable[[], object]], *, repeat: int, desc: str | None = None) -> list[float]:
+        """Each of `fns`' median kernel time per call, ms, in their order (inf for one that raised or failed
+        to measure: a warning line names it, the others keep their times). BenchError for `fns` that are
+        not a list of callables or a `repeat` that is not a positive int."""
+        if not isinstance(fns, (list, tuple)) or not fns or not all(callable(fn) for fn in fns):
+            raise BenchError(f"autotune_benchmark_fn fns={show(fns)}: expected a non-empty list of callables")
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise BenchError(f"autotune_benchmark_fn repeat={show(repeat)}: expected an int >= 1")
+        what = desc or "rebenchmark"
+        device = callable_device(self.device)
+        trials = [Trial(f"{what} #{i}", CallContender(Candidate(fn, f"{what} #{i}"), device, f"{what} #{i}"))
+                  for i, fn in enumerate(fns)]
+        started = time.perf_counter()
+        try:
+            order = run_trials(trials, self.policy, device, Progress(len(trials), show=False))
+        finally:
+            self.ledger.rebenchmarks += 1
+            self.ledger.rebenchmark_candidates += len(trials)
+            self.ledger.rebenchmark_s += time.perf_counter() - started
+        for trial in trials:
+            if trial.error is not None and trial.result is None:
+                log.warning("pyhipbench.helion: %s failed: %s", trial.label, trial.error)
+        times_ms = [math.inf if t.result is None else _ranked_us(t) / 1000 for t in trials]
+        self._count_rounds(trials, order, times_ms)
+        return times_ms
+
+    def _count_rounds(self, trials: list[Trial], order: list[int], times_ms: list[float]) -> None:
+        if tied(trials):
+            self.ledger.tie_rounds += 1
+            if order and min(times_ms) < times_ms[order[0]]:
+                self.ledger.order_disagreements += 1
+
+
+def _ranked_us(trial: Trial) -> float:
+    """The median the ranking used: the sustained one for a tie, else the screen's, µs."""
+    assert trial.result is not None
+    return trial.sustained.median_us if trial.sustained is not None else trial.result.median_us

@@ -1,0 +1,124 @@
+"""GpuBenchmark: what Inductor's `benchmark_gpu` does once pyhipbench takes it over, measured by bench_callable.
+
+Inductor hands over a callable that launches one or several kernels (a GEMM
+template, an extern cuBLAS call, a fused Triton kernel, a subgraph). Each is
+measured as bench_callable() measures a callable: the kernel time the call
+launched (CUPTI on NVIDIA), a clean cold cache before each sample, adaptive
+stopping. It is called each sample, as Inductor calls it: its launches name
+the stream they go to, often the legacy default stream, which a graph capture
+refuses, and the kernel time does not depend on how it was launched.
+Inside a list of choices (choice_race.py) it races the best choice so far. A
+call with no kernel to time (only a copy or a fill: the cupti timer refuses
+it) is timed by torch's own benchmark_gpu instead, with a warning.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._core import MeasurementError
+from .._measure.callable import bench_callable_with
+from .._measure.result import Result
+from .._values import real, show
+from ..errors import BenchError
+from ._choice_race import ChoiceRace
+from ._settings import Settings
+
+__all__ = ["GpuBenchmark", "RETURN_MODES", "IGNORED_KEYWORDS"]
+
+log = logging.getLogger(__name__)
+
+RETURN_MODES = ("min", "max", "mean", "median", "all")
+# Counts and caps of Inductor's own loop (InductorBenchmarker's estimation, memory warm-up and iteration counts,
+# its 25 ms cap; Triton do_bench's flush choice): adaptive stopping replaces them.
+IGNORED_KEYWORDS = ("estimation_iters", "memory_warmup_iters", "benchmark_iters", "max_benchmark_duration",
+                    "fast_flush", "device_type")
+
+
+class GpuBenchmark:
+    """Inductor's benchmark_gpu(_callable, **kwargs) -> ms, measured with `settings`."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def __call__(self, benchmarker: object, _callable: Callable[[], object], *, warmup: float | None = None,
+                 rep: float | None = None, return_mode: str | None = None,
+                 quantiles: Sequence[float] | None = None, grad_to_none: Sequence[Any] | None = None,
+                 is_vetted_benchmarking: bool = False, **kwargs: Any) -> float | list[float]:
+        """The callable's time in ms as Inductor asks for it: the `quantiles` (the first, as torch's
+        benchmarkers return it), else `return_mode` ("min", "max", "mean", "median"; "all": every sample), else
+        the median. `warmup` + `rep` (ms): the most wall time the measurement may take, as do_bench's.
+        Deterministic mode refuses a benchmark that is not `is_vetted_benchmarking`, as torch's does."""
+        unknown = sorted(set(kwargs) - set(IGNORED_KEYWORDS))
+        if unknown:
+            raise BenchError(f"benchmark_gpu keyword {unknown[0]}={show(kwargs[unknown[0]])}: pyhipbench does not "
+                             f"know it; expected {', '.join(('warmup', 'rep', 'return_mode', 'quantiles'))}, "
+                             "grad_to_none, is_vetted_benchmarking or Inductor's loop counts")
+        if return_mode is not None and return_mode not in RETURN_MODES:
+            raise BenchError(f"return_mode={show(return_mode)}: expected one of {', '.join(RETURN_MODES)}")
+        if not is_vetted_benchmarking:
+            _may_ban_benchmarking()
+        options = self.settings.policy.options
+        if warmup is not None or rep is not None:
+            budget_s = (real("warmup", warmup or 0, minimum=0) + real("rep", rep or 0, minimum=0)) / 1000
+            if budget_s > 0:
+                options = options.replace(max_time_s=min(options.max_time_s, budget_s))
+        call = _clearing_grads(_callable, grad_to_none) if grad_to_none else _callable
+        race = ChoiceRace.current()
+        if race is not None:
+            options = race.bound.options_for(options)
+        name = race.label if race is not None else _name(_callable)
+        try:
+            result = bench_callable_with(call, options, graph=False, device=self.settings.device, name=name)
+        except MeasurementError as e:  # no kernel to time (a copy or fill only): torch's own clock times it
+            log.warning("%s: %s; timed by torch's benchmarker instead", name, e)
+            return type(benchmarker).benchmark_gpu(  # type: ignore[no-any-return]
+                benchmarker, _callable, is_vetted_benchmarking=is_vetted_benchmarking,
+                **_given(warmup=warmup, rep=rep, return_mode=return_mode, quantiles=quantiles,
+                         grad_to_none=grad_to_none), **kwargs)
+        if race is not None:
+            race.record(call, result)
+        return _in_ms(result, return_mode, quantiles)
+
+
+def _given(**keywords: Any) -> dict[str, Any]:
+    """The keywords Inductor passed (those it left out stay out, for torch's defaults)."""
+    return {k: v for k, v in keywords.items() if v is not None}
+
+
+def _may_ban_benchmarking() -> None:
+    """torch's own refusal of unvetted benchmarking in Inductor's deterministic mode (a RuntimeError)."""
+    benchmarking = sys.modules.get("torch._inductor.runtime.benchmarking")
+    ban = getattr(benchmarking, "may_ban_benchmarking", None)
+    if ban is not None:
+        ban()
+
+
+def _clearing_grads(fn: Callable[[], object], tensors: Sequence[Any]) -> Callable[[], object]:
+    held = list(tensors)
+
+    def call() -> object:
+        for tensor in held:  # as torch's benchmarkers and do_bench do before each sample
+            tensor.grad = None
+        return fn()
+    return call
+
+
+def _name(fn: Callable[[], object]) -> str:
+    inner = getattr(fn, "func", fn)  # functools.partial, as Inductor's BenchmarkRequest makes them
+    return str(getattr(inner, "__qualname__", None) or type(inner).__name__)
+
+
+def _in_ms(result: Result, return_mode: str | None, quantiles: Sequence[float] | None) -> float | list[float]:
+    times_ms = np.asarray(result.times_us, dtype=np.float64) / 1000
+    if quantiles is not None:
+        if not isinstance(quantiles, (list, tuple)) or not quantiles:
+            raise BenchError(f"quantiles={show(quantiles)}: expected a non-empty list of numbers in [0, 1]")
+        return float(np.quantile(times_ms, real("quantiles", quantiles[0], minimum=0, maximum=1)))
+    if return_mode == "all":
+        return [float(t) for t in times_ms]
+    return float(getattr(np, return_mode or "median")(times_ms))

@@ -1,0 +1,111 @@
+"""Installation: what pyhipbench replaced in Inductor, module by module, and how it is undone."""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import BenchError
+from ._choice_race import race_choices
+from ._gpu_benchmark import GpuBenchmark
+from ._settings import ENV_VAR, Settings, keywords_from_environment
+from ._torch_paths import BENCHMARKING, SELECT_ALGORITHM, hook_benchmarker, path_of, wrap_benchmark_choices
+
+__all__ = ["Installation", "current", "install_settings", "install_from_environment", "remove"]
+
+
+class Installation:
+    """`settings` applied to each of Inductor's modules as it is given (`apply`), each undone by `remove`."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.undo: dict[str, Callable[[], None]] = {}
+        self.path = ""  # how the benchmarker was reached (torch_paths.path_of), once it was
+
+    def apply(self, module_name: str) -> None:
+        """The replacement in `module_name` (imported already): the benchmarker, or the list of choices."""
+        if module_name in self.undo:
+            return
+        module, version = sys.modules[module_name], _torch_version()
+        if module_name == BENCHMARKING:
+            self.path = path_of(module, version)
+            self.undo[module_name] = hook_benchmarker(module, version, GpuBenchmark(self.settings))
+        elif module_name == SELECT_ALGORITHM:
+            policy, device = self.settings.policy, self.settings.device
+            self.undo[module_name] = wrap_benchmark_choices(module, version,
+                                                            lambda original: race_choices(original, policy, device))
+
+    def remove(self) -> None:
+        for undo in reversed(list(self.undo.values())):
+            undo()
+        self.undo.clear()
+
+
+class _State:
+    """The process's installation, and the environment variable's value before install() set it."""
+    installation: Installation | None = None
+    environment_before: str | None = None
+
+
+def current() -> Installation | None:
+    return _State.installation
+
+
+def install_settings(settings: Settings) -> Installation:
+    """`settings` installed now: both of Inductor's modules imported and replaced, the environment variable
+    set for Inductor's subprocesses. BenchError in one line where this torch cannot be reached (nothing is
+    left replaced)."""
+    if _State.installation is not None:
+        raise BenchError("pyhipbench.inductor is installed already (by install() or PYHIPBENCH_INDUCTOR); "
+                         "expected uninstall() before installing again")
+    installation = Installation(settings)
+    try:
+        for name in (BENCHMARKING, SELECT_ALGORITHM):
+            importlib.import_module(name)
+            installation.apply(name)
+    except BaseException:
+        installation.remove()
+        raise
+    _State.installation = installation
+    _State.environment_before = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = settings.environment_value()  # Inductor's subprocesses inherit it: they install too
+    return installation
+
+
+def install_from_environment(module_name: str) -> None:
+    """The environment variable's installation, applied to `module_name` as it finishes importing (the
+    torch.backends entry point's watcher calls it). BenchError for a value it cannot use."""
+    if _State.installation is None:
+        keywords = keywords_from_environment(os.environ.get(ENV_VAR, ""))
+        if keywords is None:
+            return
+        _State.installation = Installation(_settings_from(keywords))
+        _State.environment_before = None  # uninstall() clears it: subprocesses started later do not install
+    _State.installation.apply(module_name)
+
+
+def remove() -> bool:
+    """The installation undone and the environment variable as it was; False when none was installed."""
+    installation = _State.installation
+    if installation is None:
+        return False
+    installation.remove()
+    _State.installation = None
+    if _State.environment_before is None:
+        os.environ.pop(ENV_VAR, None)
+    else:
+        os.environ[ENV_VAR] = _State.environment_before
+    return True
+
+
+def _settings_from(keywords: dict[str, Any]) -> Settings:
+    given = dict(keywords)
+    return Settings.checked(given.pop("device_type", "cuda"), None, given.pop("race", True),
+                            given.pop("tie_hold_s", 0.1), given)
+
+
+def _torch_version() -> str:
+    torch = sys.modules.get("torch")
+    return str(getattr(torch, "__version__", "(unknown)"))

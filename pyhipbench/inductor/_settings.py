@@ -1,0 +1,77 @@
+"""Settings: how Inductor's benchmarking is measured once pyhipbench takes it over, checked once, and carried to
+Inductor's benchmarking subprocesses in the environment variable."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .._device.device import Device
+from .._measure.options import BenchOptions
+from .._tuning.engine import Policy
+from .._values import show
+from ..errors import BenchError
+
+__all__ = ["ENV_VAR", "DEVICE_TYPES", "Settings"]
+
+ENV_VAR = "PYHIPBENCH_INDUCTOR"
+# torch's device type for NVIDIA and for AMD (ROCm builds of torch name HIP devices "cuda" too).
+DEVICE_TYPES = ("cuda",)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """`policy`: the options of every measurement, racing and the tie round's hold (as hb.tune's); `device`:
+    where the callables run (None: torch's current device at each call); `keywords`: what install() was
+    given, bench options and policy only, for a subprocess to install the same."""
+    policy: Policy
+    device: Device | None
+    keywords: dict[str, Any]
+
+    @classmethod
+    def checked(cls, device_type: object, device: object, race: object, tie_hold_s: object,
+                bench_options: dict[str, Any]) -> Settings:
+        """BenchError in one line for a device type other than CUDA's, a device that is not a pyhipbench
+        Device, or bad options (before anything is replaced)."""
+        if device_type not in DEVICE_TYPES:
+            raise BenchError(f"device_type={show(device_type)}: pyhipbench takes over Inductor's GPU "
+                             f"benchmarking for torch's {' and '.join(DEVICE_TYPES)} devices (NVIDIA, and AMD "
+                             "under ROCm builds of torch); expected 'cuda'")
+        if device is not None and not isinstance(device, Device):
+            raise BenchError(f"device={show(device)}: expected a pyhipbench.Device or None (torch's current device)")
+        if "slower_than_us" in bench_options:
+            raise BenchError(f"slower_than_us={show(bench_options['slower_than_us'])}: the race over a list of "
+                             "choices sets it; expected race=True (the default) or race=False")
+        options = BenchOptions.from_keywords("pyhipbench.inductor.install", dict(bench_options),
+                                             leave_out=("rotate",))
+        if options.cache_state == "dirty-cold":
+            raise BenchError("cache='dirty-cold': Inductor's choices own their buffers, which pyhipbench cannot "
+                             "rotate; expected 'clean-cold' (the default) or 'warm'")
+        policy = Policy.checked(options, race, tie_hold_s)
+        return cls(policy, device, {**bench_options, "race": race, "tie_hold_s": tie_hold_s})
+
+    def environment_value(self) -> str:
+        """The environment variable's value that installs these settings in a subprocess (the device aside:
+        a subprocess measures on the device it is given)."""
+        return json.dumps(self.keywords, sort_keys=True) if self.keywords != _DEFAULT_KEYWORDS else "1"
+
+
+_DEFAULT_KEYWORDS = {"race": True, "tie_hold_s": 0.1}
+
+
+def keywords_from_environment(value: str) -> dict[str, Any] | None:
+    """install()'s keywords from the environment variable's value: None when it is unset, empty or "0" (no
+    install); {} for "1"; a JSON object's items. BenchError in one line for anything else."""
+    text = value.strip()
+    if text in ("", "0"):
+        return None
+    if text == "1":
+        return {}
+    try:
+        keywords = json.loads(text)
+    except ValueError:
+        keywords = None
+    if not isinstance(keywords, dict):
+        raise BenchError(f"{ENV_VAR}={value!r}: expected 1 (install with the defaults), 0 or unset (do not), "
+                         "or a JSON object of pyhipbench.inductor.install()'s keywords")
+    return keywords

@@ -1,0 +1,159 @@
+"""Inductor's benchmarks measured by pyhipbench on the fake libcuda / libcupti, through the installed torch's own
+code paths: Benchmarker.benchmark (a single callable) and AlgorithmSelectorCache.benchmark_choices (a list of
+choices: raced, its finalists held, a failing choice inf). Needs torch (no GPU: the callables launch on the fakes)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="pyhipbench.inductor hooks into torch's Inductor; torch is not "
+                                            "installed (.ci/run tests it in a venv with torch 2.11)")
+
+from torch._inductor.runtime import benchmarking  # noqa: E402
+from torch._inductor.select_algorithm import AlgorithmSelectorCache  # noqa: E402
+
+import pyhipbench as hb  # noqa: E402
+import pyhipbench.inductor as inductor  # noqa: E402
+from pyhipbench._tuning import contenders  # noqa: E402
+from pyhipbench.errors import BenchError  # noqa: E402
+
+GEMM = 0xA1
+
+
+@pytest.fixture
+def fake(fake_libraries, fake_cupti, monkeypatch):
+    """(the fake driver, a Device over it) with pyhipbench installed on that device; each launch of block b
+    takes US_BY_BLOCK[b] µs."""
+    from fakes.driver import FakeDriver
+    from fakes.host_backend import HostBackend
+    monkeypatch.delenv(inductor.ENV_VAR, raising=False)
+    monkeypatch.setenv("FAKE_LAUNCH_US_BY_BLOCK", "64:9,128:3,256:3,512:20~1")  # 512: a spread whose CI never narrows
+    driver = FakeDriver(fake_libraries["cuda"])
+    driver.name_function(GEMM, "gemm")
+    device = hb.Device.from_backend(HostBackend(), hb._core.load_driver("cuda", str(fake_libraries["cuda"])))
+    yield driver, device
+    inductor.uninstall()
+
+
+def launching(driver, block):
+    return lambda: driver.runtime_launch(GEMM, 1, block)
+
+
+def test_a_callable_is_measured_by_its_kernel_time_in_ms_as_inductor_asks(fake):
+    driver, device = fake
+    inductor.install(device=device, cache="warm")
+    bench = benchmarking.benchmarker
+    assert bench.benchmark(launching(driver, 128), device="cuda") == pytest.approx(0.003)  # the median, ms
+    assert bench.benchmark_gpu(launching(driver, 64), return_mode="min") == pytest.approx(0.009)
+    every = bench.benchmark_gpu(launching(driver, 64), return_mode="all", estimation_iters=5)
+    assert isinstance(every, list) and len(every) >= 10 and np.allclose(every, 0.009)
+    assert bench.benchmark_gpu(launching(driver, 128), quantiles=[0.5, 0.2]) == pytest.approx(0.003)
+
+
+def test_bad_input_is_one_line(fake):
+    driver, device = fake
+    inductor.install(device=device, cache="warm")
+    bench = benchmarking.benchmarker
+    with pytest.raises(BenchError, match=r"^return_mode='best': expected one of min, max, mean, median, all$"):
+        bench.benchmark_gpu(launching(driver, 64), return_mode="best")
+    with pytest.raises(BenchError, match=r"^benchmark_gpu keyword flush=True: pyhipbench does not know it"):
+        bench.benchmark_gpu(launching(driver, 64), flush=True)
+    with pytest.raises(ZeroDivisionError):  # what the callable raises reaches Inductor as it is
+        bench.benchmark_gpu(lambda: 1 / 0)
+
+
+def test_a_callable_with_no_kernel_to_time_is_timed_by_torchs_own_benchmark_gpu(fake, monkeypatch, caplog):
+    """A fused node's benchmark may launch only a fill: the cupti timer refuses it, torch's clock times it."""
+    driver, device = fake
+    asked = []
+    monkeypatch.setattr(type(benchmarking.benchmarker), "benchmark_gpu",
+                        lambda self, fn, **keywords: asked.append((fn, keywords)) or 0.25)
+    inductor.install(device=device, cache="warm")
+    nothing = lambda: None  # noqa: E731
+    assert benchmarking.benchmarker.benchmark_gpu(nothing, rep=40, estimation_iters=3) == 0.25
+    assert asked == [(nothing, {"is_vetted_benchmarking": False, "rep": 40, "estimation_iters": 3})]
+    assert "launched no kernel" in caplog.text and "timed by torch's benchmarker instead" in caplog.text
+
+
+class Choice:
+    """What benchmark_choices asks of a choice: its name, and benchmark(*inputs, out) -> ms, which (as
+    Inductor's choices do) goes through the module-level benchmarker."""
+
+    def __init__(self, name, call):
+        self.name, self.call = name, call
+
+    def benchmark(self, *inputs, out):
+        return benchmarking.benchmarker.benchmark(self.call, device="cuda")
+
+
+class Args:
+    """AutotuneArgs as benchmark_choice reads it: the tensors a choice runs on."""
+
+    class Tensors:
+        def __init__(self):
+            self.out = torch.zeros(4)
+
+        def unpack(self):
+            return (), self.out
+
+    def get_benchmark_tensors(self, extern=False):
+        return self.Tensors()
+
+
+def measured_by_label(monkeypatch):
+    """Every measurement's (label, hold_s, result), in order."""
+    from pyhipbench.inductor import _gpu_benchmark
+    seen = []
+    for module in (_gpu_benchmark, contenders):
+        real = module.bench_callable_with
+
+        def spy(fn, options, real=real, **kw):
+            result = real(fn, options, **kw)
+            seen.append((kw["name"], options.hold_s, result))
+            return result
+        monkeypatch.setattr(module, "bench_callable_with", spy)
+    return seen
+
+
+def test_a_list_races_and_a_failing_choice_is_inf_the_others_kept(fake, monkeypatch):
+    driver, device = fake
+    inductor.install(device=device, cache="warm", tie_hold_s=None)
+    seen = measured_by_label(monkeypatch)
+
+    def broken():
+        raise RuntimeError("CUDA error: invalid argument")
+    choices = [Choice("fast", launching(driver, 128)), Choice("broken", broken), Choice("nothing", lambda: None),
+               Choice("slow", launching(driver, 512))]
+    timings = AlgorithmSelectorCache.benchmark_choices(choices, Args())
+    assert list(timings) == choices
+    assert timings[choices[0]] == pytest.approx(0.003) and timings[choices[3]] == pytest.approx(0.020, rel=0.1)
+    assert math.isinf(timings[choices[1]]) and math.isinf(timings[choices[2]])  # Inductor's and pyhipbench's refusal
+    results = {label: result for label, _, result in seen}
+    assert results["slow"].stop_reason == "slower" and results["slow"].slower_than_us == pytest.approx(
+        results["fast"].ci_us[1])
+    assert results["fast"].stop_reason != "slower"
+
+
+def test_the_finalists_are_held_and_the_numbers_keep_the_tie_rounds_order(fake, monkeypatch):
+    """Two choices tie at 3 µs; under sustained load (a hold) 'first' reads 6 µs and 'second' 4 µs: 'second'
+    wins, its number the fastest screen median, 'first' scaled by 6 / 4."""
+    driver, device = fake
+    inductor.install(device=device, cache="warm", iterations=4, warmup=0, tie_hold_s=0.002)
+    seen = measured_by_label(monkeypatch)
+    real = contenders.bench_callable_with
+
+    def held(fn, options, **kw):
+        monkeypatch.setenv("FAKE_LAUNCH_US_BY_BLOCK", "128:6,256:4,64:9" if options.hold_s > 0 else
+                           "64:9,128:3,256:3")
+        return real(fn, options, **kw)
+    monkeypatch.setattr(contenders, "bench_callable_with", held)
+    choices = [Choice("first", launching(driver, 128)), Choice("second", launching(driver, 256)),
+               Choice("slow", launching(driver, 64))]
+    timings = AlgorithmSelectorCache.benchmark_choices(choices, Args())
+    assert timings[choices[1]] == pytest.approx(0.003) and timings[choices[0]] == pytest.approx(0.003 * 6 / 4)
+    assert timings[choices[2]] == pytest.approx(0.009)  # not a finalist: its screen median
+    assert min(timings, key=timings.__getitem__) is choices[1]
+    assert [(label, hold_s > 0) for label, hold_s, _ in seen][:3] == [("first", False), ("second", False),
+                                                                        ("slow", False)]
