@@ -29,7 +29,8 @@ def test_triton_configs_through_tune_pick_one_as_fast_as_a_long_reading_and_are_
     db = tmp_path / "tuning.db"
     tuning = hb.tune(launches, device=cuda_device, cache="warm", record=db)
     assert not tuning.failed and tuning.best.result.timer == "cupti", tuning.summary()
-    assert all(r.note is None for r in tuning.results), tuning.summary()  # each compiled in the pool or cached
+    compiled_here = [r.label for r in tuning.results if r.note and "compiled in this process" in r.note]
+    assert not compiled_here, tuning.summary()  # each compiled in the pool or found cached
     np.testing.assert_array_equal(out.to_numpy(), x.to_numpy() + y.to_numpy())
     long = {launch.label: ht.bench(tk.add, grid, [x, y, out, N], device=cuda_device, cache="warm", precision=0.005,
                                    **c.all_kwargs()).median_us for launch, c in zip(launches, configs)}

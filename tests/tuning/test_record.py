@@ -121,7 +121,7 @@ def test_a_write_that_fails_commits_nothing_and_says_what_the_tuning_found(devic
         real(self, row)
     monkeypatch.setattr(Store, "_insert", insert)
     with pytest.raises(OSError) as raised:
-        hb.tune({f"block {b}": hb.Launch(copy, 4, b, args) for b in (64, 128)}, timer="events", iterations=2,
+        hb.tune({f"block {b}": hb.Launch(copy, 4, b, args) for b in (64, 128)}, timer="events", cache="warm", iterations=2,
                 tie_hold_s=None, record=db)
     assert re.fullmatch(r"could not record a tuning of 2 candidates: database or disk is full; the 0 results "
                         r"committed before are intact; the tuning itself finished \(best block \d+ at [\d.]+ µs\)",
@@ -143,7 +143,7 @@ def test_a_sweeps_database_and_a_tunings_refuse_the_other_writer(device, copy, a
         hb.tune([hb.Launch(copy, 4, 64, args)], timer="events", record=swept)
     assert measured == []  # refused before anything ran
     tuned = tmp_path / "tuning.db"
-    hb.tune([hb.Launch(copy, 4, 64, args)], timer="events", iterations=2, tie_hold_s=None, record=tuned)
+    hb.tune([hb.Launch(copy, 4, 64, args)], timer="events", cache="warm", iterations=2, tie_hold_s=None, record=tuned)
     with pytest.raises(BenchError, match=r"tuning.db holds 1 tuning \(written by tune's record=\); expected a "
                                          r"sweep's results database or a new file$"):
         Store(tuned, resume=True, lock=True)
