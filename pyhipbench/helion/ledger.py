@@ -19,9 +19,7 @@ class Ledger:
     is Helion's compiling and precompiling (and its bookkeeping): the time compiling ahead could hide.
     `rebenchmarks`, `rebenchmark_candidates`, `rebenchmark_s`: the re-benchmark calls, the candidates
     they took, their seconds; `tie_rounds`: those calls with candidates tied with the fastest (the tie
-    round held them, or found the fastest's time steady under its hold); `order_disagreements`: those
-    where a candidate outside the tie round read faster (screen) than the tie round's winner (sustained),
-    so Helion's lowest time is not the engine's pick.
+    round held them, or found the fastest's time steady under its hold).
     """
     configs_given: int = 0
     configs_measured: int = 0
@@ -34,7 +32,6 @@ class Ledger:
     rebenchmark_candidates: int = 0
     rebenchmark_s: float = 0.0
     tie_rounds: int = 0
-    order_disagreements: int = 0
 
     @property
     def compile_s(self) -> float:

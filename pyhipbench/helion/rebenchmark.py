@@ -5,14 +5,15 @@ finalists at the end) by calling `autotune_benchmark_fn(fns, *, repeat,
 desc=None)` and takes the lowest time it returns. Here the candidates go
 through the tuning engine as `tune()` sends callables: raced against the best
 so far, the ones tied with the fastest measured again under sustained load.
-Each candidate's time is the median the engine ranked it by (the sustained
-one for a tie). Helion's `repeat` (a fixed call count sized for its own
-timer) is not used: each measurement stops by pyhipbench's stopping rule.
+Each candidate's time is the engine's reading for a tuner that keeps the
+lowest (ranking.reported_us: a tie's scaled by its sustained median, so the
+lowest is the tie round's winner; any other's its screen median). Helion's
+`repeat` (a fixed call count sized for its own timer) is not used: each
+measurement stops by pyhipbench's stopping rule.
 """
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Sequence
 
@@ -21,6 +22,7 @@ from .._measure.callable import callable_device
 from .._progress import Progress
 from .._tuning.contenders import CallContender
 from .._tuning.engine import Policy, run_trials
+from .._tuning.ranking import reported_us
 from .._tuning.ties import tied
 from .._tuning.trial import Trial
 from .._values import show
@@ -54,7 +56,7 @@ class Rebenchmark:
                   for i, fn in enumerate(fns)]
         started = time.perf_counter()
         try:
-            order = run_trials(trials, self.policy, device, Progress(len(trials), show=False))
+            run_trials(trials, self.policy, device, Progress(len(trials), show=False))
         finally:
             self.ledger.rebenchmarks += 1
             self.ledger.rebenchmark_candidates += len(trials)
@@ -62,18 +64,7 @@ class Rebenchmark:
         for trial in trials:
             if trial.error is not None and trial.result is None:
                 log.warning("pyhipbench.helion: %s failed: %s", trial.label, trial.error)
-        times_ms = [math.inf if t.result is None else _ranked_us(t) / 1000 for t in trials]
-        self._count_rounds(trials, order, times_ms)
-        return times_ms
-
-    def _count_rounds(self, trials: list[Trial], order: list[int], times_ms: list[float]) -> None:
+        times_ms = [us / 1000 for us in reported_us(trials)]
         if tied(trials):
             self.ledger.tie_rounds += 1
-            if order and min(times_ms) < times_ms[order[0]]:
-                self.ledger.order_disagreements += 1
-
-
-def _ranked_us(trial: Trial) -> float:
-    """The median the ranking used: the sustained one for a tie, else the screen's, µs."""
-    assert trial.result is not None
-    return trial.sustained.median_us if trial.sustained is not None else trial.result.median_us
+        return times_ms

@@ -8,7 +8,11 @@ stands; what changes is that each measurement (gpu_benchmark.py) races the
 lowest CI upper bound so far (the engine's RaceBound): a choice surely slower
 than the best stops after a few samples. Then the finalists, the choices tied
 with the fastest, are measured again under sustained load (the engine's tie
-round) and ranked as hb.tune ranks them.
+round) and ranked as hb.tune ranks them. Each hold goes through Inductor's
+own code for that one choice again, as its screen did: Inductor makes the
+callable, measures it (gpu_benchmark.py, with the hold's options) and cleans
+up after it (a CUTLASS choice's library is closed after each benchmark), and
+a choice that fails there loses its hold, not the compile.
 
 The numbers Inductor gets back keep that ranking: a choice that is not a
 finalist keeps its screen median; the finalists' numbers are the fastest
@@ -17,6 +21,7 @@ the winner's is the lowest and the others keep their measured ratios.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -25,15 +30,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from .._device.device import Device
-from .._measure.callable import callable_device
+from .._measure.options import BenchOptions
 from .._measure.result import Result
-from .._tuning.contenders import CallContender
 from .._tuning.engine import Policy
 from .._tuning.racing import RaceBound
-from .._tuning.ranking import ranked_indices
+from .._tuning.ranking import reported_us
 from .._tuning.ties import hold_ties
 from .._tuning.trial import Trial
-from ..errors import Error
+from ..errors import BenchError, Error
 
 __all__ = ["ChoiceRace", "race_choices"]
 
@@ -42,13 +46,16 @@ _active = threading.local()  # the race open on this thread: Inductor benchmarks
 
 
 class ChoiceRace:
-    """One list of choices: racing's bound, and each choice's measurements (the callable and its result)."""
+    """One list of choices: racing's bound, and each choice's measurements (the callable and its result).
+    While a finalist is held, `holding` is the hold's options and `held` its result."""
 
     def __init__(self, policy: Policy, device: Device | None) -> None:
         self.policy, self.device = policy, device
         self.bound = RaceBound(policy.race)
         self.label = ""
         self.calls: dict[str, list[tuple[Callable[[], object], Result]]] = {}
+        self.holding: BenchOptions | None = None
+        self.held: Result | None = None
 
     @staticmethod
     def current() -> ChoiceRace | None:
@@ -56,10 +63,12 @@ class ChoiceRace:
         return getattr(_active, "race", None)
 
     @contextmanager
-    def choice(self, label: str) -> Iterator[None]:
-        """The race open on this thread while `label` is measured."""
+    def choice(self, label: str, keep: bool = False) -> Iterator[None]:
+        """The race open on this thread while `label` is measured (`keep`: its screen measurements kept, as
+        while it is held)."""
         self.label = label
-        self.calls[label] = []
+        if not keep:
+            self.calls[label] = []
         _active.race = self
         try:
             yield
@@ -71,42 +80,74 @@ class ChoiceRace:
         self.calls[self.label].append((call, result))
         self.bound.lower(result.ci_us[1])
 
-    def finalists_held(self, timings_ms: dict[str, float]) -> dict[str, float]:
-        """The tie round over the choices measured once each by pyhipbench; `timings_ms` with the finalists'
+    def record_hold(self, result: Result) -> None:
+        self.held = result
+
+    def finalists_held(self, timings_ms: dict[str, float],
+                       benchmark_again: dict[str, Callable[[], float]]) -> dict[str, float]:
+        """The tie round over the choices measured once each by pyhipbench, each hold made by
+        `benchmark_again[label]()` (Inductor's benchmark of that choice); `timings_ms` with the finalists'
         numbers set (the module's docstring says how)."""
         measured = [label for label, calls in self.calls.items()
                     if len(calls) == 1 and math.isfinite(timings_ms.get(label, math.inf))]
-        device = callable_device(self.device)
         trials = []
         for label in measured:
-            call, result = self.calls[label][0]
-            trial = Trial(label, CallContender(call, device, label, graph=False))
-            trial.result = result
+            trial = Trial(label, _HeldChoice(self, label, benchmark_again[label]))
+            trial.result = self.calls[label][0][1]
             trials.append(trial)
         hold_ties(trials, self.policy.options, self.policy.tie_hold_s, self.policy.race)
-        order = ranked_indices(trials)
-        held = [t for t in trials if t.sustained is not None]
         out = dict(timings_ms)
-        if held:
-            winner = trials[order[0]]
-            assert winner.sustained is not None and all(t.result is not None for t in held)
-            fastest_ms = min(t.result.median_us for t in held if t.result is not None) / 1000
-            for trial in held:
-                sustained = trial.sustained
-                assert sustained is not None
-                out[trial.label] = fastest_ms * sustained.median_us / winner.sustained.median_us
+        for trial, reported in zip(trials, reported_us(trials)):
+            if trial.sustained is not None:
+                out[trial.label] = reported / 1000
         return out
+
+
+class _HeldChoice:
+    """A finalist as the tie round measures it: Inductor's benchmark of the choice run again, the race
+    holding the options it is given."""
+
+    def __init__(self, race: ChoiceRace, label: str, benchmark: Callable[[], float]) -> None:
+        self.race, self.label, self.benchmark = race, label, benchmark
+
+    def start_compile(self) -> None:
+        """Nothing: Inductor compiled it."""
+
+    def finish_compile(self) -> str | None:
+        return None
+
+    def prepare(self) -> None:
+        """Nothing ahead: Inductor makes the callable each time."""
+
+    def measure(self, options: BenchOptions) -> Result:
+        """The choice benchmarked by Inductor again, measured with `options`; BenchError where Inductor
+        scored it a failure or pyhipbench did not measure it (the hold is lost, the screen's reading stays)."""
+        self.race.holding, self.race.held = options, None
+        try:
+            with self.race.choice(self.label, keep=True):
+                ms = self.benchmark()
+        except Exception as e:  # as Inductor scores a failing choice: it loses the hold, not the compile
+            raise BenchError(f"Inductor's benchmark of {self.label} raised {type(e).__name__}: {e}") from None
+        finally:
+            self.race.holding = None
+        if self.race.held is None or not math.isfinite(ms):
+            raise BenchError(f"Inductor's benchmark of {self.label} gave {ms} ms without a pyhipbench measurement")
+        return self.race.held
+
+    def release(self) -> None:
+        """Nothing: Inductor cleaned up after its benchmark."""
 
 
 def race_choices(original: Callable[..., dict[Any, float]], policy: Policy,
                  device: Device | None) -> Callable[..., dict[Any, float]]:
     """`benchmark_choices(cls, choices, autotune_args, is_collective=False)` raced: `original` (Inductor's,
-    unbound) called for one choice at a time. Collective choices (timed across ranks by Inductor itself) and a
-    list inside a list go to `original` as they are."""
+    unbound) called for one choice at a time. Collective choices (timed across ranks by Inductor itself), a
+    list inside a list and a list holding a compiled library's choice (CUTLASS, ROCm CK) go to `original` as
+    they are, each choice still measured by pyhipbench, not raced."""
 
     def benchmark_choices(cls: type, choices: Sequence[Any], autotune_args: Any,
                           is_collective: bool = False) -> dict[Any, float]:
-        if is_collective or ChoiceRace.current() is not None:
+        if is_collective or ChoiceRace.current() is not None or any(_native_library(c) for c in choices):
             return original(cls, choices, autotune_args, is_collective)
         race = ChoiceRace(policy, device)
         labels = _labels(choices)
@@ -114,7 +155,7 @@ def race_choices(original: Callable[..., dict[Any, float]], policy: Policy,
         for label, choice in zip(labels, choices):
             with race.choice(label):
                 try:
-                    timings_ms[label] = original(cls, [choice], autotune_args, is_collective)[choice]
+                    timings_ms[label] = _benchmark_one(original, cls, choice, autotune_args, is_collective)
                 except Error as e:  # pyhipbench's refusal of a choice (one that launches nothing): inf, as
                     # Inductor scores a choice that fails, the others kept
                     log.warning("choice %s: %s: %s; it is ignored (inf)", label, type(e).__name__, e)
@@ -123,9 +164,22 @@ def race_choices(original: Callable[..., dict[Any, float]], policy: Policy,
         if unmeasured:
             log.warning("choices %s were timed by torch's benchmarker, not pyhipbench (a path the hook does not "
                         "reach); their numbers come from another clock", ", ".join(unmeasured))
-        held = race.finalists_held(timings_ms)
+        again = {label: functools.partial(_benchmark_one, original, cls, choice, autotune_args, is_collective)
+                 for label, choice in zip(labels, choices)}
+        held = race.finalists_held(timings_ms, again)
         return {choice: held[label] for label, choice in zip(labels, choices)}
     return benchmark_choices
+
+
+def _native_library(choice: Any) -> bool:
+    """A choice run from a compiled library (CUTLASS, ROCm CK): Inductor orders such a list and stops at the
+    first such failure to keep the CUDA context sound, which it can do only over the whole list."""
+    return any(type(choice).__name__.startswith(prefix) for prefix in ("CUTLASS", "ROCm"))
+
+
+def _benchmark_one(original: Callable[..., dict[Any, float]], cls: type, choice: Any, autotune_args: Any,
+                   is_collective: bool) -> float:
+    return original(cls, [choice], autotune_args, is_collective)[choice]
 
 
 def _labels(choices: Sequence[Any]) -> list[str]:

@@ -7,9 +7,13 @@ launched (CUPTI on NVIDIA), a clean cold cache before each sample, adaptive
 stopping. It is called each sample, as Inductor calls it: its launches name
 the stream they go to, often the legacy default stream, which a graph capture
 refuses, and the kernel time does not depend on how it was launched.
-Inside a list of choices (choice_race.py) it races the best choice so far. A
-call with no kernel to time (only a copy or a fill: the cupti timer refuses
-it) is timed by torch's own benchmark_gpu instead, with a warning.
+Inside a list of choices (choice_race.py) it races the best choice so far,
+or holds a finalist with the tie round's options. A call with no kernel to
+time (only a copy or a fill: the cupti timer refuses it) reads 0 ms of
+kernel time on its own (Inductor subtracts such a call, a fused kernel's
+argument clone, from the kernel's benchmark, which has no copy time in it
+either); as a choice, it is timed by torch's own benchmark_gpu instead, with
+a warning.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ __all__ = ["GpuBenchmark", "RETURN_MODES", "IGNORED_KEYWORDS"]
 log = logging.getLogger(__name__)
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
+DO_BENCH_WARMUP_MS, DO_BENCH_REP_MS = 25, 100  # triton.testing.do_bench's, for a budget given in part
 # Counts and caps of Inductor's own loop (InductorBenchmarker's estimation, memory warm-up and iteration counts,
 # its 25 ms cap; Triton do_bench's flush choice): adaptive stopping replaces them.
 IGNORED_KEYWORDS = ("estimation_iters", "memory_warmup_iters", "benchmark_iters", "max_benchmark_duration",
@@ -63,24 +68,31 @@ class GpuBenchmark:
         if not is_vetted_benchmarking:
             _may_ban_benchmarking()
         options = self.settings.policy.options
-        if warmup is not None or rep is not None:
-            budget_s = (real("warmup", warmup or 0, minimum=0) + real("rep", rep or 0, minimum=0)) / 1000
+        if warmup is not None or rep is not None:  # do_bench's budget; a value left out is do_bench's default
+            budget_s = (real("warmup", DO_BENCH_WARMUP_MS if warmup is None else warmup, minimum=0)
+                        + real("rep", DO_BENCH_REP_MS if rep is None else rep, minimum=0)) / 1000
             if budget_s > 0:
                 options = options.replace(max_time_s=min(options.max_time_s, budget_s))
         call = _clearing_grads(_callable, grad_to_none) if grad_to_none else _callable
         race = ChoiceRace.current()
         if race is not None:
-            options = race.bound.options_for(options)
+            options = race.holding if race.holding is not None else race.bound.options_for(options)
         name = race.label if race is not None else _name(_callable)
         try:
             result = bench_callable_with(call, options, graph=False, device=self.settings.device, name=name)
-        except MeasurementError as e:  # no kernel to time (a copy or fill only): torch's own clock times it
+        except MeasurementError as e:
+            if race is None:  # a copy or fill only (a fused kernel's argument clone): it runs no kernel
+                log.debug("%s: %s; its kernel time is 0 ms", name, e)
+                return 0.0 if return_mode != "all" else [0.0]
+            # A choice that runs no kernel: torch's own clock times it (choice_race.py warns of the mix).
             log.warning("%s: %s; timed by torch's benchmarker instead", name, e)
             return type(benchmarker).benchmark_gpu(  # type: ignore[no-any-return]
                 benchmarker, _callable, is_vetted_benchmarking=is_vetted_benchmarking,
                 **_given(warmup=warmup, rep=rep, return_mode=return_mode, quantiles=quantiles,
                          grad_to_none=grad_to_none), **kwargs)
-        if race is not None:
+        if race is not None and race.holding is not None:
+            race.record_hold(result)
+        elif race is not None:
             race.record(call, result)
         return _in_ms(result, return_mode, quantiles)
 

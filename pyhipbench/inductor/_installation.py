@@ -44,9 +44,11 @@ class Installation:
 
 
 class _State:
-    """The process's installation, and the environment variable's value before install() set it."""
+    """The process's installation, the environment variable's value before install() set it, and whether an
+    install() is under way."""
     installation: Installation | None = None
     environment_before: str | None = None
+    installing = False
 
 
 def current() -> Installation | None:
@@ -60,7 +62,9 @@ def install_settings(settings: Settings) -> Installation:
     if _State.installation is not None:
         raise BenchError("pyhipbench.inductor is installed already (by install() or PYHIPBENCH_INDUCTOR); "
                          "expected uninstall() before installing again")
+    value = settings.environment_value()  # an option the variable cannot carry is refused before any change
     installation = Installation(settings)
+    _State.installing = True  # the environment variable's watcher, run by these imports, installs nothing
     try:
         for name in (BENCHMARKING, SELECT_ALGORITHM):
             importlib.import_module(name)
@@ -68,15 +72,19 @@ def install_settings(settings: Settings) -> Installation:
     except BaseException:
         installation.remove()
         raise
+    finally:
+        _State.installing = False
     _State.installation = installation
     _State.environment_before = os.environ.get(ENV_VAR)
-    os.environ[ENV_VAR] = settings.environment_value()  # Inductor's subprocesses inherit it: they install too
+    os.environ[ENV_VAR] = value  # Inductor's subprocesses inherit it: they install too
     return installation
 
 
 def install_from_environment(module_name: str) -> None:
     """The environment variable's installation, applied to `module_name` as it finishes importing (the
     torch.backends entry point's watcher calls it). BenchError for a value it cannot use."""
+    if _State.installing:
+        return
     if _State.installation is None:
         keywords = keywords_from_environment(os.environ.get(ENV_VAR, ""))
         if keywords is None:

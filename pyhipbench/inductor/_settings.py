@@ -53,7 +53,13 @@ class Settings:
     def environment_value(self) -> str:
         """The environment variable's value that installs these settings in a subprocess (the device aside:
         a subprocess measures on the device it is given)."""
-        return json.dumps(self.keywords, sort_keys=True) if self.keywords != _DEFAULT_KEYWORDS else "1"
+        if self.keywords == _DEFAULT_KEYWORDS:
+            return "1"
+        try:
+            return json.dumps(self.keywords, sort_keys=True)
+        except TypeError as e:  # a numpy scalar, say
+            raise BenchError(f"install options {self.keywords!r}: {e}; expected plain numbers, strings and "
+                             "booleans (Inductor's subprocesses get them as JSON)") from None
 
 
 _DEFAULT_KEYWORDS = {"race": True, "tie_hold_s": 0.1}

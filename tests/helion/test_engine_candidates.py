@@ -49,7 +49,7 @@ def test_rebenchmark_returns_ms_in_order_and_holds_the_ties(device, call, policy
     times_ms = rebenchmark([call(5.0), call(5.0), call(9.0)], repeat=100, desc="finalists")
     assert times_ms == [pytest.approx(0.005, rel=1e-3), pytest.approx(0.005, rel=1e-3), pytest.approx(0.009, rel=1e-3)]
     assert ledger.rebenchmarks == 1 and ledger.rebenchmark_candidates == 3 and ledger.tie_rounds == 1
-    assert ledger.order_disagreements == 0 and ledger.rebenchmark_s > 0
+    assert ledger.rebenchmark_s > 0
 
 
 def test_rebenchmark_keeps_every_time_but_a_failed_candidates(device, call, caplog, policy):

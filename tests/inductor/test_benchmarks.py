@@ -16,8 +16,8 @@ from torch._inductor.select_algorithm import AlgorithmSelectorCache  # noqa: E40
 
 import pyhipbench as hb  # noqa: E402
 import pyhipbench.inductor as inductor  # noqa: E402
-from pyhipbench._tuning import contenders  # noqa: E402
 from pyhipbench.errors import BenchError  # noqa: E402
+from pyhipbench.inductor import _gpu_benchmark  # noqa: E402
 
 GEMM = 0xA1
 
@@ -64,17 +64,32 @@ def test_bad_input_is_one_line(fake):
         bench.benchmark_gpu(lambda: 1 / 0)
 
 
-def test_a_callable_with_no_kernel_to_time_is_timed_by_torchs_own_benchmark_gpu(fake, monkeypatch, caplog):
-    """A fused node's benchmark may launch only a fill: the cupti timer refuses it, torch's clock times it."""
+def test_a_call_with_no_kernel_reads_0_ms_alone_and_torchs_clock_as_a_choice(fake, monkeypatch, caplog):
+    """Alone (a fused kernel's argument clone, which Inductor subtracts from a kernel-time reading) a call that
+    launches only a copy or a fill has no kernel time; as one of a list's choices torch's own clock times it."""
     driver, device = fake
     asked = []
     monkeypatch.setattr(type(benchmarking.benchmarker), "benchmark_gpu",
                         lambda self, fn, **keywords: asked.append((fn, keywords)) or 0.25)
-    inductor.install(device=device, cache="warm")
+    inductor.install(device=device, cache="warm", tie_hold_s=None)
     nothing = lambda: None  # noqa: E731
-    assert benchmarking.benchmarker.benchmark_gpu(nothing, rep=40, estimation_iters=3) == 0.25
-    assert asked == [(nothing, {"is_vetted_benchmarking": False, "rep": 40, "estimation_iters": 3})]
-    assert "launched no kernel" in caplog.text and "timed by torch's benchmarker instead" in caplog.text
+    assert benchmarking.benchmarker.benchmark_gpu(nothing, rep=40) == 0.0 and asked == []
+    choices = [Choice("fast", launching(driver, 128)), Choice("nothing", nothing)]
+    timings = AlgorithmSelectorCache.benchmark_choices(choices, Args())
+    assert timings[choices[1]] == 0.25 and [fn for fn, _ in asked] == [nothing]  # with Inductor's keywords
+    assert "timed by torch's benchmarker instead" in caplog.text and "from another clock" in caplog.text
+
+
+def test_a_budget_given_in_part_takes_do_benchs_default_for_the_rest(fake, monkeypatch):
+    """pad_mm asks benchmark_gpu(fn, warmup=5): 5 + 100 ms (do_bench's rep), not a 5 ms cap."""
+    driver, device = fake
+    inductor.install(device=device, cache="warm")
+    caps = []
+    real = _gpu_benchmark.bench_callable_with
+    monkeypatch.setattr(_gpu_benchmark, "bench_callable_with",
+                        lambda fn, options, **kw: caps.append(options.max_time_s) or real(fn, options, **kw))
+    benchmarking.benchmarker.benchmark_gpu(launching(driver, 64), warmup=5)
+    assert caps == [pytest.approx(0.105)]
 
 
 class Choice:
@@ -103,17 +118,16 @@ class Args:
 
 
 def measured_by_label(monkeypatch):
-    """Every measurement's (label, hold_s, result), in order."""
-    from pyhipbench.inductor import _gpu_benchmark
+    """Every measurement's (label, hold_s, result), in order: the screen's and the tie round's alike go
+    through Inductor's benchmark of the choice."""
     seen = []
-    for module in (_gpu_benchmark, contenders):
-        real = module.bench_callable_with
+    real = _gpu_benchmark.bench_callable_with
 
-        def spy(fn, options, real=real, **kw):
-            result = real(fn, options, **kw)
-            seen.append((kw["name"], options.hold_s, result))
-            return result
-        monkeypatch.setattr(module, "bench_callable_with", spy)
+    def spy(fn, options, **kw):
+        result = real(fn, options, **kw)
+        seen.append((kw["name"], options.hold_s, result))
+        return result
+    monkeypatch.setattr(_gpu_benchmark, "bench_callable_with", spy)
     return seen
 
 
@@ -142,13 +156,13 @@ def test_the_finalists_are_held_and_the_numbers_keep_the_tie_rounds_order(fake, 
     driver, device = fake
     inductor.install(device=device, cache="warm", iterations=4, warmup=0, tie_hold_s=0.002)
     seen = measured_by_label(monkeypatch)
-    real = contenders.bench_callable_with
+    real = _gpu_benchmark.bench_callable_with
 
     def held(fn, options, **kw):
         monkeypatch.setenv("FAKE_LAUNCH_US_BY_BLOCK", "128:6,256:4,64:9" if options.hold_s > 0 else
                            "64:9,128:3,256:3")
         return real(fn, options, **kw)
-    monkeypatch.setattr(contenders, "bench_callable_with", held)
+    monkeypatch.setattr(_gpu_benchmark, "bench_callable_with", held)
     choices = [Choice("first", launching(driver, 128)), Choice("second", launching(driver, 256)),
                Choice("slow", launching(driver, 64))]
     timings = AlgorithmSelectorCache.benchmark_choices(choices, Args())
@@ -157,3 +171,20 @@ def test_the_finalists_are_held_and_the_numbers_keep_the_tie_rounds_order(fake, 
     assert min(timings, key=timings.__getitem__) is choices[1]
     assert [(label, hold_s > 0) for label, hold_s, _ in seen][:3] == [("first", False), ("second", False),
                                                                         ("slow", False)]
+
+
+def test_a_finalist_whose_hold_fails_keeps_its_screen_reading_and_the_compile_goes_on(fake):
+    """Each hold runs Inductor's benchmark of the choice again: one that raises there (as a choice whose
+    library Inductor closed would) loses its hold, not the compile."""
+    driver, device = fake
+    inductor.install(device=device, cache="warm", iterations=4, warmup=0, tie_hold_s=0.002)
+    from pyhipbench.inductor._choice_race import ChoiceRace
+
+    def flaky():
+        race = ChoiceRace.current()
+        if race is not None and race.holding is not None:  # screened fine; fails when held
+            raise RuntimeError("an illegal memory access was encountered")
+        driver.runtime_launch(GEMM, 1, 128)
+    choices = [Choice("flaky", flaky), Choice("steady", launching(driver, 256))]
+    timings = AlgorithmSelectorCache.benchmark_choices(choices, Args())
+    assert timings[choices[0]] == pytest.approx(0.003) and timings[choices[1]] == pytest.approx(0.003)

@@ -137,7 +137,7 @@ def test_the_environment_variable_installs_through_import_torch_and_costs_nothin
 
 
 @needs_entry_point
-def test_a_bad_environment_value_is_one_warning_and_import_torch_still_works():
+def test_a_bad_environment_value_is_one_logged_line_and_import_torch_still_works():
     done = _subprocess("import torch; from torch._inductor import select_algorithm; print('imported')", "yes")
     assert done.returncode == 0 and done.stdout.strip() == "imported"
     assert "PYHIPBENCH_INDUCTOR='yes': pyhipbench did not take over torch._inductor.runtime.benchmarking: " \
@@ -163,3 +163,17 @@ def test_pyproject_declares_the_entry_point_and_ships_its_module():
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     assert project["project"]["entry-points"]["torch.backends"] == {"pyhipbench": "pyhipbench_autoload:torch_backend"}
     assert "pyhipbench_autoload" in project["tool"]["scikit-build"]["wheel"]["packages"]
+
+
+def test_an_install_over_the_environment_variable_is_undone_whole():
+    """With PYHIPBENCH_INDUCTOR set, install() imports Inductor (its watcher then installs nothing) and
+    uninstall() leaves nothing of pyhipbench behind."""
+    code = ("import os, torch, pyhipbench.inductor as i\n"
+            "print(i.install(tie_hold_s=None))\n"
+            "from torch._inductor import select_algorithm\n"
+            "print(i.uninstall(), i.installed(), os.environ.get(i.ENV_VAR))\n"
+            "print('benchmark_choices' in vars(select_algorithm.AlgorithmSelectorCache) and "
+            "'race_choices' in select_algorithm.AlgorithmSelectorCache.benchmark_choices.__qualname__)")
+    ran = _subprocess(code, "1")
+    path = "register_benchmarker" if HAS_HOOK else "benchmarker instance"
+    assert ran.stdout.split("\n")[:3] == [path, "True None 1", "False"], ran.stderr
