@@ -37,7 +37,7 @@ from .tuning import CandidateResult, Tuning
 if TYPE_CHECKING:  # SQLite and the results database load only for a tuning that records
     from .record import TuningRecord
 
-__all__ = ["tune", "TuneCandidate"]
+__all__ = ["tune", "TuneCandidate", "open_record", "record_path"]
 
 # What tune() measures: one launch, a chain of launches (one sample is the chain), a launch of a kernel compiled
 # from a source, a front end's kind (a Triton launch), or a callable.
@@ -78,7 +78,7 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
     if progress is not None and not isinstance(progress, bool):
         raise BenchError(f"progress={show(progress)}: expected True, False or None (a bar when stderr is a terminal)")
     workers = default_workers() if compile_workers is None else integer("compile_workers", compile_workers, 1, 1024)
-    record_path = None if record is None else _record_path(record)
+    recorded_in = record_path(record)
     labelled = _labelled(candidates)
     given = {"stream": stream, "expect": expect, "atol": atol, "rtol": rtol, "reset_to_zero": reset_to_zero,
              "restore_value": restore_value}
@@ -87,7 +87,7 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
               for label, candidate in labelled]
     measuring = _measuring_device(trials, device)
     compiled = [t for t, (_, c) in zip(trials, labelled) if isinstance(c, (SourceLaunch, CandidateKind))]
-    recording = None if record_path is None else _recording(record_path)  # a bad file refused before any run
+    recording = open_record(recorded_in)  # a bad file refused before anything runs
     try:
         bar = Progress(len(trials) + len(compiled), show=progress, unit="candidate", desc="tuning")
         try:
@@ -95,8 +95,7 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
             order = run_trials(trials, policy, measuring, bar)
         finally:
             bar.close()
-        results = tuple(CandidateResult(t.label, c, t.result, t.error, t.sustained, t.note, t.measure_s)
-                        for t, (_, c) in zip(trials, labelled))
+        results = tuple(CandidateResult.of(t, c) for t, (_, c) in zip(trials, labelled))
         tuning = Tuning(results, tuple(order), time.perf_counter() - started)
         if recording is not None:
             recording.write(tuning, [_tags(label, c) for label, c in labelled], measuring)
@@ -108,15 +107,24 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
     return tuning
 
 
-def _record_path(record: object) -> Path:
+def record_path(record: object) -> Path | None:
+    """`tune`'s and autotune's `record=` checked: the results database's path, or None; BenchError for a value
+    that is not a path."""
+    if record is None:
+        return None
     if not isinstance(record, (str, os.PathLike)) or not str(record):
         raise BenchError(f"record={show(record)}: expected the path of a results database (a new file, or one "
                          "tunings were recorded into)")
     return Path(record)
 
 
-def _recording(path: Path) -> TuningRecord:
-    from .record import TuningRecord
+def open_record(record: object) -> TuningRecord | None:
+    """The results database `record` names, opened and checked (BenchError for a value that is not a path, or
+    a file that is not a tuning's database or a new one); None for None."""
+    path = record_path(record)
+    if path is None:
+        return None
+    from .record import TuningRecord  # SQLite and the results database load only for a tuning that records
     return TuningRecord(path)
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._measure.result import Result
+from .trial import Trial
 
 __all__ = ["CandidateResult", "Tuning"]
 
@@ -21,6 +22,11 @@ class CandidateResult:
     sustained: Result | None = None
     note: str | None = None
     measure_s: float = 0.0
+
+    @classmethod
+    def of(cls, trial: Trial, candidate: Any) -> CandidateResult:
+        """What the engine left in `trial`, for `candidate`."""
+        return cls(trial.label, candidate, trial.result, trial.error, trial.sustained, trial.note, trial.measure_s)
 
     @property
     def median_us(self) -> float | None:

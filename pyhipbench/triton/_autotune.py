@@ -14,10 +14,12 @@ anywhere is recorded with its reason.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._compile.pool import default_workers
@@ -29,6 +31,9 @@ from .._measure.result import Result
 from .._progress import Progress
 from .._tuning.engine import Policy, compile_trials, run_trials
 from .._tuning.trial import Trial
+from .._tuning.tune import open_record, record_path
+from .._tuning.tuning import CandidateResult
+from .._tuning.tuning import Tuning as EngineTuning
 from .._values import icache_flush as checked_icache_flush
 from .._values import integer, real, show
 from ..errors import BenchError, Error
@@ -52,6 +57,8 @@ from ._tuning_cache import TuningCache
 if TYPE_CHECKING:
     from triton.runtime.jit import JITFunction
 
+    from .._tuning.record import TuningRecord
+
 __all__ = ["autotune", "Autotuner", "Tuning", "ConfigResult", "TuneOptions"]
 
 
@@ -74,6 +81,7 @@ class TuneOptions:
     compile_workers: int = field(default_factory=default_workers)
     compile_timeout_s: float | None = 120.0
     progress: bool | None = None
+    record: Path | None = None
 
 
 @dataclass
@@ -207,27 +215,14 @@ class Autotuner:
             if self.tune_options.cache_results and not any(self._hooked(c) for c in configs) else None
         tuning = None if cache is None else cache.load(started)
         if tuning is None:
-            progress = Progress(len(configs), show=self.tune_options.progress, unit="config",
-                                desc=f"{self.fn.__name__} compiling")
-            setting_up = self._set_up_started()
-            call = _Call(grid, args, kwargs)
-            trials = [Trial(str(config), _Config(self, call, config)) for config in configs]
+            recording = open_record(self.tune_options.record)  # a bad file refused before anything runs
             try:
-                for trial, config in zip(trials, configs):
-                    self._specialized(trial, config, call)
-                compile_trials(trials, progress)
-                compile_wall_s = time.perf_counter() - started
-                for trial, config in zip(trials, configs):
-                    if self._hooked(config) and trial.error is None:
-                        trial.note = HOOKED_NOTE
-                setting_up.join()
-                progress.step(f"{self.fn.__name__} measuring")
-                order = run_trials(trials, self.policy, self.device, progress)
+                order, compile_wall_s, trials = self._tuned(grid, args, kwargs, configs, started)
+                if recording is not None:
+                    self._record(recording, trials, configs, order, key, time.perf_counter() - started)
             finally:
-                setting_up.join()
-                progress.close()
-            if self.tune_options.pre_hook is not None:  # as Triton's autotuner leaves the arguments after tuning
-                self.tune_options.pre_hook(self._named(args, kwargs), reset_only=True)
+                if recording is not None:
+                    recording.close()
             results = [_config_result(trial) for trial in trials]
             if not order:
                 reasons = "; ".join(f"{r.config}: {r.error}" for r in results)
@@ -238,6 +233,42 @@ class Autotuner:
                 cache.store(tuning)
         self.tunings[key] = tuning
         return tuning
+
+    def _tuned(self, grid: Any, args: Sequence[Any], kwargs: dict[str, Any], configs: list[Any],
+               started: float) -> tuple[list[int], float, list[Trial]]:
+        """Every config compiled and measured by the engine: the ranking, the compile wall (s) and the
+        trials."""
+        progress = Progress(len(configs), show=self.tune_options.progress, unit="config",
+                            desc=f"{self.fn.__name__} compiling")
+        setting_up = self._set_up_started()
+        call = _Call(grid, args, kwargs)
+        trials = [Trial(str(config), _Config(self, call, config)) for config in configs]
+        try:
+            for trial, config in zip(trials, configs):
+                self._specialized(trial, config, call)
+            compile_trials(trials, progress)
+            compile_wall_s = time.perf_counter() - started
+            for trial, config in zip(trials, configs):
+                if self._hooked(config) and trial.error is None:
+                    trial.note = HOOKED_NOTE
+            setting_up.join()
+            progress.step(f"{self.fn.__name__} measuring")
+            order = run_trials(trials, self.policy, self.device, progress)
+        finally:
+            setting_up.join()
+            progress.close()
+        if self.tune_options.pre_hook is not None:  # as Triton's autotuner leaves the arguments after tuning
+            self.tune_options.pre_hook(self._named(args, kwargs), reset_only=True)
+        return order, compile_wall_s, trials
+
+    def _record(self, recording: TuningRecord, trials: list[Trial], configs: list[Any], order: list[int],
+                key: tuple, wall_s: float) -> None:
+        """The tuning added to its results database (autotune's `record=`), each config tagged by its
+        meta-parameters and the tuning's key."""
+        recording.write(EngineTuning(tuple(CandidateResult.of(t, c) for t, c in zip(trials, configs)),
+                                     tuple(order), wall_s),
+                        [{"label": t.label, "key": [str(k) for k in key], **c.all_kwargs()}
+                         for t, c in zip(trials, configs)], self.device)
 
     def _set_up_started(self) -> threading.Thread:
         """The device's measurement set-up (the timer's probe, the clean step: bench's set_up) on a thread
@@ -365,6 +396,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
              device: Device | None = None, icache_flush: bool | None = None, race: bool = True,
              tie_hold_s: float | None = 0.1, compile_workers: int | None = None,
              compile_timeout_s: float | None = 120.0, progress: bool | None = None,
+             record: str | os.PathLike[str] | None = None,
              **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
     """A decorator like `triton.autotune(configs, key, ...)`, timing each config with pyhipbench.
 
@@ -404,6 +436,9 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     most one config's compile may take in a worker (None: no limit), past which it fails and its worker
     is replaced. `progress`: a bar on stderr over the configs
     (compiling, then measuring) for a tuning that lasts past a second; None: when stderr is a terminal.
+    `record`: a results database (SQLite; a new file, or one tunings were recorded into) each tuning is
+    added to, as `pyhipbench.tune(record=)` adds one: a row per config, tagged by its meta-parameters and
+    the tuning's key (docs/sweeps.md#tunings-in-a-results-database).
     """
     _require_triton()
     if device is not None and not isinstance(device, Device):
@@ -450,7 +485,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
                                                                                   compile_workers, 1, 1024),
         compile_timeout_s=None if compile_timeout_s is None else real("compile_timeout_s", compile_timeout_s,
                                                                       above=0),
-        progress=_progress_option(progress),
+        progress=_progress_option(progress), record=record_path(record),
         **{what: tuple(names) for what, names in resets.items()})
 
     def decorate(fn: "JITFunction") -> Autotuner:

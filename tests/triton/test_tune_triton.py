@@ -25,7 +25,6 @@ def backend_name():
     return "cuda"
 
 
-
 @pytest.fixture
 def compiled_here(monkeypatch):
     """Every triton.compile this process makes (the compile pool's workers are other processes)."""
@@ -134,6 +133,21 @@ def test_triton_configs_recorded_keep_their_meta_parameters_as_tags(device, fres
     from pyhipbench.cli import main
     assert main(["plot", str(db), "--x", "BLOCK", "--y", "num_warps", "-o", str(tmp_path / "space.svg")]) == 0
     assert (tmp_path / "space.svg").read_text().startswith("<?xml")
+
+
+def test_autotune_records_each_tuning_by_its_key_and_refuses_a_bad_record_at_decoration(device, fresh_cache, tmp_path):
+    x, y, out = vectors(device)
+    db = tmp_path / "tuning.db"
+    configs = [triton.Config({"BLOCK": b}) for b in (128, 256)]
+    tuner = ht.autotune(configs, key=["n"], device=device, timer="events", iterations=2, tie_hold_s=None,
+                        record=db)(tk.add)
+    tuner.tune(grid, x, y, out, 4096)
+    tuner.tune(grid, x, y, out, 2048)  # another key: another tuning in the same database
+    results = hb.load_results(db)
+    assert sorted((r["tags"]["key"][0], r["tags"]["BLOCK"]) for r in results) == [("2048", 128), ("2048", 256),
+                                                                                  ("4096", 128), ("4096", 256)]
+    with pytest.raises(hb.BenchError, match=r"^record=3: expected the path of a results database"):
+        ht.autotune(configs, key=["n"], record=3)
 
 
 @pytest.mark.parametrize("make, error, message", [
