@@ -30,12 +30,20 @@ import tempfile
 import time
 from typing import Any
 
-import helion
-import helion.language as hl
-import torch
-
 KERNELS = ("matmul", "softmax", "rowsum")
 MODES = ("helion", "pyhipbench")
+
+
+def load_gpu_modules() -> None:
+    """torch and Helion, as this module's globals (the kernels' annotations name torch), once the options
+    are checked: without them the script says so in one line."""
+    global helion, hl, torch
+    try:
+        import helion
+        import helion.language as hl
+        import torch
+    except ImportError as e:
+        raise SystemExit(f"bench/helion_autotune.py needs torch and Helion 1.5.0: {e}") from None
 
 
 def define(name: str, **settings: Any) -> tuple[Any, tuple[Any, ...], Any]:
@@ -176,10 +184,13 @@ def main() -> None:
     parser.add_argument("--json", help="write every record here")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    kernels = ["softmax"] if options.quick else options.kernels.split(",")
+    if options.child is None and (len(set(kernels)) != len(kernels) or not set(kernels) <= set(KERNELS)):
+        parser.error(f"--kernels {options.kernels!r}: expected distinct names among {', '.join(KERNELS)}")
+    load_gpu_modules()
     if options.child:
         child(options.child)
         return
-    kernels = ["softmax"] if options.quick else options.kernels.split(",")
     effort = "quick" if options.quick else options.effort
     records = []
     for name in kernels:

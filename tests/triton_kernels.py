@@ -55,3 +55,13 @@ def scale_by_default(x, out, n, factor=2.0, BLOCK: tl.constexpr = 64):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     tl.store(out + offsets, tl.load(x + offsets, mask=mask) * factor, mask=mask)
+
+
+def add_defined_in_a_function():
+    """`add` defined inside a function (its qualified name holds <locals>): a compile worker cannot import it."""
+    @triton.jit
+    def local_add(x, y, out, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out + offsets, tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask), mask=mask)
+    return local_add

@@ -31,6 +31,11 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
     ("sweep_host_overhead", ["--replacements", "-1"], "--replacements -1: expected positive counts"),
     ("autotune_ties", ["--sizes", "8,x"], "argument --sizes: '8,x': expected comma-separated sizes >= 16"),
     ("compile_ahead", ["--warm-runs", "0"], "--warm-runs 0: expected at least 1 new process with the cache warm"),
+    ("helion_autotune", ["--kernels", "matmul,gemm"], "--kernels 'matmul,gemm': expected distinct names among "
+     "matmul, softmax, rowsum"),
+    ("helion_autotune", ["--kernels", "softmax,softmax"], "--kernels 'softmax,softmax': expected distinct names"),
+    ("helion_autotune", ["--seed", "x"], "argument --seed: invalid int value: 'x'"),
+    ("inductor_autotune", [], "the following arguments are required: --out"),
     ("clean_isolation", ["--samples", "1000001"], "--samples 1000001: expected 2 (a lag-1 correlation needs two) "
      "to 1000000"),
 ])

@@ -12,7 +12,6 @@ import pytest
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): "
                                                 "the Triton adapter's tests need it")
-import triton.language as tl
 
 import pyhipbench as hb
 import pyhipbench.triton as ht
@@ -53,12 +52,7 @@ def test_configs_compile_in_the_pool_then_come_from_trintons_cache(device, fresh
 
 
 def test_a_kernel_a_worker_cannot_import_compiles_here_and_says_why(device, fresh_cache):
-    @triton.jit
-    def local_add(x, y, out, n, BLOCK: tl.constexpr):
-        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offsets < n
-        tl.store(out + offsets, tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask), mask=mask)
-
+    local_add = tk.add_defined_in_a_function()
     x, y, out = vectors(device)
     tuning = ht.autotune(CONFIGS[:2], key=["n"], device=device, iterations=2, warmup_samples=0,
                          timer="events", tie_hold_s=None)(local_add).tune(grid, x, y, out, 4096)

@@ -10,7 +10,6 @@ import pytest
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): "
                                                 "the Triton adapter's tests need it")
-import triton.language as tl
 
 import pyhipbench as hb
 import pyhipbench.triton as ht
@@ -101,12 +100,7 @@ def test_a_triton_launch_beside_a_launch_and_a_callable_and_one_that_fails_alone
 
 
 def test_a_kernel_a_worker_cannot_import_compiles_here_and_its_note_says_why(device, fresh_cache, compiled_here):
-    @triton.jit
-    def local_add(x, y, out, n, BLOCK: tl.constexpr):
-        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offsets < n
-        tl.store(out + offsets, tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask), mask=mask)
-
+    local_add = tk.add_defined_in_a_function()
     x, y, out = vectors(device)
     tuning = hb.tune([ht.TritonLaunch(local_add, grid, [x, y, out, 4096], BLOCK=256)], device=device,
                      timer="events", iterations=2, tie_hold_s=None)
