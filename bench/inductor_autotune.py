@@ -3,12 +3,15 @@
 Each (model, dtype, benchmarker) compiles in a fresh process with fresh Inductor and Triton caches
 (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR in a new temporary directory), mode="max-autotune-no-cudagraphs".
 Reported per run: the seconds Inductor's autotuning log says it spent benchmarking (and precompiling), the
-compile's wall time (the first call), each op's pick, the compiled model's forward time by a long torch.profiler
-reading (the device time of its kernels per forward, neither benchmarker), and whether its outputs match eager
-(torch.testing's tolerances for the dtype). Writes --out (JSON) and prints a table.
+seconds install() took (it readies the measuring; 0 for Inductor's own), the compile's wall time (the first
+call), each op's pick, the compiled model's forward time by a long torch.profiler reading (the device time of
+its kernels per forward, neither benchmarker), and whether its outputs match eager (torch.testing's tolerances
+for the dtype). Writes --out (JSON) and prints a table.
 
     python bench/inductor_autotune.py --out inductor.json
     python bench/inductor_autotune.py --quick --out quick.json     # one small model, a smoke test
+    python bench/inductor_autotune.py --models mlp,gemms --dtypes bfloat16 --out some.json
+    python bench/inductor_autotune.py --install '{"tie_hold_s": 0}' --out no_ties.json   # install()'s keywords
 """
 from __future__ import annotations
 
@@ -91,13 +94,15 @@ def forward_ms(fn, inputs) -> float:
 LOW_PRECISION_TOLERANCE = {"atol": 2e-2, "rtol": 2e-2}
 
 
-def child(model_name: str, dtype_name: str, benchmarker: str, quick: bool, out: str) -> None:
-    """One compile, in this (fresh) process; its record to `out`."""
+def child(model_name: str, dtype_name: str, benchmarker: str, quick: bool, out: str, install: str) -> None:
+    """One compile, in this (fresh) process; its record to `out`. `install`: install()'s keywords, JSON."""
     import torch
     torch.manual_seed(0)
-    if benchmarker == "pyhipbench":
+    started = time.perf_counter()
+    if benchmarker == "pyhipbench":  # install() readies the measuring (the device, its timer): timed here
         import pyhipbench.inductor
-        pyhipbench.inductor.install()
+        pyhipbench.inductor.install(**json.loads(install))
+    install_s = time.perf_counter() - started
     model, inputs = build(model_name, dtype_name, quick)
     compiled = torch.compile(model, mode="max-autotune-no-cudagraphs")
     with torch.no_grad():
@@ -113,7 +118,8 @@ def child(model_name: str, dtype_name: str, benchmarker: str, quick: bool, out: 
     except AssertionError as e:
         matches, mismatch = False, str(e).splitlines()[0]
     max_abs_diff = float((got.float() - expected.float()).abs().max())
-    record = {"model": model_name, "dtype": dtype_name, "benchmarker": benchmarker, "compile_s": compile_s,
+    record = {"model": model_name, "dtype": dtype_name, "benchmarker": benchmarker, "install_s": install_s,
+              "compile_s": compile_s,
               "forward_ms": forward_ms(compiled, inputs), "eager_forward_ms": forward_ms(model, inputs),
               "matches_eager": matches, "mismatch": mismatch, "max_abs_diff": max_abs_diff}
     Path(out).write_text(json.dumps(record))
@@ -135,12 +141,12 @@ def parse_log(stderr: str) -> dict:
     return {"benchmark_s": benchmark_s, "precompile_s": precompile_s, "picks": picks}
 
 
-def run(model_name: str, dtype_name: str, benchmarker: str, quick: bool) -> dict:
+def run(model_name: str, dtype_name: str, benchmarker: str, quick: bool, install: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="inductor-autotune-") as fresh:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": f"{fresh}/inductor", "TRITON_CACHE_DIR": f"{fresh}/triton"}
         env.pop("PYHIPBENCH_INDUCTOR", None)  # each run says itself which benchmarker it uses
         out = f"{fresh}/record.json"
-        command = [sys.executable, __file__, "--child", model_name, dtype_name, benchmarker, out]
+        command = [sys.executable, __file__, "--child", model_name, dtype_name, benchmarker, out, "--install", install]
         started = time.perf_counter()
         done = subprocess.run(command + (["--quick"] if quick else []), env=env, capture_output=True, text=True)
         wall_s = time.perf_counter() - started
@@ -152,15 +158,16 @@ def run(model_name: str, dtype_name: str, benchmarker: str, quick: bool) -> dict
 
 
 def summary(records: list[dict]) -> str:
-    lines = [f"{'model':<10} {'dtype':<9} {'benchmarker':<11} {'bench s':>8} {'compile s':>9} {'fwd ms':>8} "
-             f"{'eager':>5} picks"]
+    lines = [f"{'model':<10} {'dtype':<9} {'benchmarker':<11} {'bench s':>8} {'install s':>9} {'compile s':>9} "
+             f"{'fwd ms':>8} {'eager':>5} picks"]
     for r in records:
         if "error" in r:
             lines.append(f"{r['model']:<10} {r['dtype']:<9} {r['benchmarker']:<11} failed: {r['error']}")
             continue
         picks = ", ".join(p["pick"] for p in r["picks"])
         lines.append(f"{r['model']:<10} {r['dtype']:<9} {r['benchmarker']:<11} {r['benchmark_s']:>8.3f} "
-                     f"{r['compile_s']:>9.2f} {r['forward_ms']:>8.4f} {'ok' if r['matches_eager'] else 'NO':>5} "
+                     f"{r['install_s']:>9.2f} {r['compile_s']:>9.2f} {r['forward_ms']:>8.4f} "
+                     f"{'ok' if r['matches_eager'] else 'NO':>5} "
                      f"{picks}")
     by_key = {(r["model"], r["dtype"], r["benchmarker"]): r for r in records if "error" not in r}
     for model, dtype, _ in sorted(k for k in by_key if k[2] == "inductor"):
@@ -172,22 +179,43 @@ def summary(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def names(parser: argparse.ArgumentParser, option: str, value: str, known: tuple[str, ...]) -> list[str]:
+    """`value`'s comma-separated names, each one of `known`, none twice; else the parser's one-line error."""
+    chosen = value.split(",")
+    if not value or any(n not in known for n in chosen) or len(set(chosen)) != len(chosen):
+        parser.error(f"{option} {value!r}: expected distinct names among {', '.join(known)}")
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required="--child" not in sys.argv, help="the JSON report")
+    parser.add_argument("--out", required="--child" not in sys.argv,
+                        help="the JSON report, written again after each run")
     parser.add_argument("--quick", action="store_true", help="one small model (the MLP block, bf16)")
+    parser.add_argument("--models", default=",".join(MODELS), help=f"among {', '.join(MODELS)}")
+    parser.add_argument("--dtypes", default=",".join(DTYPES), help=f"among {', '.join(DTYPES)}")
+    parser.add_argument("--install", default="{}", help="pyhipbench.inductor.install()'s keywords, a JSON object "
+                        "(default: {}, its defaults)")
     parser.add_argument("--child", nargs=4, metavar=("MODEL", "DTYPE", "BENCHMARKER", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(*args.child[:3], args.quick, args.child[3])
+        child(*args.child[:3], args.quick, args.child[3], args.install)
         return
-    plan = [("mlp", "bfloat16")] if args.quick else [(m, d) for m in MODELS for d in DTYPES]
+    try:
+        keywords = json.loads(args.install)
+    except ValueError:
+        keywords = None
+    if not isinstance(keywords, dict):
+        parser.error(f"--install {args.install!r}: expected a JSON object of pyhipbench.inductor.install()'s keywords")
+    models = names(parser, "--models", args.models, MODELS)
+    dtypes = names(parser, "--dtypes", args.dtypes, DTYPES)
+    plan = [("mlp", "bfloat16")] if args.quick else [(m, d) for m in models for d in dtypes]
     records = []
     for model_name, dtype_name in plan:
         for benchmarker in BENCHMARKERS:
-            records.append(run(model_name, dtype_name, benchmarker, args.quick))
+            records.append(run(model_name, dtype_name, benchmarker, args.quick, args.install))
+            Path(args.out).write_text(json.dumps({"install": keywords, "records": records}, indent=1))
             print(f"{model_name} {dtype_name} {benchmarker}: done", file=sys.stderr)
-    Path(args.out).write_text(json.dumps({"records": records}, indent=1))
     print(summary(records))
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._device.device import Device
+from ..errors import BenchError
+from ._gpu_benchmark import ready
 from ._installation import current, install_settings, remove
 from ._settings import ENV_VAR, Settings
 
@@ -35,10 +37,21 @@ def install(*, device_type: str = "cuda", device: Device | None = None, race: bo
     pyhipbench Device the callables run on (None: torch's current device at each benchmark). `race`, `tie_hold_s`
     (s): hb.tune's, for each list of choices. `bench_options`: bench_callable's options (`BenchOptions`, rotate
     aside) for every measurement, such as `precision`, `max_time_s` (s), `cache` ("clean-cold" or "warm").
-    BenchError in one line, before anything is replaced, for bad input, a torch whose benchmarker cannot be
-    reached, or a second install.
+    Where torch sees a CUDA device, the measuring is made ready here (`device`, or torch's current one): what
+    a process's first measurement sets up once (the device, the kernel timer, the clean step, CUPTI's tracing)
+    is done now rather than inside the first benchmark. BenchError in one line, before anything is replaced,
+    for bad input, a torch whose benchmarker cannot be reached, or a second install.
     """
     settings = Settings.checked(device_type, device, race, tie_hold_s, bench_options)
+    try:
+        import torch
+    except ImportError as e:
+        raise BenchError(f"pyhipbench.inductor.install(): torch cannot be imported ({e}); expected torch 2.11 or "
+                         "later") from None
+    if current() is None and torch.cuda.is_available():
+        index = torch.cuda.current_device() if device is None else device.properties.index
+        scratch = torch.empty(1, device=torch.device("cuda", index))
+        ready(settings, scratch.zero_)
     return install_settings(settings).path
 
 

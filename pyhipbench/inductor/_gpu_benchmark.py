@@ -14,11 +14,17 @@ kernel time on its own (Inductor subtracts such a call, a fused kernel's
 argument clone, from the kernel's benchmark, which has no copy time in it
 either); as a choice, it is timed by torch's own benchmark_gpu instead, with
 a warning.
+
+What a process's first measurement sets up once (the device, the kernel
+timer's probe, the clean step's buffer and kernel, CUPTI's tracing of calls:
+0.1-0.3 s on the H100) would fall on the first choice Inductor benchmarks;
+`ready` does it beforehand, by measuring one fill.
 """
 from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +38,7 @@ from ..errors import BenchError
 from ._choice_race import ChoiceRace
 from ._settings import Settings
 
-__all__ = ["GpuBenchmark", "RETURN_MODES", "IGNORED_KEYWORDS"]
+__all__ = ["GpuBenchmark", "RETURN_MODES", "IGNORED_KEYWORDS", "ready"]
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +101,15 @@ class GpuBenchmark:
         elif race is not None:
             race.record(call, result)
         return _in_ms(result, return_mode, quantiles)
+
+
+def ready(settings: Settings, call: Callable[[], object]) -> float:
+    """Everything a measurement with `settings` sets up once per process, set up: `call` (one kernel on the
+    device the benchmarks will use) measured once, untimed by anyone. Seconds it took."""
+    started = time.perf_counter()
+    once = settings.policy.options.replace(iterations=1, warmup=0, hold_s=0.0, energy=False)
+    bench_callable_with(call, once, graph=False, device=settings.device, name="pyhipbench.inductor ready")
+    return time.perf_counter() - started
 
 
 def _given(**keywords: Any) -> dict[str, Any]:

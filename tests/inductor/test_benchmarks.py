@@ -18,6 +18,7 @@ import pyhipbench as hb  # noqa: E402
 import pyhipbench.inductor as inductor  # noqa: E402
 from pyhipbench.errors import BenchError  # noqa: E402
 from pyhipbench.inductor import _gpu_benchmark  # noqa: E402
+from pyhipbench.inductor._settings import Settings  # noqa: E402
 
 GEMM = 0xA1
 
@@ -188,3 +189,11 @@ def test_a_finalist_whose_hold_fails_keeps_its_screen_reading_and_the_compile_go
     choices = [Choice("flaky", flaky), Choice("steady", launching(driver, 256))]
     timings = AlgorithmSelectorCache.benchmark_choices(choices, Args())
     assert timings[choices[0]] == pytest.approx(0.003) and timings[choices[1]] == pytest.approx(0.003)
+
+
+def test_ready_measures_one_call_with_the_installed_options(fake):
+    driver, device = fake
+    settings = Settings.checked("cuda", device, True, 0.1, {"cache": "warm"})
+    assert _gpu_benchmark.ready(settings, launching(driver, 64)) >= 0
+    ours = [r for r in driver.records("cudaLaunchKernel") if r.function == GEMM]
+    assert len(ours) == 2  # the first, untimed call and one sample: no warm-up, no hold

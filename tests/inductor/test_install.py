@@ -177,3 +177,23 @@ def test_an_install_over_the_environment_variable_is_undone_whole():
     ran = _subprocess(code, "1")
     path = "register_benchmarker" if HAS_HOOK else "benchmarker instance"
     assert ran.stdout.split("\n")[:3] == [path, "True None 1", "False"], ran.stderr
+
+
+def test_install_readies_the_measuring_on_the_cuda_device_torch_sees_and_not_without_one(monkeypatch):
+    readied = []
+    monkeypatch.setattr(inductor, "ready", lambda settings, call: readied.append((settings, call)))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    inductor.install()
+    assert readied == []  # no CUDA device: nothing to ready
+    inductor.uninstall()
+    made = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    monkeypatch.setattr(torch, "empty", lambda size, device: made.append((size, device)) or torch.zeros(size))
+    inductor.install(precision=0.02)
+    assert made == [(1, torch.device("cuda", 3))]  # a one-element tensor on torch's current device
+    [(settings, call)] = readied
+    assert settings.policy.options.precision == 0.02 and call.__name__ == "zero_"
+    with pytest.raises(BenchError, match="^pyhipbench.inductor is installed already"):
+        inductor.install()
+    assert len(readied) == 1  # a refused second install readies nothing

@@ -36,6 +36,12 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
     ("helion_autotune", ["--kernels", "softmax,softmax"], "--kernels 'softmax,softmax': expected distinct names"),
     ("helion_autotune", ["--seed", "x"], "argument --seed: invalid int value: 'x'"),
     ("inductor_autotune", [], "the following arguments are required: --out"),
+    ("inductor_autotune", ["--out", "x.json", "--models", "mlp,resnet"], "--models 'mlp,resnet': expected distinct "
+     "names among mlp, attention, gemms"),
+    ("inductor_autotune", ["--out", "x.json", "--install", "[1]"], "--install '[1]': expected a JSON object of "
+     "pyhipbench.inductor.install()'s keywords"),
+    ("inductor_autotune", ["--out", "x.json", "--dtypes", "float32"], "--dtypes 'float32': expected distinct names "
+     "among bfloat16, float16"),
     ("clean_isolation", ["--samples", "1000001"], "--samples 1000001: expected 2 (a lag-1 correlation needs two) "
      "to 1000000"),
 ])
