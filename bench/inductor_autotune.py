@@ -4,9 +4,9 @@ Each (model, dtype, benchmarker) compiles in a fresh process with fresh Inductor
 (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR in a new temporary directory), mode="max-autotune-no-cudagraphs".
 Reported per run: the seconds Inductor's autotuning log says it spent benchmarking (and precompiling), the
 seconds install() took (it readies the measuring; 0 for Inductor's own), the compile's wall time (the first
-call), each op's pick, the compiled model's forward time by a long torch.profiler reading (the device time of
-its kernels per forward, neither benchmarker), and whether its outputs match eager (torch.testing's tolerances
-for the dtype). Writes --out (JSON) and prints a table.
+call), what pyhipbench measured (pyhipbench.inductor.ledger()), each op's pick, the compiled model's forward
+time by a long torch.profiler reading (the device time of its kernels per forward, neither benchmarker), and
+whether its outputs match eager (torch.testing's tolerances for the dtype). Writes --out (JSON) and prints a table.
 
     python bench/inductor_autotune.py --out inductor.json
     python bench/inductor_autotune.py --quick --out quick.json     # one small model, a smoke test
@@ -111,6 +111,9 @@ def child(model_name: str, dtype_name: str, benchmarker: str, quick: bool, out: 
         torch.cuda.synchronize()
         compile_s = time.perf_counter() - started
         expected = model(*inputs)
+    ledger = None
+    if benchmarker == "pyhipbench":  # what pyhipbench measured for the compile, counted
+        ledger = pyhipbench.inductor.ledger().to_dict()
     try:  # 16-bit outputs of sums Inductor may reorder: atol = rtol = 2e-2 (the dtype's default atol is 1e-5)
         torch.testing.assert_close(got, expected, **LOW_PRECISION_TOLERANCE if got.dtype in (
             torch.float16, torch.bfloat16) else {})
@@ -121,7 +124,7 @@ def child(model_name: str, dtype_name: str, benchmarker: str, quick: bool, out: 
     record = {"model": model_name, "dtype": dtype_name, "benchmarker": benchmarker, "install_s": install_s,
               "compile_s": compile_s,
               "forward_ms": forward_ms(compiled, inputs), "eager_forward_ms": forward_ms(model, inputs),
-              "matches_eager": matches, "mismatch": mismatch, "max_abs_diff": max_abs_diff}
+              "matches_eager": matches, "mismatch": mismatch, "max_abs_diff": max_abs_diff, "ledger": ledger}
     Path(out).write_text(json.dumps(record))
 
 
@@ -169,6 +172,8 @@ def summary(records: list[dict]) -> str:
                      f"{r['install_s']:>9.2f} {r['compile_s']:>9.2f} {r['forward_ms']:>8.4f} "
                      f"{'ok' if r['matches_eager'] else 'NO':>5} "
                      f"{picks}")
+        if r.get("ledger"):
+            lines.append(f"{'':<10} pyhipbench ledger: {json.dumps(r['ledger'])}")
     by_key = {(r["model"], r["dtype"], r["benchmarker"]): r for r in records if "error" not in r}
     for model, dtype, _ in sorted(k for k in by_key if k[2] == "inductor"):
         ours = by_key.get((model, dtype, "pyhipbench"))

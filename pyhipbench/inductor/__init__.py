@@ -3,6 +3,7 @@
     import pyhipbench.inductor
     pyhipbench.inductor.install()          # or PYHIPBENCH_INDUCTOR=1 in the environment
     model = torch.compile(model, mode="max-autotune-no-cudagraphs")
+    pyhipbench.inductor.ledger()           # what pyhipbench measured, counted
     pyhipbench.inductor.uninstall()        # Inductor's own benchmarker again
 
 From install() on, every CUDA benchmark Inductor makes (select_algorithm's
@@ -22,9 +23,10 @@ from .._device.device import Device
 from ..errors import BenchError
 from ._gpu_benchmark import ready
 from ._installation import current, install_settings, remove
+from ._ledger import Ledger
 from ._settings import ENV_VAR, Settings
 
-__all__ = ["ENV_VAR", "install", "uninstall", "installed"]
+__all__ = ["ENV_VAR", "Ledger", "install", "uninstall", "installed", "ledger"]
 
 
 def install(*, device_type: str = "cuda", device: Device | None = None, race: bool = True,
@@ -67,3 +69,10 @@ def installed() -> str | None:
     or None."""
     installation = current()
     return None if installation is None else installation.path or "pending: Inductor not imported yet"
+
+
+def ledger() -> Ledger | None:
+    """What pyhipbench measured for Inductor in this process since it was installed (counts and seconds;
+    an autotune subprocess keeps its own), or None while nothing is installed."""
+    installation = current()
+    return None if installation is None else installation.ledger

@@ -38,6 +38,7 @@ from .._tuning.ranking import reported_us
 from .._tuning.ties import hold_ties
 from .._tuning.trial import Trial
 from ..errors import BenchError, Error
+from ._ledger import Ledger
 
 __all__ = ["ChoiceRace", "race_choices"]
 
@@ -138,18 +139,19 @@ class _HeldChoice:
         """Nothing: Inductor cleaned up after its benchmark."""
 
 
-def race_choices(original: Callable[..., dict[Any, float]], policy: Policy,
-                 device: Device | None) -> Callable[..., dict[Any, float]]:
+def race_choices(original: Callable[..., dict[Any, float]], policy: Policy, device: Device | None,
+                 ledger: Ledger) -> Callable[..., dict[Any, float]]:
     """`benchmark_choices(cls, choices, autotune_args, is_collective=False)` raced: `original` (Inductor's,
-    unbound) called for one choice at a time. Collective choices (timed across ranks by Inductor itself), a
-    list inside a list and a list holding a compiled library's choice (CUTLASS, ROCm CK) go to `original` as
-    they are, each choice still measured by pyhipbench, not raced."""
+    unbound) called for one choice at a time, each raced list counted into `ledger`. Collective choices (timed
+    across ranks by Inductor itself), a list inside a list and a list holding a compiled library's choice
+    (CUTLASS, ROCm CK) go to `original` as they are, each choice still measured by pyhipbench, not raced."""
 
     def benchmark_choices(cls: type, choices: Sequence[Any], autotune_args: Any,
                           is_collective: bool = False) -> dict[Any, float]:
         if is_collective or ChoiceRace.current() is not None or any(_native_library(c) for c in choices):
             return original(cls, choices, autotune_args, is_collective)
         race = ChoiceRace(policy, device)
+        ledger.choice_lists += 1
         labels = _labels(choices)
         timings_ms: dict[str, float] = {}
         for label, choice in zip(labels, choices):

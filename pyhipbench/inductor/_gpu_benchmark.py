@@ -36,6 +36,7 @@ from .._measure.result import Result
 from .._values import real, show
 from ..errors import BenchError
 from ._choice_race import ChoiceRace
+from ._ledger import Ledger
 from ._settings import Settings
 
 __all__ = ["GpuBenchmark", "RETURN_MODES", "IGNORED_KEYWORDS", "ready"]
@@ -51,10 +52,10 @@ IGNORED_KEYWORDS = ("estimation_iters", "memory_warmup_iters", "benchmark_iters"
 
 
 class GpuBenchmark:
-    """Inductor's benchmark_gpu(_callable, **kwargs) -> ms, measured with `settings`."""
+    """Inductor's benchmark_gpu(_callable, **kwargs) -> ms, measured with `settings`, counted into `ledger`."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, settings: Settings, ledger: Ledger) -> None:
+        self.settings, self.ledger = settings, ledger
 
     def __call__(self, benchmarker: object, _callable: Callable[[], object], *, warmup: float | None = None,
                  rep: float | None = None, return_mode: str | None = None,
@@ -84,9 +85,12 @@ class GpuBenchmark:
         if race is not None:
             options = race.holding if race.holding is not None else race.bound.options_for(options)
         name = race.label if race is not None else _name(_callable)
+        held = race is not None and race.holding is not None
+        started = time.perf_counter()
         try:
             result = bench_callable_with(call, options, graph=False, device=self.settings.device, name=name)
         except MeasurementError as e:
+            self.ledger.torch_timed += 1
             if race is None:  # a copy or fill only (a fused kernel's argument clone): it runs no kernel
                 log.debug("%s: %s; its kernel time is 0 ms", name, e)
                 return 0.0 if return_mode != "all" else [0.0]
@@ -96,6 +100,7 @@ class GpuBenchmark:
                 benchmarker, _callable, is_vetted_benchmarking=is_vetted_benchmarking,
                 **_given(warmup=warmup, rep=rep, return_mode=return_mode, quantiles=quantiles,
                          grad_to_none=grad_to_none), **kwargs)
+        self.ledger.add(result, time.perf_counter() - started, held)
         if race is not None and race.holding is not None:
             race.record_hold(result)
         elif race is not None:

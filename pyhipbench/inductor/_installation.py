@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import BenchError
 from ._choice_race import race_choices
 from ._gpu_benchmark import GpuBenchmark
+from ._ledger import Ledger
 from ._settings import ENV_VAR, Settings, keywords_from_environment
 from ._torch_paths import BENCHMARKING, SELECT_ALGORITHM, hook_benchmarker, path_of, wrap_benchmark_choices
 
@@ -17,10 +18,12 @@ __all__ = ["Installation", "current", "install_settings", "install_from_environm
 
 
 class Installation:
-    """`settings` applied to each of Inductor's modules as it is given (`apply`), each undone by `remove`."""
+    """`settings` applied to each of Inductor's modules as it is given (`apply`), each undone by `remove`;
+    what it measures counted into `ledger`."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.ledger = Ledger()
         self.undo: dict[str, Callable[[], None]] = {}
         self.path = ""  # how the benchmarker was reached (torch_paths.path_of), once it was
 
@@ -31,11 +34,11 @@ class Installation:
         module, version = sys.modules[module_name], _torch_version()
         if module_name == BENCHMARKING:
             self.path = path_of(module, version)
-            self.undo[module_name] = hook_benchmarker(module, version, GpuBenchmark(self.settings))
+            self.undo[module_name] = hook_benchmarker(module, version, GpuBenchmark(self.settings, self.ledger))
         elif module_name == SELECT_ALGORITHM:
-            policy, device = self.settings.policy, self.settings.device
-            self.undo[module_name] = wrap_benchmark_choices(module, version,
-                                                            lambda original: race_choices(original, policy, device))
+            policy, device, ledger = self.settings.policy, self.settings.device, self.ledger
+            self.undo[module_name] = wrap_benchmark_choices(
+                module, version, lambda original: race_choices(original, policy, device, ledger))
 
     def remove(self) -> None:
         for undo in reversed(list(self.undo.values())):

@@ -162,6 +162,10 @@ def test_a_list_races_and_a_failing_choice_is_inf_the_others_kept(fake, monkeypa
     assert results["slow"].stop_reason == "slower" and results["slow"].slower_than_us == pytest.approx(
         results["fast"].ci_us[1])
     assert results["fast"].stop_reason != "slower"
+    book = inductor.ledger()  # what was measured, counted: the two choices that ran a kernel, the list
+    assert (book.measurements, book.choice_lists, book.stopped_slower, book.holds, book.torch_timed) == (2, 1, 1, 0, 1)
+    assert book.samples == sum(len(r.times_us) for r in results.values())
+    assert book.warmup_samples == sum(r.warmup for r in results.values()) and book.measure_s > 0
 
 
 def test_the_finalists_are_held_and_the_numbers_keep_the_tie_rounds_order(fake, monkeypatch):
@@ -183,6 +187,8 @@ def test_the_finalists_are_held_and_the_numbers_keep_the_tie_rounds_order(fake, 
     assert timings[choices[1]] == pytest.approx(0.003) and timings[choices[0]] == pytest.approx(0.003 * 6 / 4)
     assert timings[choices[2]] == pytest.approx(0.009)  # not a finalist: its screen median
     assert min(timings, key=timings.__getitem__) is choices[1]
+    holds = [hold_s for _, hold_s, _ in seen if hold_s > 0]
+    assert holds and inductor.ledger().holds == len(holds) and inductor.ledger().samples == 4 * len(seen)
     assert [(label, hold_s > 0) for label, hold_s, _ in seen][:3] == [("first", False), ("second", False),
                                                                         ("slow", False)]
 

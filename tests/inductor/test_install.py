@@ -197,3 +197,12 @@ def test_install_readies_the_measuring_on_the_cuda_device_torch_sees_and_not_wit
     with pytest.raises(BenchError, match="^pyhipbench.inductor is installed already"):
         inductor.install()
     assert len(readied) == 1  # a refused second install readies nothing
+
+
+def test_the_ledger_is_the_installations_and_none_without_one():
+    assert inductor.ledger() is None
+    inductor.install()
+    book = inductor.ledger()
+    assert isinstance(book, inductor.Ledger) and book.to_dict()["measurements"] == 0 and book is inductor.ledger()
+    inductor.uninstall()
+    assert inductor.ledger() is None
