@@ -108,13 +108,13 @@ class GpuBenchmark:
         return _in_ms(result, return_mode, quantiles)
 
 
-def ready(settings: Settings, call: Callable[[], object]) -> float:
+def ready(settings: Settings, call: Callable[[], object]) -> None:
     """Everything a measurement with `settings` sets up once per process, set up: `call` (one kernel on the
-    device the benchmarks will use) measured once, untimed by anyone. Seconds it took."""
+    device the benchmarks will use) measured once, its result dropped; the seconds it took logged."""
     started = time.perf_counter()
     once = settings.policy.options.replace(iterations=1, warmup=0, hold_s=0.0, energy=False)
     bench_callable_with(call, once, graph=False, device=settings.device, name="pyhipbench.inductor ready")
-    return time.perf_counter() - started
+    log.info("measuring made ready in %.3f s", time.perf_counter() - started)
 
 
 def _given(**keywords: Any) -> dict[str, Any]:

@@ -213,6 +213,6 @@ def test_a_finalist_whose_hold_fails_keeps_its_screen_reading_and_the_compile_go
 def test_ready_measures_one_call_with_the_installed_options(fake):
     driver, device = fake
     settings = Settings.checked("cuda", device, True, 0.1, {"cache": "warm"})
-    assert _gpu_benchmark.ready(settings, launching(driver, 64)) >= 0
+    _gpu_benchmark.ready(settings, launching(driver, 64))
     ours = [r for r in driver.records("cudaLaunchKernel") if r.function == GEMM]
     assert len(ours) == 2  # the first, untimed call and one sample: no warm-up, no hold
