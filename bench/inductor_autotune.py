@@ -212,6 +212,12 @@ def main() -> None:
         keywords = None
     if not isinstance(keywords, dict):
         parser.error(f"--install {args.install!r}: expected a JSON object of pyhipbench.inductor.install()'s keywords")
+    from pyhipbench.errors import BenchError
+    from pyhipbench.inductor._settings import Settings
+    try:  # checked here as install() checks them, not first in each child process
+        Settings.from_keywords(keywords)
+    except BenchError as e:
+        parser.error(f"--install {args.install!r}: {e}")
     models = names(parser, "--models", args.models, MODELS)
     dtypes = names(parser, "--dtypes", args.dtypes, DTYPES)
     plan = [("mlp", "bfloat16")] if args.quick else [(m, d) for m in models for d in dtypes]

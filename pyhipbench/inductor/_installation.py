@@ -5,7 +5,6 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from ..errors import BenchError
 from ._choice_race import race_choices
@@ -92,7 +91,7 @@ def install_from_environment(module_name: str) -> None:
         keywords = keywords_from_environment(os.environ.get(ENV_VAR, ""))
         if keywords is None:
             return
-        _State.installation = Installation(_settings_from(keywords))
+        _State.installation = Installation(Settings.from_keywords(keywords))
         _State.environment_before = None  # uninstall() clears it: subprocesses started later do not install
     _State.installation.apply(module_name)
 
@@ -109,12 +108,6 @@ def remove() -> bool:
     else:
         os.environ[ENV_VAR] = _State.environment_before
     return True
-
-
-def _settings_from(keywords: dict[str, Any]) -> Settings:
-    given = dict(keywords)
-    return Settings.checked(given.pop("device_type", "cuda"), None, given.pop("race", True),
-                            given.pop("tie_hold_s", 0.1), given)
 
 
 def _torch_version() -> str:

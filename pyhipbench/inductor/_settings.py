@@ -50,6 +50,14 @@ class Settings:
         policy = Policy.checked(options, race, tie_hold_s)
         return cls(policy, device, {**bench_options, "race": race, "tie_hold_s": tie_hold_s})
 
+    @classmethod
+    def from_keywords(cls, keywords: dict[str, Any]) -> Settings:
+        """The settings install(**keywords) would make (the device aside: torch's current one), checked as
+        install() checks them: the environment variable's JSON object, or a bench script's."""
+        given = dict(keywords)
+        return cls.checked(given.pop("device_type", "cuda"), None, given.pop("race", True),
+                           given.pop("tie_hold_s", 0.1), given)
+
     def environment_value(self) -> str:
         """The environment variable's value that installs these settings in a subprocess (the device aside:
         a subprocess measures on the device it is given)."""

@@ -206,3 +206,11 @@ def test_the_ledger_is_the_installations_and_none_without_one():
     assert isinstance(book, inductor.Ledger) and book.to_dict()["measurements"] == 0 and book is inductor.ledger()
     inductor.uninstall()
     assert inductor.ledger() is None
+
+
+def test_install_without_an_importable_torch_is_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    with pytest.raises(BenchError, match=r"^pyhipbench.inductor.install\(\): torch cannot be imported \(.*\); "
+                                         r"expected torch 2.11 or later$"):
+        inductor.install()
+    assert inductor.installed() is None

@@ -40,6 +40,12 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
      "names among mlp, attention, gemms"),
     ("inductor_autotune", ["--out", "x.json", "--install", "[1]"], "--install '[1]': expected a JSON object of "
      "pyhipbench.inductor.install()'s keywords"),
+    ("inductor_autotune", ["--out", "x.json", "--install", '{"precision": 5}'], "--install '{\"precision\": 5}': "
+     "precision=5: out of range, expected a finite number > 0 and < 1"),
+    ("inductor_autotune", ["--out", "x.json", "--install", '{"colour": 1}'], "--install '{\"colour\": 1}': "
+     "pyhipbench.inductor.install option(s) 'colour' unknown; expected cache,"),
+    ("inductor_autotune", ["--out", "x.json", "--install", '{"tie_hold_s": "long"}'], "--install "
+     "'{\"tie_hold_s\": \"long\"}': tie_hold_s='long': expected"),
     ("inductor_autotune", ["--out", "x.json", "--dtypes", "float32"], "--dtypes 'float32': expected distinct names "
      "among bfloat16, float16"),
     ("clean_isolation", ["--samples", "1000001"], "--samples 1000001: expected 2 (a lag-1 correlation needs two) "
