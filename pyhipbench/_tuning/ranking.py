@@ -27,16 +27,21 @@ def reported_us(trials: Sequence[Trial]) -> list[float]:
     """Each trial's time, µs, for a tuner that keeps the lowest (Inductor, Helion), such that it keeps the
     engine's winner: a tie measured sustained reads the fastest tie's screen median times its sustained
     median over the winner's (the winner the lowest; the others at their measured ratio to it), any other
-    trial its screen median (above the fastest tie's: it did not tie), inf where none ran."""
+    trial its screen median, inf where none ran; then no trial reads below one ranked ahead of it (a tie
+    whose hold failed ranks behind the held ones, however fast its screen)."""
     held = [t for t in trials if t.sustained is not None and t.result is not None]
-    winner = trials[ranked_indices(trials)[0]] if held else None
+    ranked = ranked_indices(trials)
+    winner = trials[ranked[0]] if held else None
+    fastest_us = min((t.result.median_us for t in held if t.result is not None), default=math.inf)
     times_us = []
     for trial in trials:
         if trial.result is None:
             times_us.append(math.inf)
         elif trial.sustained is not None and winner is not None and winner.sustained is not None:
-            fastest_us = min(t.result.median_us for t in held if t.result is not None)
             times_us.append(fastest_us * trial.sustained.median_us / winner.sustained.median_us)
         else:
             times_us.append(trial.result.median_us)
+    floor_us = 0.0
+    for i in ranked:  # the engine's order, kept: each at least the one before it
+        times_us[i] = floor_us = max(times_us[i], floor_us)
     return times_us

@@ -27,3 +27,11 @@ def test_the_ties_read_the_fastest_screen_scaled_by_their_sustained_ratio_so_the
 
 def test_without_a_tie_round_each_reads_its_screen_median():
     assert reported_us([trial("a", 3.0), trial("b", 2.0), trial("failed", None)])[:2] == [3.0, 2.0]
+
+
+def test_a_tie_whose_hold_failed_never_reads_below_the_held_ones_ranked_ahead_of_it():
+    """The fastest screen (a) lost its hold: the engine ranks the held ties first, and so do the numbers."""
+    trials = [trial("a", 2.0), trial("b", 3.0, 4.0), trial("c", 3.1, 5.0)]
+    times_us = reported_us(trials)
+    assert times_us == [pytest.approx(3.0 * 5 / 4), pytest.approx(3.0), pytest.approx(3.0 * 5 / 4)]
+    assert min(range(3), key=times_us.__getitem__) == ranked_indices(trials)[0] == 1
