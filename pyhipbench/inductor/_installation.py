@@ -93,7 +93,13 @@ def install_from_environment(module_name: str) -> None:
             return
         _State.installation = Installation(Settings.from_keywords(keywords))
         _State.environment_before = None  # uninstall() clears it: subprocesses started later do not install
-    _State.installation.apply(module_name)
+    installation = _State.installation
+    try:
+        installation.apply(module_name)
+    except BaseException:  # torch cannot be reached: nothing stays replaced, as after a refused install()
+        installation.remove()
+        _State.installation = None
+        raise
 
 
 def remove() -> bool:

@@ -214,3 +214,21 @@ def test_install_without_an_importable_torch_is_one_line(monkeypatch):
                                          r"expected torch 2.11 or later$"):
         inductor.install()
     assert inductor.installed() is None
+
+
+def test_an_environment_installation_torch_refuses_leaves_nothing_replaced(monkeypatch):
+    """The choice list replaced as select_algorithm imported, then the benchmarker unreachable: both undone."""
+    from pyhipbench.inductor import _installation
+    from pyhipbench.inductor._torch_paths import BENCHMARKING, SELECT_ALGORITHM
+    choices_before = vars(select_algorithm.AlgorithmSelectorCache)["benchmark_choices"]
+    monkeypatch.setenv(inductor.ENV_VAR, "1")
+    _installation.install_from_environment(SELECT_ALGORITHM)
+    assert vars(select_algorithm.AlgorithmSelectorCache)["benchmark_choices"] is not choices_before
+
+    def unreachable(module, version):
+        raise BenchError(f"torch {version}: its benchmarker cannot be reached")
+    monkeypatch.setattr(_installation, "path_of", unreachable)
+    with pytest.raises(BenchError, match=r"^torch .*: its benchmarker cannot be reached$"):
+        _installation.install_from_environment(BENCHMARKING)
+    assert inductor.installed() is None and inductor.ledger() is None
+    assert vars(select_algorithm.AlgorithmSelectorCache)["benchmark_choices"] is choices_before
