@@ -72,6 +72,8 @@ class GpuBenchmark:
                              "grad_to_none, is_vetted_benchmarking or Inductor's loop counts")
         if return_mode is not None and return_mode not in RETURN_MODES:
             raise BenchError(f"return_mode={show(return_mode)}: expected one of {', '.join(RETURN_MODES)}")
+        if quantiles is not None and not (isinstance(quantiles, (list, tuple)) and quantiles):
+            raise BenchError(f"quantiles={show(quantiles)}: expected a non-empty list of numbers in [0, 1]")
         if not is_vetted_benchmarking:
             _may_ban_benchmarking()
         options = self.settings.policy.options
@@ -101,10 +103,11 @@ class GpuBenchmark:
                 **_given(warmup=warmup, rep=rep, return_mode=return_mode, quantiles=quantiles,
                          grad_to_none=grad_to_none), **kwargs)
         self.ledger.add(result, time.perf_counter() - started, held)
-        if race is not None and race.holding is not None:
-            race.record_hold(result)
-        elif race is not None:
-            race.record(call, result)
+        if race is not None:
+            if held:
+                race.record_hold(result)
+            else:
+                race.record(call, result)
         return _in_ms(result, return_mode, quantiles)
 
 
@@ -147,9 +150,7 @@ def _name(fn: Callable[[], object]) -> str:
 
 def _in_ms(result: Result, return_mode: str | None, quantiles: Sequence[float] | None) -> float | list[float]:
     times_ms = np.asarray(result.times_us, dtype=np.float64) / 1000
-    if quantiles is not None:
-        if not isinstance(quantiles, (list, tuple)) or not quantiles:
-            raise BenchError(f"quantiles={show(quantiles)}: expected a non-empty list of numbers in [0, 1]")
+    if quantiles is not None:  # a list, checked before the measurement; its first number checked here
         return float(np.quantile(times_ms, real("quantiles", quantiles[0], minimum=0, maximum=1)))
     if return_mode == "all":
         return [float(t) for t in times_ms]

@@ -4,6 +4,7 @@ choices: raced, its finalists held, a failing choice inf). Needs torch (no GPU: 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -69,6 +70,11 @@ def test_bad_input_is_one_line(fake):
         benchmark_gpu(launching(driver, 64), return_mode="best")
     with pytest.raises(BenchError, match=r"^benchmark_gpu keyword flush=True: pyhipbench does not know it"):
         benchmark_gpu(launching(driver, 64), flush=True)
+    for quantiles in ([], 0.5):
+        with pytest.raises(BenchError, match="^" + re.escape(f"quantiles={quantiles!r}: expected a non-empty list "
+                                                             "of numbers in [0, 1]") + "$"):
+            benchmark_gpu(launching(driver, 64), quantiles=quantiles)
+    assert not [r for r in driver.records("cudaLaunchKernel") if r.function == GEMM]  # refused before running
     with pytest.raises(ZeroDivisionError):  # what the callable raises reaches Inductor as it is
         benchmark_gpu(lambda: 1 / 0)
 
