@@ -181,7 +181,7 @@ def main() -> None:
     parser.add_argument("--effort", default="quick", choices=("quick", "full"))
     parser.add_argument("--seed", type=int, default=1234, help="Helion's search seed, the same for both modes")
     parser.add_argument("--kernels", default=",".join(KERNELS))
-    parser.add_argument("--json", help="write every record here")
+    parser.add_argument("--json", help="write every record here, again after each kernel")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     options = parser.parse_args()
     kernels = ["softmax"] if options.quick else options.kernels.split(",")
@@ -211,9 +211,9 @@ def main() -> None:
         if "ledger" in runs["pyhipbench"]:
             print(f"  pyhipbench ledger: {json.dumps(runs['pyhipbench']['ledger'])}")
         records.extend(runs.values())
-    if options.json:
-        with open(options.json, "w") as f:
-            json.dump(records, f, indent=1)
+        if options.json:  # after each kernel: a later kernel's failure keeps the ones measured
+            with open(options.json, "w") as f:
+                json.dump(records, f, indent=1)
 
 
 if __name__ == "__main__":
