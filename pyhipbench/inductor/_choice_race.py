@@ -57,11 +57,17 @@ class ChoiceRace:
         self.calls: dict[str, list[tuple[Callable[[], object], Result]]] = {}
         self.holding: BenchOptions | None = None
         self.held: Result | None = None
+        self.listing: set[str] = set()  # choices whose benchmark measured a list of their own (a subgraph's)
 
     @staticmethod
     def current() -> ChoiceRace | None:
         """The race open on this thread, if any."""
         return getattr(_active, "race", None)
+
+    @staticmethod
+    def in_whole_list() -> bool:
+        """A list Inductor measures whole (not raced) is being measured on this thread: its calls are choices."""
+        return bool(getattr(_active, "whole_list", False))
 
     @contextmanager
     def choice(self, label: str, keep: bool = False) -> Iterator[None]:
@@ -148,8 +154,13 @@ def race_choices(original: Callable[..., dict[Any, float]], policy: Policy, devi
 
     def benchmark_choices(cls: type, choices: Sequence[Any], autotune_args: Any,
                           is_collective: bool = False) -> dict[Any, float]:
-        if is_collective or ChoiceRace.current() is not None or any(_native_library(c) for c in choices):
-            return original(cls, choices, autotune_args, is_collective)
+        if (is_collective or ChoiceRace.current() is not None or ChoiceRace.in_whole_list()
+                or any(_native_library(c) for c in choices)):
+            outer = ChoiceRace.current()
+            if outer is not None:
+                outer.listing.add(outer.label)
+            with _whole_list():
+                return original(cls, choices, autotune_args, is_collective)
         race = ChoiceRace(policy, device)
         ledger.choice_lists += 1
         labels = _labels(choices)
@@ -162,7 +173,8 @@ def race_choices(original: Callable[..., dict[Any, float]], policy: Policy, devi
                     # Inductor scores a choice that fails, the others kept
                     log.warning("choice %s: %s: %s; it is ignored (inf)", label, type(e).__name__, e)
                     timings_ms[label] = math.inf
-        unmeasured = [label for label in labels if not race.calls[label] and math.isfinite(timings_ms[label])]
+        unmeasured = [label for label in labels if not race.calls[label] and label not in race.listing
+                      and math.isfinite(timings_ms[label])]
         if unmeasured:
             log.warning("choices %s were timed by torch's benchmarker, not pyhipbench (a path the hook does not "
                         "reach); their numbers come from another clock", ", ".join(unmeasured))
@@ -171,6 +183,18 @@ def race_choices(original: Callable[..., dict[Any, float]], policy: Policy, devi
         held = race.finalists_held(timings_ms, again)
         return {choice: held[label] for label, choice in zip(labels, choices)}
     return benchmark_choices
+
+
+@contextmanager
+def _whole_list() -> Iterator[None]:
+    """Inductor's own loop over a list, on this thread: no race open (an outer race neither bounds nor records
+    its choices), each call a choice."""
+    outer = getattr(_active, "race", None), getattr(_active, "whole_list", False)
+    _active.race, _active.whole_list = None, True
+    try:
+        yield
+    finally:
+        _active.race, _active.whole_list = outer
 
 
 def _native_library(choice: Any) -> bool:

@@ -93,7 +93,8 @@ class GpuBenchmark:
             result = bench_callable_with(call, options, graph=False, device=self.settings.device, name=name)
         except MeasurementError as e:
             self.ledger.torch_timed += 1
-            if race is None:  # a copy or fill only (a fused kernel's argument clone): it runs no kernel
+            if race is None and not ChoiceRace.in_whole_list():
+                # A copy or fill alone (a fused kernel's argument clone): it runs no kernel.
                 log.debug("%s: %s; its kernel time is 0 ms", name, e)
                 return 0.0 if return_mode != "all" else [0.0]
             # A choice that runs no kernel: torch's own clock times it (choice_race.py warns of the mix).

@@ -97,6 +97,22 @@ def test_a_call_with_no_kernel_reads_0_ms_alone_and_torchs_clock_as_a_choice(fak
     asked[0][0]()  # the callable torch's clock was handed is the choice's (a registered benchmarker's wraps it)
     assert ran == ["nothing"]
     assert "timed by torch's benchmarker instead" in caplog.text and "from another clock" in caplog.text
+    whole = [CUTLASSChoice("cutlass_fast", launching(driver, 128)), CUTLASSChoice("cutlass_nothing", nothing)]
+    timings = AlgorithmSelectorCache.benchmark_choices(whole, Args())  # a list Inductor measures whole
+    assert timings[whole[1]] == 0.25 and len(asked) == 2  # still a choice: torch's clock, not 0 ms
+    assert timings[whole[0]] == pytest.approx(0.003)
+
+
+class CUTLASSChoice:
+    """A choice run from a compiled library (Inductor's CUTLASS choices), which Inductor measures as a whole
+    list."""
+
+    def __init__(self, name, call):
+        self.inner = Choice(name, call)
+        self.name = name
+
+    def benchmark(self, *inputs, out):
+        return self.inner.benchmark(*inputs, out=out)
 
 
 def test_a_budget_given_in_part_takes_do_benchs_default_for_the_rest(fake, monkeypatch):
@@ -110,6 +126,29 @@ def test_a_budget_given_in_part_takes_do_benchs_default_for_the_rest(fake, monke
                         lambda fn, options, **kw: caps.append(options.max_time_s) or real(fn, options, **kw))
     benchmark_gpu(launching(driver, 64), warmup=5)
     assert caps == [pytest.approx(0.105)]
+
+
+def test_a_list_inside_a_choice_is_measured_whole_apart_from_the_outer_race(fake, monkeypatch, caplog):
+    """A choice whose benchmark measures a list of its own (a subgraph's): the inner list is neither bounded by
+    the outer race nor recorded into it; the outer choices still race and keep their numbers."""
+    driver, device = fake
+    inductor.install(device=device, cache="warm", tie_hold_s=None)
+    seen = measured_by_label(monkeypatch)
+    inner = [Choice("inner_slow", launching(driver, 64)), Choice("inner_fast", launching(driver, 128))]
+
+    class Subgraph:
+        name = "subgraph"
+
+        def benchmark(self, *inputs, out):
+            return min(AlgorithmSelectorCache.benchmark_choices(inner, Args()).values())
+    outer = [Choice("fast", launching(driver, 256)), Subgraph()]
+    timings = AlgorithmSelectorCache.benchmark_choices(outer, Args())
+    assert timings[outer[0]] == pytest.approx(0.003) and timings[outer[1]] == pytest.approx(0.003)
+    inner_results = [result for label, _, result in seen if label != "fast"]
+    assert sorted(r.median_us for r in inner_results) == pytest.approx([3, 9])
+    assert all(r.slower_than_us is None and r.stop_reason != "slower" for r in inner_results)  # not raced against
+    # the outer list's 3 µs
+    assert "another clock" not in caplog.text  # the subgraph was measured by pyhipbench, through its own list
 
 
 class Choice:
