@@ -37,11 +37,12 @@ if TYPE_CHECKING:
 
     from ._kernel import Specialized
 
-__all__ = ["TritonBuild", "Ahead", "compile_ahead", "reference"]
+__all__ = ["TritonBuild", "Ahead", "PLAIN_VALUES", "compile_ahead", "reference"]
 
-# Knob values a worker can be handed: Triton's knobs set in Python (not through the environment, which a
-# spawned worker inherits) change what Triton compiles and its cache key.
-_PLAIN = (bool, int, float, str, type(None))
+# Values that travel as they are (to a worker, into JSON): Triton's knobs set in Python (not through the
+# environment, which a spawned worker inherits), which change what Triton compiles and its cache key; the
+# meta-parameters a label and a record's tags show (arrays given by name left out).
+PLAIN_VALUES = (bool, int, float, str, type(None))
 
 
 def reference(fn: "JITFunction") -> tuple[str, str, str | None] | str:
@@ -92,7 +93,7 @@ def knob_overrides() -> dict[str, dict[str, Any]]:
     a worker this process's environment, not the knobs set over it)."""
     knobs = _kernel._knobs
     groups = {name: group for name, group in vars(knobs).items() if isinstance(group, knobs.base_knobs)}
-    return {name: {k: v for k, v in vars(group).items() if k in group.knob_descriptors and isinstance(v, _PLAIN)}
+    return {name: {k: v for k, v in vars(group).items() if k in group.knob_descriptors and isinstance(v, PLAIN_VALUES)}
             for name, group in groups.items() if vars(group)}
 
 

@@ -38,7 +38,7 @@ from .._values import icache_flush as checked_icache_flush
 from .._values import integer, real, show
 from ..errors import BenchError, Error
 from . import _kernel
-from ._ahead import Ahead, compile_ahead
+from ._ahead import PLAIN_VALUES, Ahead, compile_ahead
 from ._bench import BENCH_OPTIONS, bench_compiled_with, split_options
 from ._cache import cached, prepare_triton_early
 from ._kernel import (
@@ -218,19 +218,21 @@ class Autotuner:
             recording = open_record(self.tune_options.record)  # a bad file refused before anything runs
             try:
                 order, compile_wall_s, trials = self._tuned(grid, args, kwargs, configs, started)
+                results = [_config_result(trial) for trial in trials]
+                if order:  # kept before it is recorded: a database that fails the write loses no tuning
+                    tuning = Tuning(key, tuple(results), configs[order[0]], time.perf_counter() - started,
+                                    compile_wall_s)
+                    self.tunings[key] = tuning
+                    if cache is not None:
+                        cache.store(tuning)
                 if recording is not None:
                     self._record(recording, trials, configs, order, key, time.perf_counter() - started)
             finally:
                 if recording is not None:
                     recording.close()
-            results = [_config_result(trial) for trial in trials]
             if not order:
                 reasons = "; ".join(f"{r.config}: {r.error}" for r in results)
                 raise BenchError(f"autotune of {self.fn.__name__!r} for key {key!r}: no config ran; {reasons}")
-            best = configs[order[0]]
-            tuning = Tuning(key, tuple(results), best, time.perf_counter() - started, compile_wall_s)
-            if cache is not None:
-                cache.store(tuning)
         self.tunings[key] = tuning
         return tuning
 
@@ -264,10 +266,11 @@ class Autotuner:
     def _record(self, recording: TuningRecord, trials: list[Trial], configs: list[Any], order: list[int],
                 key: tuple, wall_s: float) -> None:
         """The tuning added to its results database (autotune's `record=`), each config tagged by its
-        meta-parameters and the tuning's key."""
+        meta-parameters (plain values; a dtype or other object left out) and the tuning's key."""
         recording.write(EngineTuning(tuple(CandidateResult.of(t, c) for t, c in zip(trials, configs)),
                                      tuple(order), wall_s),
-                        [{"label": t.label, "key": [str(k) for k in key], **c.all_kwargs()}
+                        [{"label": t.label, "key": [str(k) for k in key],
+                          **{k: v for k, v in c.all_kwargs().items() if isinstance(v, PLAIN_VALUES)}}
                          for t, c in zip(trials, configs)], self.device)
 
     def _set_up_started(self) -> threading.Thread:

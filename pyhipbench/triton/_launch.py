@@ -25,7 +25,7 @@ from .._values import icache_flush as checked_icache_flush
 from .._values import show
 from ..errors import BenchError
 from . import _kernel
-from ._ahead import Ahead, compile_ahead
+from ._ahead import PLAIN_VALUES, Ahead, compile_ahead
 from ._bench import kernel_launch
 from ._cache import cached
 from ._kernel import Specialized, TritonKernel, build, checked_flush, specialize, target_of, triton_compile
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TritonLaunch"]
 
-_PLAIN = (bool, int, float, str, type(None))  # meta values a label and the tags show (not arrays by name)
 
 
 class TritonLaunch(CandidateKind):
@@ -73,7 +72,7 @@ class TritonLaunch(CandidateKind):
     @property
     def tags(self) -> dict[str, Any]:
         """The meta-parameters and compile options given as plain values (arrays given by name left out)."""
-        return {k: v for k, v in self.meta.items() if isinstance(v, _PLAIN)}
+        return {k: v for k, v in self.meta.items() if isinstance(v, PLAIN_VALUES)}
 
     def contender(self, device: Device, options: BenchOptions, launch_keywords: dict[str, Any],
                   compile_workers: int) -> "TritonContender":

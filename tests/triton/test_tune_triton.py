@@ -144,6 +144,23 @@ def test_autotune_records_each_tuning_by_its_key_and_refuses_a_bad_record_at_dec
         ht.autotune(configs, key=["n"], record=3)
 
 
+def test_an_autotune_whose_record_fails_keeps_its_tuning(device, fresh_cache, tmp_path, monkeypatch):
+    """The database refuses the write: the error says so, and the tuning is kept (the next call for the key
+    returns it, not a second tuning that would fail the same way)."""
+    from pyhipbench._tuning.record import TuningRecord
+
+    def refused(self, tuning, tags, device):
+        raise OSError(28, "No space left on device; the tuning itself finished", str(tmp_path / "tuning.db"))
+    monkeypatch.setattr(TuningRecord, "write", refused)
+    x, y, out = vectors(device)
+    tuner = ht.autotune([triton.Config({"BLOCK": b}) for b in (128, 256)], key=["n"], device=device,
+                        timer="events", iterations=2, tie_hold_s=None, record=tmp_path / "tuning.db")(tk.add)
+    with pytest.raises(OSError, match="No space left on device; the tuning itself finished"):
+        tuner.tune(grid, x, y, out, 4096)
+    [(key, kept)] = tuner.tunings.items()
+    assert tuner.tune(grid, x, y, out, 4096) is kept and kept.best.kwargs["BLOCK"] in (128, 256)
+
+
 @pytest.mark.parametrize("make, error, message", [
     (lambda x: ht.TritonLaunch(print, 1, [x]), hb.BenchError, r"^TritonLaunch fn=<built-in function print>: "
                                                               r"expected a @triton.jit function$"),
