@@ -56,11 +56,10 @@ class ChainContender:
 
 
 class CallContender:
-    """A callable, measured as bench_callable() measures it, on `device`; `graph`: bench_callable's ("auto":
-    a captured graph replayed where the call can be captured; False: called each sample)."""
+    """A callable, measured as bench_callable() measures it, on `device`."""
 
-    def __init__(self, fn: Callable[[], object], device: Device, label: str, graph: bool | str = "auto") -> None:
-        self.fn, self.device, self.label, self.graph = fn, device, label, graph
+    def __init__(self, fn: Callable[[], object], device: Device, label: str) -> None:
+        self.fn, self.device, self.label = fn, device, label
 
     def start_compile(self) -> None:
         """Nothing: what it launches is its own."""
@@ -72,7 +71,7 @@ class CallContender:
         """Nothing ahead: a callable's first call (which may compile) is part of its measurement."""
 
     def measure(self, options: BenchOptions) -> Result:
-        return bench_callable_with(self.fn, options, graph=self.graph, device=self.device, name=self.label)
+        return bench_callable_with(self.fn, options, device=self.device, name=self.label)
 
     def release(self) -> None:
         """The callable's buffers are its own."""
