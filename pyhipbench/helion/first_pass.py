@@ -6,6 +6,16 @@ for the whole search, so a candidate of any generation stops after a few
 samples once it is surely slower than the best measured before it (its
 median then is a rough one: Helion only needs to know it lost). No tie
 round here: the finalists get one in the re-benchmark (rebenchmark.py).
+
+Helion's searches move to any candidate that reads lower than the one they
+stand on (by 0.1 %, `min_improvement_delta`) and stop when none does. Among
+configs of one kernel many tie within a measurement's precision, and the
+lowest of many readings of tied configs is always a little lower: read as
+they come, such a search keeps walking on noise (docs/helion.md). So a
+candidate reads below the best so far only when it is surely faster, its
+median's CI wholly below the best's; one that is not shown faster reads the
+best's time (its own when that is higher), and Helion's search then moves
+only on what a measurement can tell apart.
 """
 from __future__ import annotations
 
@@ -15,6 +25,7 @@ from collections.abc import Callable
 
 from .._device.device import Device
 from .._measure.callable import callable_device
+from .._measure.result import Result
 from .._progress import Progress
 from .._tuning.contenders import CallContender
 from .._tuning.engine import Policy, run_trials
@@ -34,10 +45,12 @@ class FirstPass:
         self.policy = Policy(policy.options, policy.race, tie_hold_s=None)
         self.device, self.ledger = device, ledger
         self.bound = RaceBound(policy.race)
+        self.best: Result | None = None  # the lowest reading so far that was surely faster than the one before
 
     def measure_ms(self, fn: Callable[[], object], label: str) -> tuple[float, str | None, Candidate]:
-        """`fn`'s median kernel time per call, ms (inf where it failed), the error that failed it (None
-        when it ran), and the Candidate that called it (`raised`: the exception `fn` raised, if any)."""
+        """`fn`'s median kernel time per call, ms, as Helion's search reads it (the best so far's where it is
+        lower but not surely faster; inf where it failed), the error that failed it (None when it ran), and the
+        Candidate that called it (`raised`: the exception `fn` raised, if any)."""
         candidate = Candidate(fn, label)
         device = callable_device(self.device)
         trial = Trial(label, CallContender(candidate, device, label))
@@ -51,4 +64,16 @@ class FirstPass:
             return math.inf, trial.error, candidate
         self.ledger.configs_measured += 1
         self.ledger.stopped_slower += trial.result.stop_reason == "slower"
-        return trial.result.median_us / 1000, None, candidate
+        return self._read_us(trial.result) / 1000, None, candidate
+
+    def _read_us(self, result: Result) -> float:
+        """`result`'s time for Helion's search, µs: its median where it is the first or surely faster than the
+        best so far (its CI wholly below the best's; it becomes the best), else the higher of its median and
+        the best's."""
+        best = self.best
+        if best is None or result.ci_us[1] < best.ci_us[0]:
+            self.best = result
+            return result.median_us
+        if result.median_us < best.median_us:
+            self.ledger.read_as_best += 1
+        return max(result.median_us, best.median_us)

@@ -11,19 +11,21 @@ class Ledger:
     """Counts and seconds of the first pass (Helion's batches of configs) and of the re-benchmarks.
 
     `configs_given`: configs Helion's search handed to the provider (each compiled, or failed to);
-    `configs_measured`: those measured (after passing the checks); `stopped_slower`: of those, the ones the
-    race stopped early as surely slower than the best so far; `configs_failed`: those that failed a check,
-    a compile, or a measurement. `batch_s`: seconds inside the provider's batches (Helion compiling,
-    precompiling, checking and pyhipbench measuring); `check_s`: of those, running each candidate and
-    checking its output against the baseline; `measure_s`: of those, measuring. What is left of `batch_s`
-    is Helion's compiling and precompiling (and its bookkeeping): the time compiling ahead could hide.
-    `rebenchmarks`, `rebenchmark_candidates`, `rebenchmark_s`: the re-benchmark calls, the candidates
-    they took, their seconds; `tie_rounds`: those calls with candidates tied with the fastest (the tie
-    round held them, or found the fastest's time steady under its hold).
+    `configs_measured`: those measured (after passing the checks); `stopped_slower`: of those, the ones the race
+    stopped early as surely slower than the best so far; `read_as_best`: of those, the ones that read below the
+    best so far without being surely faster, read as the best's time; `configs_failed`: those that failed a
+    check, a compile, or a measurement. `batch_s`: seconds inside the provider's batches (Helion compiling,
+    precompiling, checking and pyhipbench measuring); `check_s`: of those, running each candidate and checking
+    its output against the baseline; `measure_s`: of those, measuring. What is left of `batch_s` is Helion's
+    compiling and precompiling (and its bookkeeping): the time compiling ahead could hide. `rebenchmarks`,
+    `rebenchmark_candidates`, `rebenchmark_s`: the re-benchmark calls, the candidates they took, their seconds;
+    `tie_rounds`: those calls with candidates tied with the fastest (the tie round held them, or found the
+    fastest's time steady under its hold).
     """
     configs_given: int = 0
     configs_measured: int = 0
     stopped_slower: int = 0
+    read_as_best: int = 0
     configs_failed: int = 0
     batch_s: float = 0.0
     check_s: float = 0.0
