@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from .._device.device import Device
 from .._measure.options import BenchOptions
@@ -56,6 +57,22 @@ class Policy:
             raise BenchError(f"race={show(race)}: expected True (the default) or False")
         hold_s = None if tie_hold_s is None else real("tie_hold_s", tie_hold_s, minimum=0) or None
         return cls(options, race, hold_s)
+
+    @classmethod
+    def from_keywords(cls, where: str, bench_options: dict[str, Any], race: object, tie_hold_s: object, *,
+                      own_buffers: bool = False, leave_out: tuple[str, ...] = ()) -> Policy:
+        """The policy of the tuner `where` (for messages) from bench()'s options as keywords, checked once:
+        `slower_than_us` refused (racing sets it), and with `own_buffers` (candidates that own their
+        buffers, which pyhipbench cannot rotate) cache='dirty-cold' refused. `leave_out`: options the tuner
+        does not take."""
+        if "slower_than_us" in bench_options:
+            raise BenchError(f"{where} option slower_than_us={show(bench_options['slower_than_us'])}: racing sets it "
+                             "to the best candidate's CI so far; expected race=True (the default) or race=False")
+        options = BenchOptions.from_keywords(where, bench_options, leave_out=leave_out)
+        if own_buffers and options.cache_state == "dirty-cold":
+            raise BenchError(f"{where} cache='dirty-cold': its candidates' buffers are their own, so pyhipbench "
+                             "cannot rotate them; expected 'clean-cold' or 'warm'")
+        return cls.checked(options, race, tie_hold_s)
 
 
 def compile_trials(trials: Sequence[Trial], progress: Progress) -> None:

@@ -71,10 +71,7 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
     Returns a Tuning; BenchError when no candidate ran, naming each one's error (recorded first).
     """
     started = time.perf_counter()
-    if "slower_than_us" in bench_options:
-        raise BenchError(f"tune option slower_than_us={show(bench_options['slower_than_us'])}: tune sets it to the "
-                         "best candidate's CI so far; expected race=True (the default) or race=False")
-    policy = Policy.checked(BenchOptions.from_keywords("tune", bench_options), race, tie_hold_s)
+    policy = Policy.from_keywords("tune", bench_options, race, tie_hold_s)
     if progress is not None and not isinstance(progress, bool):
         raise BenchError(f"progress={show(progress)}: expected True, False or None (a bar when stderr is a terminal)")
     workers = default_workers() if compile_workers is None else integer("compile_workers", compile_workers, 1, 1024)

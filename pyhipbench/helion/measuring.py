@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from .._device.device import Device
-from .._measure.options import BenchOptions
 from .._tuning.engine import Policy
 from .._values import show
 from ..errors import BenchError
@@ -33,16 +32,9 @@ class Measuring:
     def __init__(self, *, race: bool = True, tie_hold_s: float | None = 0.1, device: Device | None = None,
                  **bench_options: Any) -> None:
         checked_helion_version()
-        if "slower_than_us" in bench_options:
-            raise BenchError(f"pyhipbench.helion option slower_than_us={show(bench_options['slower_than_us'])}: "
-                             "racing sets it to the best candidate's CI so far; expected race=True or False")
         if device is not None and not isinstance(device, Device):
             raise BenchError(f"pyhipbench.helion device={show(device)}: expected a pyhipbench.Device or None")
-        options = BenchOptions.from_keywords("pyhipbench.helion", bench_options)
-        if options.cache_state == "dirty-cold":
-            raise BenchError("pyhipbench.helion cache='dirty-cold': a Helion kernel's buffers are its own, so "
-                             "pyhipbench cannot rotate them; expected 'clean-cold' or 'warm'")
-        self.policy = Policy.checked(options, race, tie_hold_s)
+        self.policy = Policy.from_keywords("pyhipbench.helion", bench_options, race, tie_hold_s, own_buffers=True)
         self.device = device
         self.ledger = Ledger()
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._device.device import Device
-from .._measure.options import BenchOptions
 from .._tuning.engine import Policy
 from .._values import show
 from ..errors import BenchError
@@ -39,15 +38,8 @@ class Settings:
                              "under ROCm builds of torch); expected 'cuda'")
         if device is not None and not isinstance(device, Device):
             raise BenchError(f"device={show(device)}: expected a pyhipbench.Device or None (torch's current device)")
-        if "slower_than_us" in bench_options:
-            raise BenchError(f"slower_than_us={show(bench_options['slower_than_us'])}: the race over a list of "
-                             "choices sets it; expected race=True (the default) or race=False")
-        options = BenchOptions.from_keywords("pyhipbench.inductor.install", dict(bench_options),
-                                             leave_out=("rotate",))
-        if options.cache_state == "dirty-cold":
-            raise BenchError("cache='dirty-cold': Inductor's choices own their buffers, which pyhipbench cannot "
-                             "rotate; expected 'clean-cold' (the default) or 'warm'")
-        policy = Policy.checked(options, race, tie_hold_s)
+        policy = Policy.from_keywords("pyhipbench.inductor.install", dict(bench_options), race, tie_hold_s,
+                                      own_buffers=True, leave_out=("rotate",))
         return cls(policy, device, {**bench_options, "race": race, "tie_hold_s": tie_hold_s})
 
     @classmethod

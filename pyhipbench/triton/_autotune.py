@@ -39,7 +39,7 @@ from .._values import integer, real, show
 from ..errors import BenchError, Error
 from . import _kernel
 from ._ahead import PLAIN_VALUES, Ahead, compile_ahead
-from ._bench import BENCH_OPTIONS, bench_compiled_with, split_options
+from ._bench import BENCH_OPTIONS, LAUNCH_OPTIONS, bench_compiled_with
 from ._cache import cached, prepare_triton_early
 from ._kernel import (
     Specialized,
@@ -455,11 +455,8 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     if do_bench is not None:
         raise BenchError(f"do_bench={show(do_bench)}: pyhipbench.triton.autotune times every config itself; "
                          "to keep a do_bench, use triton.autotune(..., do_bench=pyhipbench.do_bench)")
-    if "slower_than_us" in bench_options:
-        raise BenchError(f"autotune option slower_than_us={show(bench_options['slower_than_us'])}: autotune sets "
-                         "it to the best config's CI so far; expected race=True (the default) or race=False")
     # bench()'s warmup (untimed samples) is warmup_samples here: warmup is triton.autotune's, in ms.
-    own = [o if o != "warmup" else "warmup_samples" for o in BENCH_OPTIONS if o != "slower_than_us"]
+    own = [o if o != "warmup" else "warmup_samples" for o in BENCH_OPTIONS]
     unknown = sorted(set(bench_options) - set(own))
     if unknown:
         raise BenchError(f"autotune option {unknown[0]!r}: expected triton.autotune's arguments or bench() "
@@ -467,8 +464,9 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
     if "warmup_samples" in bench_options:
         bench_options["warmup"] = bench_options.pop("warmup_samples")
     bench_options = {**bench_options, **_triton_timing(warmup, rep, use_cuda_graph, bench_options)}
-    options, launch_options = split_options(bench_options)
-    policy = Policy.checked(options, race, tie_hold_s)
+    launch_options = {k: bench_options.pop(k) for k in LAUNCH_OPTIONS if k in bench_options}
+    policy = Policy.from_keywords("autotune", bench_options, race, tie_hold_s)
+    options = policy.options
     for name, hook in (("pre_hook", pre_hook), ("post_hook", post_hook)):
         if hook is not None and not callable(hook):
             raise BenchError(f"{name}={show(hook)}: expected a callable")

@@ -84,8 +84,8 @@ def test_the_installed_torch_has_the_shape_pyhipbench_relies_on():
     ({"device_type": "xpu"}, r"^device_type='xpu': pyhipbench takes over Inductor's GPU benchmarking for torch's "
                              r"cuda devices .*; expected 'cuda'$"),
     ({"device": "cuda:0"}, r"^device='cuda:0': expected a pyhipbench.Device or None"),
-    ({"cache": "dirty-cold"}, r"^cache='dirty-cold': Inductor's choices own their buffers"),
-    ({"slower_than_us": 3.0}, r"^slower_than_us=3.0: the race over a list of choices sets it"),
+    ({"cache": "dirty-cold"}, r"^pyhipbench.inductor.install cache='dirty-cold': its candidates' buffers are their own"),
+    ({"slower_than_us": 3.0}, r"^pyhipbench.inductor.install option slower_than_us=3.0: racing sets it"),
     ({"race": "yes"}, r"^race='yes': expected True"),
     ({"precision": -1}, r"precision"),
 ])

@@ -496,8 +496,8 @@ def test_autotune_bad_arguments(device):
         ht.autotune([triton.Config({})], key=["n"], timers="events")
     with pytest.raises(hb.BenchError, match=r"autotune option 'shared_bytes'"):
         ht.autotune([triton.Config({})], key=["n"], shared_bytes=4)
-    with pytest.raises(hb.BenchError, match=r"autotune option slower_than_us=3.0: autotune sets it to the best "
-                                            r"config's CI so far; expected race=True \(the default\) or race=False"):
+    with pytest.raises(hb.BenchError, match=r"autotune option slower_than_us=3.0: racing sets it to the best "
+                                            r"candidate's CI so far; expected race=True \(the default\) or race=False"):
         ht.autotune([triton.Config({})], key=["n"], slower_than_us=3.0)
     with pytest.raises(hb.BenchError, match=r"race='yes': expected True \(the default\) or False"):
         ht.autotune([triton.Config({})], key=["n"], race="yes")

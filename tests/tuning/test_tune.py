@@ -105,7 +105,7 @@ def test_when_no_candidate_runs_the_error_names_each_ones_reason(device, copy, a
     ([], {}, r"^candidates: empty; expected at least one"),
     ({1: print}, {}, r"^candidates: label 1: expected a string"),
     ([3], {}, r"^candidate '.*'=3: expected a pyhipbench.Launch, a non-empty list of Launch"),
-    ([print], {"slower_than_us": 3.0}, r"^tune option slower_than_us=3.0: tune sets it"),
+    ([print], {"slower_than_us": 3.0}, r"^tune option slower_than_us=3.0: racing sets it"),
     ([print], {"race": "yes"}, r"^race='yes': expected True \(the default\) or False"),
     ([print], {"tie_hold_s": -1}, r"^tie_hold_s=-1"),
     ([print], {"colour": 1}, r"^tune option\(s\) 'colour' unknown; expected "),
