@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 from .._compile.pool import TaskOutcome, shared_pool
 from ..errors import CodegenError
 from . import _kernel
-from ._cache import cache_entry
+from ._cache import cache_entry, cached
 from ._script import MAIN_ALIAS, top_level_work
 
 if TYPE_CHECKING:
     from triton.runtime.jit import JITFunction
 
-    from ._kernel import Specialized
+    from .._device.device import Device
+    from ._kernel import Specialized, TritonKernel
 
 __all__ = ["TritonBuild", "Ahead", "PLAIN_VALUES", "compile_ahead", "reference"]
 
@@ -144,22 +145,42 @@ def compile_build(build: TritonBuild) -> float:
 @dataclass
 class Ahead:
     """Where one compile happens: "cache" (Triton's cache has it: `entry`, its cache_entry, read when the
-    kernel is loaded), "pool"
-    (a worker compiles it into the cache: `future`'s TaskOutcome), or "here" (the measuring process; `note`
-    says why). `what`: the compile, for messages."""
+    kernel is loaded), "pool" (a worker compiles it into the cache: `future`'s TaskOutcome), or "here" (the
+    measuring process; `note` says why). `what`: the compile, for messages. Once finished: `compiled`
+    (Triton's CompiledKernel, for a compile made here), `compile_s` (the worker's or this process's seconds
+    compiling) and `queue_s` (seconds it waited for a worker)."""
     where: str
     future: Future | None = None
     note: str | None = None
     what: str = ""
     entry: tuple[str, dict[str, str]] | None = None
+    compiled: Any = None
+    compile_s: float = 0.0
+    queue_s: float = 0.0
 
-    def outcome(self) -> TaskOutcome | None:
-        """The worker's outcome (waits for it); None where no worker compiles."""
-        return None if self.future is None else self.future.result()
+    def finish(self, spec: "Specialized", arch: str) -> str | None:
+        """The pool's compile waited for (its failure raised as this process's own compile says it), or the
+        compile made here; the note on why it compiled here."""
+        if self.future is not None:
+            outcome: TaskOutcome = self.future.result()
+            self.queue_s, self.compile_s = outcome.queue_s, outcome.run_s
+            if not outcome.ok:
+                raise CodegenError(f"Triton could not compile {self.what}: {outcome.error}")
+        if self.where == "here":
+            compiling = time.perf_counter()
+            try:
+                self.compiled = _kernel.triton_compile(spec, arch)
+            finally:
+                self.compile_s = time.perf_counter() - compiling
+        return self.note
 
-    def failure(self, outcome: TaskOutcome) -> CodegenError:
-        """A failed outcome as the config's error: as this process's own compile says it."""
-        return CodegenError(f"Triton could not compile {self.what}: {outcome.error}")
+    def load(self, spec: "Specialized", device: "Device", icache_flush: bool | None) -> "TritonKernel":
+        """The finished compile's kernel loaded on `device`: the one made here, else Triton's cache entry read
+        (where the entry went meanwhile, build compiles)."""
+        compiled = self.compiled
+        if compiled is None and self.entry is not None:
+            compiled = cached(spec, self.entry)
+        return _kernel.build(spec, device, icache_flush, compiled)
 
 
 def compile_ahead(specs: "list[Specialized]", arch: str, workers: int, timeout_s: float | None) -> list[Ahead]:

@@ -40,16 +40,14 @@ from ..errors import BenchError, Error
 from . import _kernel
 from ._ahead import PLAIN_VALUES, Ahead, compile_ahead
 from ._bench import BENCH_OPTIONS, LAUNCH_OPTIONS, bench_compiled_with
-from ._cache import cached, prepare_triton_early
+from ._cache import prepare_triton_early
 from ._kernel import (
     Specialized,
     TritonKernel,
     _binder_view,
     _require_triton,
-    build,
     specialize,
     target_of,
-    triton_compile,
 )
 from ._tuning import ConfigResult, Tuning
 from ._tuning_cache import TuningCache
@@ -102,10 +100,7 @@ class _Config:
     config: Any
     spec: Specialized | None = None
     ahead: Ahead | None = None
-    compiled: Any = None  # Triton's CompiledKernel, for a config compiled here
     kernel: TritonKernel | None = None
-    compile_s: float = 0.0
-    queue_s: float = 0.0
 
     def start_compile(self) -> None:
         """Triton's cache looked up, else the compile sent to the compile pool where a worker can import the
@@ -117,18 +112,7 @@ class _Config:
     def finish_compile(self) -> str | None:
         """The pool's compile waited for, or the compile made here; where it compiled, when that is here."""
         assert self.spec is not None and self.ahead is not None
-        outcome = self.ahead.outcome()
-        if outcome is not None:
-            self.queue_s, self.compile_s = outcome.queue_s, outcome.run_s
-            if not outcome.ok:
-                raise self.ahead.failure(outcome)
-        if self.ahead.where == "here":
-            compiling = time.perf_counter()
-            try:
-                self.compiled = triton_compile(self.spec, self.tuner.device.arch)
-            finally:
-                self.compile_s = time.perf_counter() - compiling
-        return self.ahead.note
+        return self.ahead.finish(self.spec, self.tuner.device.arch)
 
     def prepare(self) -> None:
         """The kernel loaded on the device (Triton's cache read, for a compile ahead). Not for a hooked config,
@@ -136,10 +120,7 @@ class _Config:
         if self.tuner._hooked(self.config):
             return
         assert self.spec is not None and self.ahead is not None
-        compiled, entry = self.compiled, self.ahead.entry
-        if compiled is None and entry is not None:
-            compiled = cached(self.spec, entry)  # None: the entry went meanwhile, and build compiles
-        self.kernel = build(self.spec, self.tuner.device, self.tuner.tune_options.icache_flush, compiled)
+        self.kernel = self.ahead.load(self.spec, self.tuner.device, self.tuner.tune_options.icache_flush)
 
     def measure(self, options: BenchOptions) -> Result:
         tuner, call = self.tuner, self.call
@@ -519,10 +500,10 @@ def _config_result(trial: Trial) -> ConfigResult:
     """A trial of the engine as the ConfigResult autotune reports."""
     config = trial.contender
     assert isinstance(config, _Config)
-    where = None if config.ahead is None else config.ahead.where
-    return ConfigResult(config.config, trial.result, trial.error, where,
-                        None if config.spec is None else config.compile_s,
-                        config.queue_s if where == "pool" else None,
+    ahead = config.ahead
+    return ConfigResult(config.config, trial.result, trial.error, None if ahead is None else ahead.where,
+                        None if ahead is None else ahead.compile_s,
+                        ahead.queue_s if ahead is not None and ahead.where == "pool" else None,
                         trial.measure_s if trial.error is None else None, trial.note, trial.sustained)
 
 

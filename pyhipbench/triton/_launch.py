@@ -27,8 +27,7 @@ from ..errors import BenchError
 from . import _kernel
 from ._ahead import PLAIN_VALUES, Ahead, compile_ahead
 from ._bench import kernel_launch
-from ._cache import cached
-from ._kernel import Specialized, TritonKernel, build, checked_flush, specialize, target_of, triton_compile
+from ._kernel import Specialized, TritonKernel, checked_flush, specialize, target_of
 
 if TYPE_CHECKING:
     from triton.runtime.jit import JITFunction
@@ -92,7 +91,6 @@ class TritonContender:
         self.compile_workers, self.icache_flush = compile_workers, icache_flush
         self.spec: Specialized | None = None
         self.ahead: Ahead | None = None
-        self.compiled: Any = None  # Triton's CompiledKernel, for a compile made here
         self.kernel: TritonKernel | None = None
         self.scratch: list[DeviceArray] = []
         self.prepared: PreparedBench | None = None
@@ -108,21 +106,13 @@ class TritonContender:
     def finish_compile(self) -> str | None:
         """The pool's compile waited for, or the compile made here; the note on why it compiled here."""
         assert self.spec is not None and self.ahead is not None
-        outcome = self.ahead.outcome()
-        if outcome is not None and not outcome.ok:
-            raise self.ahead.failure(outcome)
-        if self.ahead.where == "here":
-            self.compiled = triton_compile(self.spec, self.device.arch)
-        return self.ahead.note
+        return self.ahead.finish(self.spec, self.device.arch)
 
     def prepare(self) -> None:
         """The kernel loaded (Triton's cache read, for a compile ahead), its launch made with Triton's scratch,
         bench_chain()'s checks made."""
         assert self.spec is not None and self.ahead is not None
-        compiled, entry = self.compiled, self.ahead.entry
-        if compiled is None and entry is not None:
-            compiled = cached(self.spec, entry)  # None: the entry went meanwhile, and build compiles
-        self.kernel = build(self.spec, self.device, self.icache_flush, compiled)
+        self.kernel = self.ahead.load(self.spec, self.device, self.icache_flush)
         made, self.scratch = kernel_launch(self.kernel, dims("grid", self.kernel.grid(self.launch.grid)),
                                            self.kernel.arguments())
         self.prepared = prepare_bench([made], self.options, **self.launch_keywords)

@@ -299,8 +299,8 @@ def test_each_config_loads_while_the_one_before_measures_except_under_the_events
         device, fresh_cache, monkeypatch, timer, loads_on):
     import threading
 
-    from pyhipbench.triton import _autotune
-    real_build, real_bench = _autotune.build, _autotune.bench_compiled_with
+    from pyhipbench.triton import _autotune, _kernel
+    real_build, real_bench = _kernel.build, _autotune.bench_compiled_with
     steps = []
 
     def build(spec, *args):
@@ -310,7 +310,7 @@ def test_each_config_loads_while_the_one_before_measures_except_under_the_events
     def bench(kernel, *args, **options):
         steps.append(("measure", kernel.meta["BLOCK"], kernel.num_warps))
         return real_bench(kernel, *args, **options)
-    monkeypatch.setattr(_autotune, "build", build)
+    monkeypatch.setattr(_kernel, "build", build)
     monkeypatch.setattr(_autotune, "bench_compiled_with", bench)
     x, y, out = vectors(device)
     tuning = ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer=timer,
@@ -328,14 +328,14 @@ def test_each_config_loads_while_the_one_before_measures_except_under_the_events
 
 
 def test_a_config_that_fails_to_load_is_recorded_and_the_rest_are_measured(device, fresh_cache, monkeypatch):
-    from pyhipbench.triton import _autotune
-    real_build = _autotune.build
+    from pyhipbench.triton import _kernel
+    real_build = _kernel.build
 
     def build(spec, *args):
         if spec.values["BLOCK"] == 256:
             raise hb.CodegenError("this cubin does not load")
         return real_build(spec, *args)
-    monkeypatch.setattr(_autotune, "build", build)
+    monkeypatch.setattr(_kernel, "build", build)
     x, y, out = vectors(device)
     tuning = ht.autotune(CONFIGS, key=["n"], device=device, iterations=2, warmup_samples=0, timer="graph",
                          cache="warm", compile_workers=2)(tk.add).tune(grid, x, y, out, 4096)
