@@ -87,3 +87,15 @@ def ready_for_triton() -> tuple[bool, int]:
     compiler = "triton.compiler" in sys.modules
     from triton.runtime.cache import triton_key
     return compiler, triton_key.cache_info().currsize
+
+
+WARM_UPS: list[str] = []
+
+
+def note_warm_up(name: str) -> None:
+    """A warm-up that leaves a trace in the server, which the workers forked after it inherit."""
+    WARM_UPS.append(name)
+
+
+def warm_ups() -> list[str]:
+    return WARM_UPS

@@ -93,6 +93,7 @@ class ForkServer:
         self._by_pid: dict[int, ForkedProcess] = {}
         self._exits: dict[int, int] = {}  # exits reported before their fork's answer was read
         self.ended = False  # its socket ended: the server is gone
+        self._warmed: set[bytes] = set()  # the warm-ups sent, pickled: each runs once
         self._send(("path", list(sys.path)))
 
     def fileno(self) -> int:
@@ -104,8 +105,12 @@ class ForkServer:
         return self.process.poll() is None
 
     def warm(self, function: Callable[..., Any], *args: Any) -> None:
-        """Runs `function(*args)` in the server before any later fork (an import every worker would do)."""
-        self._send(("warm", function, args))
+        """Runs `function(*args)` in the server before any later fork (an import every worker would do), once:
+        the same warm-up again (a tuning's next config, say) is not sent."""
+        packet = pickle.dumps(("warm", function, args))
+        if packet not in self._warmed:
+            self.socket.send(packet)
+            self._warmed.add(packet)
 
     def fork(self) -> tuple[Connection, Connection, ForkedProcess]:
         """A new worker: the pool's ends of its request and reply pipes, and its process. OSError when the

@@ -152,6 +152,12 @@ def test_a_warm_up_runs_once_in_the_server_before_workers_are_forked(pool):
     assert pool.submit(pool_tasks.loaded, "tomllib").result(timeout=60).value is False
 
 
+def test_the_same_warm_up_is_sent_to_the_server_once(pool):
+    for name in ("kernel", "kernel", "other", "kernel"):  # as a tuning's configs each warm the server
+        pool.warm(pool_tasks.note_warm_up, name)
+    assert pool.submit(pool_tasks.warm_ups).result(timeout=60).value == ["kernel", "other"]
+
+
 def test_a_warm_up_that_fails_only_gives_no_head_start(pool):
     pool.warm(pool_tasks.fail, "no such module")
     pool.warm(pool_tasks.square, lambda: 1)  # cannot be sent: ignored too
