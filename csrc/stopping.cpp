@@ -153,10 +153,23 @@ class MeasurementLoop {
       measurement_.warmup_samples += lead;  // after the hold's samples, if any
       lead = 0;
     }
+    if (!warmup && rule_.slower_than_us > 0) {
+      // Racing: the lead chunk alone first, so that a clear loser stops after it.
+      const Timings first = take(lead);
+      if (clear_loser(first)) {
+        keep(first, 0);
+        measurement_.stop_reason = "slower";
+        return;
+      }
+      measurement_.warmup_samples += lead;
+      Timings run = take(std::max(rule_.first_chunk, chunk));
+      keep(run, settle(run, 0, chunk_median_us(first.times_us, 0, lead)));
+      return;
+    }
     // Without a fixed warm-up, at least a chunk after the lead: two chunks to compare in this run.
     Timings run = take(lead + (warmup ? rule_.first_chunk : std::max(rule_.first_chunk, chunk)));
     measurement_.warmup_samples += lead;
-    const size_t timed_from = warmup ? lead : settle(run, lead);
+    const size_t timed_from = warmup ? lead : settle(run, lead, chunk_median_us(run.times_us, 0, chunk));
     keep(run, timed_from);
   }
 
@@ -171,13 +184,13 @@ class MeasurementLoop {
 
  private:
   // Reads `run` chunk by chunk from `from` until a chunk's median agrees with
-  // the one before it: that chunk is already in the steady state, so it and
-  // the samples after it are timed, and only the chunks before it were
-  // warm-up. A kernel still unsettled when the run ends warms up in runs of
-  // one chunk each (replacing `run`). Returns where `run`'s timed samples start.
-  size_t settle(Timings& run, size_t from) {
+  // the one before it (the first with `previous`, the warm-up chunk's): that
+  // chunk is already in the steady state, so it and the samples after it are
+  // timed, and only the chunks before it were warm-up. A kernel still
+  // unsettled when the run ends warms up in runs of one chunk each (replacing
+  // `run`). Returns where `run`'s timed samples start.
+  size_t settle(Timings& run, size_t from, double previous) {
     const size_t chunk = rule_.warmup_chunk;
-    double previous = chunk_median_us(run.times_us, 0, chunk);
     size_t timed_from = from;
     while (measurement_.warmup_samples < rule_.max_warmup_samples) {
       if (timed_from + chunk > run.times_us.size()) {
@@ -206,6 +219,12 @@ class MeasurementLoop {
       measurement_.throttled_samples += samples;
       std::this_thread::sleep_for(std::chrono::duration<double>(kThrottleRecoveryS));
     }
+  }
+
+  // Racing: every sample of `run` over kClearLoser times the bound.
+  bool clear_loser(const Timings& run) const {
+    return !run.times_us.empty() && std::all_of(run.times_us.begin(), run.times_us.end(),
+                                                [&](double us) { return us > kClearLoser * rule_.slower_than_us; });
   }
 
   // A throttled run is taken again, kThrottleRetakes times in a row at most, and not past max_time_s.

@@ -154,14 +154,16 @@ def test_tuner_picks_the_fastest_candidate(tuner, fake_libraries):
 def test_tuner_races_each_candidate_against_the_best_interval_so_far(tuner, fake_libraries):
     # Blocks 128 and 512 take 7 and 5 µs ± 0.5, launch after launch: their median's CI never narrows to
     # ±1 %, but it lies wholly above the 4 µs block 64 set first (per timer), so each stops at its first
-    # check ("slower"); without racing they would run to the sample or time cap.
+    # check ("slower"); without racing they would run to the sample or time cap. Blocks 128 (7 µs against
+    # 4) and 1024 (8 µs against 256's 3) are clear losers, every sample of their warm-up chunk over 1.5 times
+    # the bound: they stop after that chunk.
     launch_us = "64:4,128:7~0.5,256:3,512:5~0.5,1024:8"
     result = run_tuner(tuner, fake_libraries, "cuda", str(COPY_PTX), "100000", launch_us=launch_us)
     assert result.returncode == 0, result.stdout + result.stderr
     rows = rows_of(result.stdout)
     assert [(b, timer, n, stop) for b, _, timer, _, _, n, stop, _ in rows] == [
-        (b, t, STOP.first_chunk, "slower" if b in (128, 512) else "precision") for b in BLOCKS
-        for t in ("cupti", "events")]
+        (b, t, STOP.warmup_chunk if b in (128, 1024) else STOP.first_chunk, "precision" if b in (64, 256) else
+         "slower") for b in BLOCKS for t in ("cupti", "events")]
     assert {(b, ci) for b, _, _, _, ci, _, _, _ in rows if b in (128, 512)} == {(128, (6.5, 7.5)), (512, (4.5, 5.5))}
     assert "winner: block 256 (grid 391), 3.000 µs by the cupti timer" in result.stdout
 
@@ -223,7 +225,9 @@ def test_tuner_on_hip_loads_an_hsaco_and_times_with_events(tuner, fake_libraries
     result = run_hip_tuner(tuner, fake_libraries, hsaco, "8192", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     rows = rows_of(result.stdout)
-    assert [(b, timer, stop) for b, _, timer, _, _, _, stop, _ in rows] == [(b, "events", "precision") for b in BLOCKS]
+    # Block 1024 (4 µs, the fake's default) races 512's 2 µs: a clear loser.
+    assert [(b, timer, stop) for b, _, timer, _, _, _, stop, _ in rows] == [
+        (b, "events", "slower" if b == 1024 else "precision") for b in BLOCKS]
     assert "rotation: R = 2 (set by the caller (rotate=2))" in result.stdout
     assert "winner: block 512 (grid 16), 2.000 µs by the events timer" in result.stdout
 

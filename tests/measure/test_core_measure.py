@@ -63,6 +63,27 @@ def test_racing_stops_a_surely_slower_kernel_at_its_first_check():
     assert _core.summarize(taken.times_us).ci_low > 9.0
 
 
+def test_racing_stops_a_clear_loser_after_its_warm_up_chunk():
+    # Every warm-up sample over 1.5 times the bound: those samples, timed, and "slower"; no settling run.
+    rng = np.random.default_rng(9)
+    rule = StopRule(slower_than_us=6.0, warmup_chunk=3, first_chunk=6, min_samples=6)
+    timer = Synthetic(lambda n: rng.normal(10.0, 0.5, n))
+    taken = _core.measure(timer, plan(), rule, None)
+    assert taken.stop_reason == "slower" and [n for n, _ in timer.runs] == [3]
+    assert len(taken.times_us) == 3 and taken.warmup_samples == 0 and min(taken.times_us) > 9.0
+    # One warm-up sample at or under 1.5 times the bound: no clear loser; the warm-up chunk settles against the
+    # first timed run, and the race's check follows as before.
+    draws = iter([np.array([10.0, 8.9, 10.0]), np.array([10.0, 9.5, 10.5, 10.2, 9.8, 10.1])])
+    timer = Synthetic(lambda n: next(draws))
+    taken = _core.measure(timer, plan(), rule, None)
+    assert taken.stop_reason == "slower" and [n for n, _ in timer.runs] == [3, 6]
+    assert len(taken.times_us) == 6 and taken.warmup_samples == 3
+    # A fixed warm-up keeps one run: the clear-loser check is for the settling warm-up only.
+    timer = Synthetic(lambda n: rng.normal(10.0, 0.5, n))
+    _core.measure(timer, plan(), rule, 3)
+    assert [n for n, _ in timer.runs] == [9]
+
+
 def test_a_noisy_kernel_takes_more_chunks_and_still_reaches_the_target():
     rng = np.random.default_rng(1)
     timer = Synthetic(lambda n: rng.lognormal(np.log(10.0), 0.2, n))

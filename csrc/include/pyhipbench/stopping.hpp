@@ -17,7 +17,10 @@
 //      at most `max_warmup_samples`): that chunk is already steady and is
 //      the first timed one, so the warm-up is at least one chunk. The first
 //      run holds one warm-up chunk and the first timed chunk (`first_chunk`),
-//      so a kernel that settles at once costs one run before its first check;
+//      so a kernel that settles at once costs one run before its first check.
+//      Racing (below), the warm-up chunk runs alone first: where every one of
+//      its samples is over kClearLoser times `slower_than_us`, the candidate
+//      stops there ("slower"), those samples its timed ones;
 //   2. timed runs, each sized from the median's CI so far to reach the
 //      precision (its half-width shrinks as 1/sqrt(n); at most doubling the
 //      samples so far, and doubling without a precision target), until the first of
@@ -117,6 +120,14 @@ struct PYHIPBENCH_API Measurement {
   size_t throttled_samples = 0;
 };
 
+// Racing's clear loser: a warm-up chunk (3 samples for a tuner, after the
+// candidate's untimed first call) wholly over this many times the bound. Each
+// sample of a candidate whose median is at or below the bound is at or below
+// it with probability one half, and one 50 % over the median is an outlier no
+// steady kernel time shows in one sample of ten: three in a row over 1.5x the
+// bound is a one-in-a-thousand event even then, where the sign test alone
+// (three samples over the bound) would be one in eight.
+inline constexpr double kClearLoser = 1.5;
 inline constexpr size_t kThrottleRetakes = 3;       // throttled runs taken again in a row, at most
 inline constexpr double kThrottleRecoveryS = 0.05;  // the pause before taking a throttled run again, s
 // A hold's run holds its events (or CUPTI records) until its end, as any run: bounded as a fixed count is.
