@@ -25,11 +25,12 @@ def test_tune_races_copy_variants_and_picks_one_as_fast_as_a_long_reading_of_eac
     variants = {f"grid {g}": hb.Launch(copy, g, 256, args) for g in (N // 256, 1024, 64, 16)}
     tuning = hb.tune(variants, cache="warm")
     assert not tuning.failed and tuning.best.result.timer == "cupti", tuning.summary()
-    # Each after the first races the best so far; the 64- and 16-block copies, 7x and 25x slower, stop at
-    # their first check (6 samples), whether the CI is within the precision there or surely above the bound.
+    # Each after the first races the best so far; the 64- and 16-block copies, 7x and 25x slower, are clear
+    # losers: every sample of their 3-sample warm-up chunk over 1.5 times the bound, they stop there.
     first, *later = tuning.results
     assert first.result.slower_than_us is None and all(r.result.slower_than_us for r in later), tuning.summary()
-    assert [r.result.samples for r in later[-2:]] == [6, 6], tuning.summary()
+    assert [(r.result.samples, r.result.warmup, r.result.stop_reason) for r in later[-2:]] == [(3, 0, "slower")] * 2, \
+        tuning.summary()
     long = {label: hb.bench(copy, launch.grid, 256, args, cache="warm", precision=0.005).median_us
             for label, launch in variants.items()}
     assert long[tuning.best.label] <= min(long.values()) * 1.03, (tuning.summary(), long)
