@@ -314,7 +314,7 @@ class StopRule:
     def next_chunk(self, summary: Summary) -> int:
         """Samples to ask for next, given the summary of the timed samples so far."""
     def settled(self, previous_median_us: float, median_us: float) -> bool:
-        """Whether two consecutive warm-up chunk medians (µs) agree within `settle`."""
+        """Whether two consecutive warm-up chunk medians (µs) agree within `settle`, or one `tick_us`."""
 
 class Measurement:
     """What measure() took: the timed samples and how it stopped."""

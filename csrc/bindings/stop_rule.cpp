@@ -30,7 +30,8 @@ constexpr std::tuple kFields{
     Field<&StopRule::min_samples>{"min_samples", "Timed samples before a 'precision' or 'slower' stop, at least."},
     Field<&StopRule::max_samples>{"max_samples", "Timed samples at most: then the stop is 'max-samples'."},
     Field<&StopRule::max_time_s>{"max_time_s", "Wall time of the measurement, warm-up included (the hold not), s."},
-    Field<&StopRule::settle>{"settle", "Warm-up ends when consecutive chunk medians agree within this fraction."},
+    Field<&StopRule::settle>{
+        "settle", "Warm-up ends when consecutive chunk medians agree within this fraction (or one tick_us)."},
     Field<&StopRule::max_warmup_samples>{"max_warmup_samples",
                                          "Untimed samples (the hold's included) after which a warm-up that waits "
                                          "for the medians to settle ends, settled or not."},

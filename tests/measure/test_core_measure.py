@@ -84,6 +84,15 @@ def test_racing_stops_a_clear_loser_after_its_warm_up_chunk():
     assert [n for n, _ in timer.runs] == [9]
 
 
+def test_a_sub_microsecond_kernel_whose_chunk_medians_are_a_clock_tick_apart_is_warm():
+    # Chunk medians alternating between 0.512 and 0.544 µs, a 32 ns tick apart (6 %): settled at the first
+    # comparison, not warmed up to max_warmup_samples.
+    ticks = iter(np.tile(np.r_[np.full(8, 0.512), np.full(8, 0.544)], 100))
+    timer = Synthetic(lambda n: [next(ticks) for _ in range(n)])
+    taken = _core.measure(timer, plan(), StopRule(tick_us=0.032), None)
+    assert taken.warmup_samples == 8 and taken.stop_reason == "precision"
+
+
 def test_a_noisy_kernel_takes_more_chunks_and_still_reaches_the_target():
     rng = np.random.default_rng(1)
     timer = Synthetic(lambda n: rng.lognormal(np.log(10.0), 0.2, n))

@@ -12,8 +12,8 @@
 //      Its samples count as warm-up; `max_time_s` counts from its end, and
 //      no run of the hold is taken again for its clock;
 //   1. warm-up: `warmup` untimed samples, or (none given) chunks of
-//      `warmup_chunk` until a chunk's median agrees within `settle` with the
-//      chunk's before it (clocks up, caches and TLBs in their steady state;
+//      `warmup_chunk` until a chunk's median agrees within `settle` (or one
+//      `tick_us`) with the chunk's before it (clocks up, caches and TLBs in their steady state;
 //      at most `max_warmup_samples`): that chunk is already steady and is
 //      the first timed one, so the warm-up is at least one chunk. The first
 //      run holds one warm-up chunk and the first timed chunk (`first_chunk`),
@@ -94,7 +94,7 @@ struct PYHIPBENCH_API StopRule {
   // [first_chunk / 2, taken], or the rest of min_samples; doubling if
   // precision is 0; never past max_samples.
   size_t next_chunk(const Summary& summary) const;
-  // Warm-up is over when two consecutive chunk medians (µs) agree within `settle`.
+  // Warm-up is over when two consecutive chunk medians (µs) agree within `settle`, or one `tick_us`.
   bool settled(double previous_median_us, double median_us) const;
 };
 
