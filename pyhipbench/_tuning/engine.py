@@ -34,7 +34,7 @@ from ..errors import BenchError, Error
 from .ahead import PreparedAhead
 from .racing import RaceBound
 from .ranking import ranked_indices
-from .ties import hold_ties
+from .ties import TIE_HOLD_S, hold_ties
 from .trial import Contender, Trial
 
 __all__ = ["PREPARE_THREADS", "Policy", "compile_trials", "run_trials"]
@@ -48,7 +48,7 @@ class Policy:
     surely slower than the best so far; `tie_hold_s`: the tie round's first hold, s (None or 0: no round)."""
     options: BenchOptions
     race: bool = True
-    tie_hold_s: float | None = 0.1
+    tie_hold_s: float | None = TIE_HOLD_S
 
     @classmethod
     def checked(cls, options: BenchOptions, race: object, tie_hold_s: object) -> Policy:

@@ -32,8 +32,9 @@ from ..errors import Error
 from .racing import RaceBound
 from .trial import Trial
 
-__all__ = ["TIE_LIMIT", "tied", "loaded_s", "switch_hold_s", "hold_ties"]
+__all__ = ["TIE_HOLD_S", "TIE_LIMIT", "tied", "loaded_s", "switch_hold_s", "hold_ties"]
 
+TIE_HOLD_S = 0.1  # every tuner's default first hold, s: about the time a power limit takes to bite from a cool start
 TIE_LIMIT = 4  # the most candidates measured again: each costs two holds and two runs
 
 

@@ -31,6 +31,7 @@ from ..errors import BenchError
 from .contenders import CallContender, ChainContender, SourceContender, SourceLaunch
 from .engine import Policy, compile_trials, run_trials
 from .kind import CandidateKind
+from .ties import TIE_HOLD_S
 from .trial import Contender, Trial
 from .tuning import CandidateResult, Tuning
 
@@ -45,7 +46,7 @@ TuneCandidate = Union[Launch, Sequence[Launch], SourceLaunch, CandidateKind, Cal
 
 
 def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, race: bool = True,
-         tie_hold_s: float | None = 0.1, device: Device | None = None, progress: bool | None = None,
+         tie_hold_s: float | None = TIE_HOLD_S, device: Device | None = None, progress: bool | None = None,
          stream: Stream | None = None, expect: Expect = None, atol: float | None = None, rtol: float | None = None,
          reset_to_zero: Sequence[DeviceArray] | None = None, restore_value: Sequence[DeviceArray] | None = None,
          compile_workers: int | None = None, record: str | os.PathLike[str] | None = None,

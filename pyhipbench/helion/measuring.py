@@ -6,6 +6,7 @@ from typing import Any
 
 from .._device.device import Device
 from .._tuning.engine import Policy
+from .._tuning.ties import TIE_HOLD_S
 from .._values import show
 from ..errors import BenchError
 from .autotuner import Autotuner
@@ -29,7 +30,7 @@ class Measuring:
     release this integration does not know (version.py).
     """
 
-    def __init__(self, *, race: bool = True, tie_hold_s: float | None = 0.1, device: Device | None = None,
+    def __init__(self, *, race: bool = True, tie_hold_s: float | None = TIE_HOLD_S, device: Device | None = None,
                  **bench_options: Any) -> None:
         checked_helion_version()
         if device is not None and not isinstance(device, Device):

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._device.device import Device
+from .._tuning.ties import TIE_HOLD_S
 from ..errors import BenchError
 from ._gpu_benchmark import ready
 from ._installation import current, install_settings, remove
@@ -30,7 +31,7 @@ __all__ = ["ENV_VAR", "Ledger", "install", "uninstall", "installed", "ledger"]
 
 
 def install(*, device_type: str = "cuda", device: Device | None = None, race: bool = True,
-            tie_hold_s: float | None = 0.1, **bench_options: Any) -> str:
+            tie_hold_s: float | None = TIE_HOLD_S, **bench_options: Any) -> str:
     """Makes Inductor's GPU benchmarking in this process (and the autotune subprocesses it starts) go
     through pyhipbench, until uninstall(); returns how torch was reached ("register_benchmarker" or
     "benchmarker instance").

@@ -8,6 +8,7 @@ from typing import Any
 
 from .._device.device import Device
 from .._tuning.engine import Policy
+from .._tuning.ties import TIE_HOLD_S
 from .._values import show
 from ..errors import BenchError
 
@@ -48,7 +49,7 @@ class Settings:
         install() checks them: the environment variable's JSON object, or a bench script's."""
         given = dict(keywords)
         return cls.checked(given.pop("device_type", "cuda"), None, given.pop("race", True),
-                           given.pop("tie_hold_s", 0.1), given)
+                           given.pop("tie_hold_s", TIE_HOLD_S), given)
 
     def environment_value(self) -> str:
         """The environment variable's value that installs these settings in a subprocess (the device aside:
@@ -62,7 +63,7 @@ class Settings:
                              "booleans (Inductor's subprocesses get them as JSON)") from None
 
 
-_DEFAULT_KEYWORDS = {"race": True, "tie_hold_s": 0.1}
+_DEFAULT_KEYWORDS = {"race": True, "tie_hold_s": TIE_HOLD_S}
 
 
 def keywords_from_environment(value: str) -> dict[str, Any] | None:

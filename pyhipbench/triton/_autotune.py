@@ -30,6 +30,7 @@ from .._measure.options import BenchOptions
 from .._measure.result import Result
 from .._progress import Progress
 from .._tuning.engine import Policy, compile_trials, run_trials
+from .._tuning.ties import TIE_HOLD_S
 from .._tuning.trial import Trial
 from .._tuning.tune import open_record, record_path
 from .._tuning.tuning import CandidateResult
@@ -69,7 +70,7 @@ class TuneOptions:
     """autotune()'s own options, checked once: see autotune()."""
     icache_flush: bool | None = None
     race: bool = True
-    tie_hold_s: float | None = 0.1
+    tie_hold_s: float | None = TIE_HOLD_S
     prune_configs_by: dict[str, Any] = field(default_factory=dict)
     reset_to_zero: tuple[str, ...] = ()
     restore_value: tuple[str, ...] = ()
@@ -378,7 +379,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, prune_configs_by: di
              warmup: float | None = None, rep: float | None = None, use_cuda_graph: bool = False,
              do_bench: Callable[..., Any] | None = None, cache_results: bool = False,
              device: Device | None = None, icache_flush: bool | None = None, race: bool = True,
-             tie_hold_s: float | None = 0.1, compile_workers: int | None = None,
+             tie_hold_s: float | None = TIE_HOLD_S, compile_workers: int | None = None,
              compile_timeout_s: float | None = 120.0, progress: bool | None = None,
              record: str | os.PathLike[str] | None = None,
              **bench_options: Any) -> Callable[["JITFunction"], Autotuner]:
