@@ -32,10 +32,17 @@ from ..errors import Error
 from .racing import RaceBound
 from .trial import Trial
 
-__all__ = ["TIE_HOLD_S", "TIE_LIMIT", "tied", "loaded_s", "switch_hold_s", "hold_ties"]
+__all__ = ["TIE_HOLD_S", "TIE_LIMIT", "verdict", "tied", "loaded_s", "switch_hold_s", "hold_ties"]
 
 TIE_HOLD_S = 0.1  # every tuner's default first hold, s: about the time a power limit takes to bite from a cool start
 TIE_LIMIT = 4  # the most candidates measured again: each costs two holds and two runs
+
+
+def verdict(result: Result, against_us: float) -> str:
+    """Compare's rule (judge, at its default 2 % threshold) on `result` against a median of `against_us` µs:
+    "faster", "slower", "same" or "can't tell"."""
+    return judge(result.median_us / against_us - 1, result.ci_us[0] / against_us - 1,
+                 result.ci_us[1] / against_us - 1)
 
 
 def tied(trials: Sequence[Trial]) -> list[int]:
@@ -47,8 +54,7 @@ def tied(trials: Sequence[Trial]) -> list[int]:
     if not ran:
         return []
     best_us = ran[0][1].median_us
-    tie = [i for i, r in ran
-           if judge(r.median_us / best_us - 1, r.ci_us[0] / best_us - 1, r.ci_us[1] / best_us - 1) != "slower"]
+    tie = [i for i, r in ran if verdict(r, best_us) != "slower"]
     tie = tie[:TIE_LIMIT]
     return tie if len(tie) > 1 else []
 

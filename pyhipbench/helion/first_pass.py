@@ -12,10 +12,12 @@ stand on (by 0.1 %, `min_improvement_delta`) and stop when none does. Among
 configs of one kernel many tie within a measurement's precision, and the
 lowest of many readings of tied configs is always a little lower: read as
 they come, such a search keeps walking on noise (docs/helion.md). So a
-candidate reads below the best so far only when it is surely faster, its
-median's CI wholly below the best's; one that is not shown faster reads the
-best's time (its own when that is higher), and Helion's search then moves
-only on what a measurement can tell apart.
+candidate reads below the best so far only when compare's rule calls it
+faster (its median more than 2 % below the best's, its CI wholly below it:
+the rule that decides the tie round's ties, and wider than the 1 % a median
+moves between measurements far apart); one that is not reads the best's
+time (its own when that is higher), and Helion's search then moves only on
+what a measurement can tell apart.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from .._progress import Progress
 from .._tuning.contenders import CallContender
 from .._tuning.engine import Policy, run_trials
 from .._tuning.racing import RaceBound
+from .._tuning.ties import verdict
 from .._tuning.trial import Trial
 from .candidate import Candidate
 from .ledger import Ledger
@@ -45,12 +48,12 @@ class FirstPass:
         self.policy = Policy(policy.options, policy.race, tie_hold_s=None)
         self.device, self.ledger = device, ledger
         self.bound = RaceBound(policy.race)
-        self.best: Result | None = None  # the lowest reading so far that was surely faster than the one before
+        self.best: Result | None = None  # the first reading, or the last that was faster than the best before
 
     def measure_ms(self, fn: Callable[[], object], label: str) -> tuple[float, str | None, Candidate]:
         """`fn`'s median kernel time per call, ms, as Helion's search reads it (the best so far's where it is
-        lower but not surely faster; inf where it failed), the error that failed it (None when it ran), and the
-        Candidate that called it (`raised`: the exception `fn` raised, if any)."""
+        lower but not faster by compare's rule; inf where it failed), the error that failed it (None when it
+        ran), and the Candidate that called it (`raised`: the exception `fn` raised, if any)."""
         candidate = Candidate(fn, label)
         device = callable_device(self.device)
         trial = Trial(label, CallContender(candidate, device, label))
@@ -67,11 +70,10 @@ class FirstPass:
         return self._read_us(trial.result) / 1000, None, candidate
 
     def _read_us(self, result: Result) -> float:
-        """`result`'s time for Helion's search, µs: its median where it is the first or surely faster than the
-        best so far (its CI wholly below the best's; it becomes the best), else the higher of its median and
-        the best's."""
+        """`result`'s time for Helion's search, µs: its median where it is the first or faster than the best
+        so far by compare's rule (it becomes the best), else the higher of its median and the best's."""
         best = self.best
-        if best is None or result.ci_us[1] < best.ci_us[0]:
+        if best is None or verdict(result, best.median_us) == "faster":
             self.best = result
             return result.median_us
         if result.median_us < best.median_us:

@@ -13,7 +13,7 @@ class Ledger:
     `configs_given`: configs Helion's search handed to the provider (each compiled, or failed to);
     `configs_measured`: those measured (after passing the checks); `stopped_slower`: of those, the ones the race
     stopped early as surely slower than the best so far; `read_as_best`: of those, the ones that read below the
-    best so far without being surely faster, read as the best's time; `configs_failed`: those that failed a
+    best so far without being faster by compare's rule, read as the best's time; `configs_failed`: those that failed a
     check, a compile, or a measurement. `batch_s`: seconds inside the provider's batches (Helion compiling,
     precompiling, checking and pyhipbench measuring); `check_s`: of those, running each candidate and checking
     its output against the baseline; `measure_s`: of those, measuring. What is left of `batch_s` is Helion's

@@ -30,19 +30,22 @@ def test_each_generation_races_the_best_of_the_whole_search(device, call, policy
     assert unraced.ledger.stopped_slower == 0 and unraced.bound.bound_us is None
 
 
-def test_a_reading_below_the_best_counts_only_when_surely_faster(device, call, policy):
+def test_a_reading_below_the_best_counts_only_when_faster_by_compares_rule(device, call, policy):
     ledger = Ledger()
     first = FirstPass(policy(race=False, iterations=20), device, ledger)
     best_ms, _, _ = first.measure_ms(call(3.0), "the best so far")
     # Samples from 2.85 µs up by 0.01 µs a call: a median below the best's, its CI reaching above it.
     tie_ms, _, _ = first.measure_ms(call(2.85, step_us=0.01), "a tie")
     assert tie_ms == best_ms and ledger.read_as_best == 1
+    # 1.3 % below the best, its CI wholly below it: surely lower, but by less than compare's 2 % threshold.
+    close_ms, _, _ = first.measure_ms(call(2.96), "surely lower by 1.3 %")
+    assert close_ms == best_ms and ledger.read_as_best == 2
     slower_ms, _, _ = first.measure_ms(call(3.2), "slower")
     assert slower_ms == pytest.approx(0.0032)
-    faster_ms, _, _ = first.measure_ms(call(2.5), "surely faster")
+    faster_ms, _, _ = first.measure_ms(call(2.5), "faster")
     assert faster_ms == pytest.approx(0.0025) and first.best.median_us == pytest.approx(2.5)
     assert first.measure_ms(call(2.7), "slower than the new best")[0] == pytest.approx(0.0027)
-    assert ledger.read_as_best == 1 and ledger.configs_measured == 5
+    assert ledger.read_as_best == 2 and ledger.configs_measured == 6
 
 
 def test_a_candidate_that_raises_costs_only_itself(device, call, policy):
