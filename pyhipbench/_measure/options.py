@@ -68,7 +68,8 @@ class BenchOptions:
                         "time, AMD), events, graph or batched; auto: the backend's kernel timer where it traces, "
                         "else events", cli="choice", see="Timers#timers", choices=("auto",) + TIMERS)
     cache: str = option("auto", "the cache state at each timed launch: clean-cold, dirty-cold or warm; auto: "
-                        "clean-cold, or warm with rotate 1, dirty-cold with rotate > 1", cli="choice",
+                        "clean-cold, or warm with rotate 1, dirty-cold with rotate > 1 or a timer whose sample "
+                        "spans several launches (graph, batched)", cli="choice",
                         see="Cache states#cache-states", choices=("auto",) + CACHE_STATES)
     precision: float = option(_RULE.precision, "stop when the median's 95 % CI is within this fraction of it, "
                               "in (0, 1)", cli="fraction", see="The stopping rule#the-stopping-rule")
@@ -133,12 +134,14 @@ class BenchOptions:
     @property
     def cache_state(self) -> str:
         """The cache state asked for, "auto" resolved: clean-cold, or warm with rotate=1, dirty-cold with
-        rotate > 1."""
+        rotate > 1 or a timer whose sample spans several launches (no clean step fits between them)."""
         if self.cache != "auto":
             return self.cache
-        if self.rotate == "auto":
-            return DEFAULT_CACHE_STATE
-        return "warm" if self.rotate == 1 else "dirty-cold"
+        if self.rotate == 1:
+            return "warm"
+        if self.rotate != "auto" or self.timer not in PER_KERNEL_TIMERS + ("auto",):
+            return "dirty-cold"
+        return DEFAULT_CACHE_STATE
 
     @property
     def limit_s(self) -> float | None:

@@ -528,7 +528,6 @@ def _triton_timing(warmup: object, rep: object, use_cuda_graph: object, bench_op
             raise BenchError(f"use_cuda_graph=True with timer={show(bench_options['timer'])}: use_cuda_graph is "
                              "timer='graph'; expected one")
         mapped["timer"] = "graph"
-        mapped.setdefault("cache", bench_options.get("cache", "dirty-cold"))  # a graph's samples have no clean step
     return mapped
 
 
