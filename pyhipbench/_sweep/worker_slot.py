@@ -7,9 +7,10 @@ Replacing the worker (after a fault, a hang or a death) starts another on the
 same GPU; the task sent ahead never ran, so it goes back to the dispatcher.
 
 Watchdog: a candidate may run for its `timeout_s` if it set one, else
-max(`timeout_floor_s`, WATCHDOG_FACTOR x 2 x bench's max_time_s) (the timed
-phase is capped at max_time_s and the warm-up stops sooner; module load,
-argument set-up and the first use of a timer fit in the floor). bench() takes
+max(`timeout_floor_s`, WATCHDOG_FACTOR x 2 x bench's max_time_s) plus its
+hold_s (the hold runs for hold_s, the timed phase is capped at max_time_s and
+the warm-up stops sooner; module load, argument set-up and the first use of a
+timer fit in the floor). bench() takes
 at least about 40 launches (warm-up and a first chunk) whatever max_time_s
 says, so a candidate whose launches take longer than floor / 40 needs its own
 timeout_s.
@@ -39,7 +40,7 @@ def watchdog_s(candidate: Candidate, floor_s: float = TIMEOUT_FLOOR_S) -> float:
     """How long `candidate` may run before its worker is killed, seconds (see the module docstring)."""
     if candidate.timeout_s is not None:
         return candidate.timeout_s
-    return max(floor_s, WATCHDOG_FACTOR * 2 * candidate.bench.max_time_s)
+    return max(floor_s, WATCHDOG_FACTOR * 2 * candidate.bench.max_time_s) + candidate.bench.hold_s
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,7 @@ def measure(args: argparse.Namespace, open_device: OpenDevice, stdout: Stdout) -
         made = materialize_chain([launch.args for launch in chain], device)
         launches = [Launch(loaded.kernel(code.kernel_name(launch.kernel)), launch.grid, launch.block,
                            launch_args, launch.shared_bytes) for launch, launch_args in zip(chain, made)]
-    with elapsed(None if options.iterations is not None else options.max_time_s, "measuring"):
+    with elapsed(options.limit_s, "measuring"):
         result = bench_with(launches, options, expect=expected or None, atol=args.atol, rtol=args.rtol)
     print(result.summary(), file=human)
     env = finish(started)

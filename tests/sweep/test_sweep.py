@@ -159,6 +159,7 @@ def test_watchdog_limit_from_the_expected_time():
     assert watchdog_s(copy_candidate(bench=BenchOptions(max_time_s=0.05)), floor_s=10) == 10   # the floor
     assert watchdog_s(copy_candidate(bench=BenchOptions(max_time_s=3)), floor_s=10) == 30      # 5 x (2 x 3 s)
     assert watchdog_s(copy_candidate(timeout_s=2.5), floor_s=10) == 2.5                         # its own
+    assert watchdog_s(copy_candidate(bench=BenchOptions(hold_s=60)), floor_s=10) == 70           # and its hold
 
 
 # -- the store ------------------------------------------------------------------------
