@@ -39,6 +39,7 @@ def test_the_pinned_release_is_installed_and_its_settings_take_the_integration()
     ({"slower_than_us": 3.0}, r"^pyhipbench.helion option slower_than_us=3.0: racing sets it"),
     ({"cache": "dirty-cold"}, r"^pyhipbench.helion cache='dirty-cold': its candidates' buffers are their own"),
     ({"repeat": 10}, r"^pyhipbench.helion option\(s\) 'repeat' unknown; expected "),
+    ({"rotate": 4}, r"^pyhipbench.helion option\(s\) 'rotate' unknown; expected "),
 ])
 def test_a_setting_of_the_wrong_type_is_refused_in_one_line(keywords, message):
     with pytest.raises(BenchError, match=message) as refused:
