@@ -1,6 +1,7 @@
 """Each measurement option declared once: the keywords, the API docs' table and the defaults derive from it."""
 from __future__ import annotations
 
+import ast
 import inspect
 from pathlib import Path
 
@@ -59,3 +60,18 @@ def test_every_option_has_its_flag_in_the_cli_help_and_docs(capsys):
     for o in OPTIONS:
         assert f"{o.flag} " in text and " ".join(o.doc.split()[:4]) in text, o.name
         assert f"`{o.flag}`" in cli_md, o.name
+
+
+@pytest.mark.parametrize("fn", [hb.bench, hb.bench_chain, hb.bench_callable])
+def test_the_api_docs_signature_is_the_functions(fn):
+    """docs/api.md writes each measuring function's signature out: the same keywords, in order, with the same
+    defaults as the function (whose option keywords come from the declarations)."""
+    text = (DOCS / "api.md").read_text()
+    start = text.index(f"```python\nhb.{fn.__name__}(") + len("```python\n")
+    written = " ".join(text[start:text.index(") ->", start)].split())
+    tree = ast.parse(f"def {written}): pass".replace(f"def hb.{fn.__name__}(", "def f("))
+    arguments = tree.body[0].args
+    documented = {a.arg: inspect.Parameter.empty for a in arguments.args}
+    documented.update({a.arg: ast.literal_eval(d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)})
+    actual = {name: p.default for name, p in inspect.signature(fn).parameters.items()}
+    assert list(documented) == list(actual) and documented == actual
