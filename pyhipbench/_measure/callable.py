@@ -66,7 +66,7 @@ def bench_callable(fn: Callable[[], object], *, graph: bool | str = "auto", stre
     the events timer's events go there. `device`: where it runs (None: torch's current device, else the
     first GPU). `name`: for the result (None: `fn`'s name). What `fn` raises propagates as it is.
     """
-    _check_call(fn, graph, options.get("timer", "auto"))  # before the options, whose message on a timer is not
+    check_call(fn, graph, options.get("timer", "auto"))  # before the options, whose message on a timer is not
     checked = BenchOptions.from_keywords("bench_callable", options, leave_out=("rotate",))  # a call's
     return bench_callable_with(fn, checked, graph=graph, stream=stream, device=device, name=name)
 
@@ -74,7 +74,7 @@ def bench_callable(fn: Callable[[], object], *, graph: bool | str = "auto", stre
 def bench_callable_with(fn: Callable[[], object], options: BenchOptions, *, graph: bool | str = "auto",
                         stream: int | None = None, device: Device | None = None, name: str | None = None) -> Result:
     """bench_callable() with its measurement options already checked (tune(), autotune's hooked configs)."""
-    _check_call(fn, graph, options.timer)
+    check_call(fn, graph, options.timer)
     if options.cache_state == "dirty-cold":
         raise BenchError("cache='dirty-cold': a callable's buffers are its own, so pyhipbench cannot rotate "
                          "them; expected 'clean-cold' or 'warm'")
@@ -124,7 +124,7 @@ def bench_callable_with(fn: Callable[[], object], options: BenchOptions, *, grap
                   clock=Clock.of(taken), throttled_samples=taken.throttled_samples, energy=energy)
 
 
-def _check_call(fn: object, graph: object, timer: object) -> None:
+def check_call(fn: object, graph: object, timer: object) -> None:
     """BenchError for what no callable can be timed with: not a callable, a graph mode or a timer (by
     name) that does not time calls."""
     if not callable(fn):

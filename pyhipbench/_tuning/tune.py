@@ -14,7 +14,9 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeGuard, Union
+
+import numpy as np
 
 from .._compile.pool import default_workers
 from .._device.device import Device
@@ -22,7 +24,7 @@ from .._device.memory import DeviceArray
 from .._device.module import Kernel
 from .._device.stream import Stream
 from .._launch.launch import Launch
-from .._measure.callable import callable_device
+from .._measure.callable import callable_device, check_call
 from .._measure.expect import Expect
 from .._measure.options import BenchOptions
 from .._progress import Progress
@@ -69,15 +71,21 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
     candidate takes). `progress`: a bar on stderr (None: when stderr is a terminal). `record`: a results
     database (SQLite; a new file, or one tunings were recorded into) this tuning is added to once ranked, a
     row per candidate as a sweep records it (docs/sweeps.md#tunings-in-a-results-database).
-    Returns a Tuning; BenchError when no candidate ran, naming each one's error (recorded first).
+    Returns a Tuning; BenchError when no candidate ran, naming each one's error (recorded first). A callable
+    that raises an Exception fails only itself (its error: "<label> raised RuntimeError: ...").
     """
     started = time.perf_counter()
-    policy = Policy.from_keywords("tune", bench_options, race, tie_hold_s)
+    labelled = _labelled(candidates)
+    calls = [c for _, c in labelled if _is_call(c)]
+    if calls:  # a timer that times no call (graph, batched: auto's cache state under them is dirty-cold) by name
+        check_call(calls[0], "auto", bench_options.get("timer", "auto"))
+    # A callable's buffers are its own, so pyhipbench cannot rotate them: cache='dirty-cold' refused up front.
+    policy = Policy.from_keywords("tune", bench_options, race, tie_hold_s, own_buffers=bool(calls))
     if progress is not None and not isinstance(progress, bool):
         raise BenchError(f"progress={show(progress)}: expected True, False or None (a bar when stderr is a terminal)")
     workers = default_workers() if compile_workers is None else integer("compile_workers", compile_workers, 1, 1024)
     recorded_in = record_path(record)
-    labelled = _labelled(candidates)
+    tags = None if recorded_in is None else [_tags(label, c) for label, c in labelled]  # checked before it runs
     given = {"stream": stream, "expect": expect, "atol": atol, "rtol": rtol, "reset_to_zero": reset_to_zero,
              "restore_value": restore_value}
     chain_extra = {k: v for k, v in given.items() if v is not None}
@@ -95,8 +103,8 @@ def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, r
             bar.close()
         results = tuple(CandidateResult.of(t, c) for t, (_, c) in zip(trials, labelled))
         tuning = Tuning(results, tuple(order), time.perf_counter() - started)
-        if recording is not None:
-            recording.write(tuning, [_tags(label, c) for label, c in labelled], measuring)
+        if recording is not None and tags is not None:
+            recording.write(tuning, tags, measuring)
     finally:
         if recording is not None:
             recording.close()
@@ -127,8 +135,36 @@ def open_record(record: object) -> TuningRecord | None:
 
 
 def _tags(label: str, candidate: object) -> dict[str, Any]:
-    """A candidate's tags in a recorded tuning: its label, and a front end's kind's own."""
-    return {"label": label, **(candidate.tags if isinstance(candidate, CandidateKind) else {})}
+    """A candidate's tags in a recorded tuning: its label, and a front end's kind's own, as JSON values (a
+    numpy scalar as its Python value). BenchError naming the candidate and the tag for a tag named "label"
+    or a value that is not a JSON value."""
+    own = candidate.tags if isinstance(candidate, CandidateKind) else {}
+    if not isinstance(own, Mapping):
+        raise BenchError(f"candidate {label!r}: tags={show(own)}: expected a dict of JSON values by name")
+    tags: dict[str, Any] = {"label": label}
+    for name, value in own.items():
+        if not isinstance(name, str):
+            raise BenchError(f"candidate {label!r}: tag name {show(name)}: expected a string")
+        if name == "label":
+            raise BenchError(f"candidate {label!r}: tag 'label'={show(value)}: 'label' is the candidate's label in "
+                             "a recorded tuning; expected another name")
+        tags[name] = _json_value(label, name, value)
+    return tags
+
+
+def _json_value(label: str, name: str, value: object) -> Any:
+    """A tag's value as JSON takes it: a numpy scalar as its Python value (np.int64(4) is 4), a list or dict
+    of them likewise; BenchError naming the candidate and the tag for anything else."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json_value(label, name, v) for v in value]
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        return {k: _json_value(label, name, v) for k, v in value.items()}
+    raise BenchError(f"candidate {label!r}: tag {name!r}={show(value)} is a {type(value).__name__}; expected str, "
+                     "int, float, bool or None (or a list or dict of them)")
 
 
 def _labelled(candidates: object) -> list[tuple[str, Any]]:
@@ -139,6 +175,9 @@ def _labelled(candidates: object) -> list[tuple[str, Any]]:
         for label, _ in pairs:
             if not isinstance(label, str):
                 raise BenchError(f"candidates: label {show(label)}: expected a string")
+            if not label:
+                raise BenchError("candidates: label '': expected a non-empty string (the candidate's name in the "
+                                 "tuning)")
     elif isinstance(candidates, (list, tuple)):
         pairs = [(_label(c), c) for c in candidates]
         counts = {label: [p[0] for p in pairs].count(label) for label, _ in pairs}
@@ -163,6 +202,11 @@ def _label(candidate: object) -> str:
     return getattr(candidate, "__qualname__", None) or type(candidate).__name__
 
 
+def _is_call(candidate: object) -> TypeGuard[Callable[[], object]]:
+    """Whether tune() measures `candidate` as a callable (bench_callable's)."""
+    return callable(candidate) and not isinstance(candidate, (SourceLaunch, CandidateKind, Launch))
+
+
 def _contender(label: str, candidate: object, options: BenchOptions, chain_extra: dict[str, Any],
                device: Device | None, compile_workers: int) -> Contender:
     if isinstance(candidate, SourceLaunch):
@@ -173,7 +217,7 @@ def _contender(label: str, candidate: object, options: BenchOptions, chain_extra
         return ChainContender([candidate], options, chain_extra)
     if isinstance(candidate, (list, tuple)) and candidate and all(isinstance(c, Launch) for c in candidate):
         return ChainContender(candidate, options, chain_extra)
-    if callable(candidate):
+    if _is_call(candidate):
         if chain_extra:
             raise BenchError(f"candidate {label!r} is a callable, and {', '.join(chain_extra)} apply to launches; "
                              "expected them only with launches and chains (a callable runs its own)")

@@ -76,7 +76,7 @@ class Tuning:
     def summary(self) -> str:
         """A table, fastest first: each candidate's median and CI (µs), why it stopped, and the sustained
         median of a tie; a failed one's error."""
-        width = max(len(r.label) for r in self.results)
+        width = max(len("candidate"), *(len(r.label) for r in self.results))  # the header's, at least
         lines = [f"{'candidate':<{width}}  {'median µs':>10}  {'CI ± %':>6}  {'stopped':<10}  sustained µs"]
         for r in self.ranked():
             if r.result is None:

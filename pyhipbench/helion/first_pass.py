@@ -29,12 +29,11 @@ from .._device.device import Device
 from .._measure.callable import callable_device
 from .._measure.result import Result
 from .._progress import Progress
-from .._tuning.contenders import CallContender
+from .._tuning.contenders import CallContender, GuardedCall
 from .._tuning.engine import Policy, run_trials
 from .._tuning.racing import RaceBound
 from .._tuning.ties import verdict
 from .._tuning.trial import Trial
-from .candidate import Candidate
 from .ledger import Ledger
 
 __all__ = ["FirstPass"]
@@ -50,13 +49,14 @@ class FirstPass:
         self.bound = RaceBound(policy.race)
         self.best: Result | None = None  # the first reading, or the last that was faster than the best before
 
-    def measure_ms(self, fn: Callable[[], object], label: str) -> tuple[float, str | None, Candidate]:
+    def measure_ms(self, fn: Callable[[], object], label: str) -> tuple[float, str | None, GuardedCall]:
         """`fn`'s median kernel time per call, ms, as Helion's search reads it (the best so far's where it is
         lower but not faster by compare's rule; inf where it failed), the error that failed it (None when it
-        ran), and the Candidate that called it (`raised`: the exception `fn` raised, if any)."""
-        candidate = Candidate(fn, label)
+        ran), and the GuardedCall that called it (`raised`: the exception `fn` raised, if any)."""
         device = callable_device(self.device)
-        trial = Trial(label, CallContender(candidate, device, label))
+        contender = CallContender(fn, device, label)
+        candidate = contender.call
+        trial = Trial(label, contender)
         started = time.perf_counter()
         try:
             run_trials([trial], self.policy, device, Progress(1, show=False), bound=self.bound)

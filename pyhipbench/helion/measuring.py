@@ -25,7 +25,8 @@ class Measuring:
     fastest are measured again, after a hold of this many seconds (None or 0: no tie round).
     `device`: where the kernels run (None: torch's current device). `bench_options`: bench()'s options
     (`BenchOptions`: `timer`, `cache`, `precision`, `max_time_s` in s, ...) for every measurement,
-    `slower_than_us` aside (racing sets it) and `rotate` (a kernel's buffers are Helion's own). `ledger`: the counts and seconds of what was measured.
+    `slower_than_us` aside (racing sets it) and `rotate` (a kernel's buffers are Helion's own). `ledger`:
+    the counts and seconds of what was measured.
     BenchError in one line for a value of the wrong type and where the installed Helion is missing or a
     release this integration does not know (version.py).
     """

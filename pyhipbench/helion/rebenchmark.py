@@ -27,7 +27,6 @@ from .._tuning.ties import tied
 from .._tuning.trial import Trial
 from .._values import show
 from ..errors import BenchError
-from .candidate import Candidate
 from .ledger import Ledger
 
 __all__ = ["Rebenchmark"]
@@ -52,8 +51,7 @@ class Rebenchmark:
             raise BenchError(f"autotune_benchmark_fn repeat={show(repeat)}: expected an int >= 1")
         what = desc or "rebenchmark"
         device = callable_device(self.device)
-        trials = [Trial(f"{what} #{i}", CallContender(Candidate(fn, f"{what} #{i}"), device, f"{what} #{i}"))
-                  for i, fn in enumerate(fns)]
+        trials = [Trial(f"{what} #{i}", CallContender(fn, device, f"{what} #{i}")) for i, fn in enumerate(fns)]
         started = time.perf_counter()
         try:
             run_trials(trials, self.policy, device, Progress(len(trials), show=False))

@@ -6,11 +6,14 @@ import json
 import re
 import sqlite3
 
+import numpy as np
 import pytest
 
 import pyhipbench as hb
 from pyhipbench._measure.bench import PreparedBench
 from pyhipbench._results.store import Store, read_database
+from pyhipbench._tuning.contenders import ChainContender
+from pyhipbench._tuning.kind import CandidateKind
 from pyhipbench.errors import BenchError
 
 
@@ -28,6 +31,24 @@ def launch_us(monkeypatch, fake_driver, us: dict[int, float], held_us: dict[int,
         return real(self)
     monkeypatch.setattr(PreparedBench, "run", run)
     return measured
+
+
+class Tagged(CandidateKind):
+    """A front end's kind as a test makes one: a launch, labelled `name`, with the tags given."""
+
+    def __init__(self, launch: hb.Launch, name: str, **tags) -> None:
+        self.launch, self.name, self.given = launch, name, tags
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def tags(self) -> dict:
+        return self.given
+
+    def contender(self, device, options, launch_keywords, compile_workers):
+        return ChainContender([self.launch], options, launch_keywords)
 
 
 def rows(db) -> list[dict]:
@@ -147,6 +168,38 @@ def test_a_sweeps_database_and_a_tunings_refuse_the_other_writer(device, copy, a
     with pytest.raises(BenchError, match=r"tuning.db holds 1 tuning \(written by tune's record=\); expected a "
                                          r"sweep's results database or a new file$"):
         Store(tuned, resume=True, lock=True)
+
+
+def test_a_kinds_numpy_tags_are_recorded_as_their_python_values(device, copy, args, fake_driver, monkeypatch,
+                                                                tmp_path):
+    """A grid from np.arange gives np.int64 (and np.float32, np.bool_) meta-parameters."""
+    launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 3.0})
+    db = tmp_path / "tuning.db"
+    tuning = hb.tune([Tagged(hb.Launch(copy, 4, int(b), args), f"block {b}", BLOCK=b, scale=np.float32(0.5),
+                             even=np.bool_(True), shape=[np.int64(4), 2]) for b in np.arange(64, 129, 64)],
+                     device=device, timer="events", cache="warm", tie_hold_s=None, record=db)
+    assert tuning.best.label == "block 128"
+    tags = [json.loads(r["candidate"])["tags"] for r in rows(db)]
+    assert tags == [{"label": f"block {b}", "BLOCK": b, "scale": 0.5, "even": True, "shape": [4, 2]} for b in (64, 128)]
+    assert type(tags[0]["BLOCK"]) is int and type(tags[0]["even"]) is bool
+
+
+@pytest.mark.parametrize("tags, message", [
+    ({"dtype": np.dtype("float32")}, r"^candidate 'k': tag 'dtype'=dtype\('float32'\) is a \w+; expected str, "
+                                     r"int, float, bool or None \(or a list or dict of them\)$"),
+    ({"x": np.zeros(2)}, r"^candidate 'k': tag 'x'=array\(\[0\., 0\.\]\) is a ndarray; expected str, int,"),
+    ({"grid": [1, object]}, r"^candidate 'k': tag 'grid'=<class 'object'> is a type; expected str, int, float"),
+    ({"label": "other"}, r"^candidate 'k': tag 'label'='other': 'label' is the candidate's label in a recorded "
+                         r"tuning; expected another name$"),
+])
+def test_a_tag_a_tuning_cannot_record_is_refused_before_anything_runs(device, copy, args, fake_driver, monkeypatch,
+                                                                      tmp_path, tags, message):
+    measured = launch_us(monkeypatch, fake_driver, {64: 1.0})
+    db = tmp_path / "tuning.db"
+    with pytest.raises(BenchError, match=message):
+        hb.tune([hb.Launch(copy, 4, 64, args), Tagged(hb.Launch(copy, 4, 64, args), "k", **tags)], device=device,
+                timer="events", cache="warm", tie_hold_s=None, record=db)
+    assert measured == [] and not db.exists()
 
 
 @pytest.mark.parametrize("record, message", [

@@ -95,6 +95,41 @@ def test_a_callable_is_a_candidate(device, fake_driver, backend_name, fake_cupti
     assert tuning.best.label == "call" and tuning.best.result.ran in ("call", "graph")
 
 
+def test_a_callable_that_raises_fails_alone_and_the_others_are_measured(device, fake_driver, backend_name,
+                                                                         fake_cupti):
+    """Its error one line naming it; a KeyboardInterrupt still ends the tuning."""
+    if backend_name != "cuda":
+        pytest.skip("the fake runtime launch (cudaLaunchKernel) is CUDA's")
+    fake_driver.lib.fake_set_launch_ms(0.002)
+
+    def broken() -> None:
+        raise RuntimeError("out of resources: shared memory\nRequired: 98304, Hardware limit: 65536")
+    call = lambda: fake_driver.runtime_launch(0xA1, 1, 64)  # noqa: E731
+    tuning = hb.tune({"broken": broken, "call": call}, device=device, timer="events", cache="warm", tie_hold_s=None)
+    failed, ran = tuning.results
+    assert failed.result is None and tuning.failed == (failed,)
+    assert failed.error == "BenchError: broken raised RuntimeError: out of resources: shared memory"
+    assert tuning.best is ran and ran.result.ran in ("call", "graph") and tuning.ranked() == [ran, failed]
+    assert tuning.summary().splitlines()[-1].endswith("failed: " + failed.error)
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        hb.tune({"interrupted": interrupted, "call": call}, device=device, timer="events", cache="warm",
+                tie_hold_s=None)
+
+
+def test_the_summary_columns_align_under_the_header_when_every_label_is_shorter(device, copy, args, fake_driver,
+                                                                               monkeypatch):
+    launch_us(monkeypatch, fake_driver, {64: 2.0, 128: 3.0})
+    tuning = hb.tune({"a": hb.Launch(copy, 4, 64, args), "b": hb.Launch(copy, 4, 128, args)}, timer="events",
+                     cache="warm", tie_hold_s=None)
+    header, first, second = tuning.summary().splitlines()
+    assert header.startswith("candidate   median µs")
+    assert first.startswith("a          ") and first[11:21] == f"{tuning.results[0].result.stats.median:>10.3f}"
+    assert second.startswith("b          ") and second[11:21] == f"{tuning.results[1].result.stats.median:>10.3f}"
+
+
 def test_when_no_candidate_runs_the_error_names_each_ones_reason(device, copy, args):
     with pytest.raises(BenchError, match=r"^tune: no candidate ran; a: BenchError: .*; b: BenchError: "):
         hb.tune({"a": hb.Launch(copy, 4, 64, args[:1]), "b": hb.Launch(copy, 4, 64, args[:2])}, timer="events")
@@ -104,6 +139,7 @@ def test_when_no_candidate_runs_the_error_names_each_ones_reason(device, copy, a
     (5, {}, r"^candidates=5: expected a list, or a dict by label, of Launch"),
     ([], {}, r"^candidates: empty; expected at least one"),
     ({1: print}, {}, r"^candidates: label 1: expected a string"),
+    ({"": print}, {}, r"^candidates: label '': expected a non-empty string \(the candidate's name in the tuning\)$"),
     ([3], {}, r"^candidate '.*'=3: expected a pyhipbench.Launch, a non-empty list of Launch"),
     ([print], {"slower_than_us": 3.0}, r"^tune option slower_than_us=3.0: racing sets it"),
     ([print], {"race": "yes"}, r"^race='yes': expected True \(the default\) or False"),
@@ -111,6 +147,11 @@ def test_when_no_candidate_runs_the_error_names_each_ones_reason(device, copy, a
     ([print], {"colour": 1}, r"^tune option\(s\) 'colour' unknown; expected "),
     ([print], {"precision": 2}, r"^precision=2"),
     ([print], {"reset_to_zero": []}, r"^candidate 'print' is a callable, and reset_to_zero apply to launches"),
+    # A callable's buffers are its own: no rotation (beside launches too: below).
+    ([print], {"cache": "dirty-cold"}, r"^tune cache='dirty-cold': its candidates' buffers are their own, so "
+                                       r"pyhipbench cannot rotate them; expected 'clean-cold' or 'warm'$"),
+    ([print], {"rotate": 4}, r"^tune cache='dirty-cold': its candidates' buffers are their own"),  # auto's, here
+    ([print], {"timer": "graph"}, r"^timer='graph': a callable is timed call by call; expected cupti or events"),
     ([print], {"progress": "yes"}, r"^progress='yes': expected True, False or None"),
     ([print], {"compile_workers": 0}, r"^compile_workers=0: out of range, expected an integer in \[1, 1024\]"),
     ([print], {"compile_workers": "all"}, r"^compile_workers='all': expected an integer"),
@@ -118,6 +159,15 @@ def test_when_no_candidate_runs_the_error_names_each_ones_reason(device, copy, a
 def test_bad_input_is_refused_in_one_line_before_anything_runs(candidates, options, message):
     with pytest.raises(BenchError, match=message):
         hb.tune(candidates, **options)
+
+
+def test_a_callable_beside_launches_refuses_dirty_cold_before_anything_runs(device, copy, args, fake_driver,
+                                                                             monkeypatch):
+    measured = launch_us(monkeypatch, fake_driver, {64: 2.0})
+    with pytest.raises(BenchError, match=r"^tune cache='dirty-cold': its candidates' buffers are their own"):
+        hb.tune({"launch": hb.Launch(copy, 4, 64, args), "call": print}, device=device, timer="events",
+                cache="dirty-cold", tie_hold_s=None)
+    assert measured == []
 
 
 def test_sources_compile_ahead_then_race_and_their_modules_are_unloaded(device, args, fake_driver, monkeypatch):
