@@ -44,9 +44,8 @@ from .options import BenchOptions, fixed_count, takes_options
 from .resolved import resolve
 from .result import Clock, KernelTime, Result
 from .rotation import Rotation
-from .timers import TIMERS, core_timer
+from .timers import CALL_TIMERS, TIMERS, core_timer
 
-CALL_TIMERS = ("cupti", "events")
 log = logging.getLogger(__name__)
 GRAPH_MODES = ("auto", True, False)
 _devices: dict[int, Device] = {}  # the Device of each index, made once: its timers and clean step are reused
@@ -83,9 +82,8 @@ def bench_callable_with(fn: Callable[[], object], options: BenchOptions, *, grap
     if not isinstance(label, str):
         raise BenchError(f"name={show(label)}: expected a string")
     stream = _stream(stream)
-    resolved = resolve(options, device)
-    # Auto on AMD: the rocprofiler timer times launches it issues, not calls.
-    timer = resolved.timer if resolved.timer in CALL_TIMERS else "events"
+    resolved = resolve(options, device, calls=True)
+    timer = resolved.timer
     rule = options.stop_rule()
     counter = energy_counter(device) if options.energy else None  # refused before anything runs
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import BenchError
 from .options import BenchOptions
-from .timers import default_timer
+from .timers import CALL_TIMERS, default_timer
 
 if TYPE_CHECKING:
     from .._device.device import Device
@@ -46,10 +46,14 @@ class Resolved:
     timer_note: str | None = None
 
 
-def resolve(options: BenchOptions, device: Device) -> Resolved:
-    """`options` on `device` (the auto timer's probe runs once per device, on first use). BenchError for
-    timer='cupti' while torch.profiler records."""
+def resolve(options: BenchOptions, device: Device, *, calls: bool = False) -> Resolved:
+    """`options` on `device` (the auto timer's probe runs once per device, on first use), for a kernel's
+    launches or (`calls`) a callable's calls, which only the timers that time calls can read (auto on AMD:
+    events, the rocprofiler timer timing launches it issues). BenchError for timer='cupti' while
+    torch.profiler records."""
     timer, note = _timer(options.timer, device)
+    if calls and timer not in CALL_TIMERS:
+        timer = "events"
     cache = options.cache_state
     return Resolved(timer, cache, options.rotate if cache == "dirty-cold" else 1, cache == "clean-cold",
                     timer != "events", options.limit_s, note)

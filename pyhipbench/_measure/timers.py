@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 TIMERS = ("events", "cupti", "rocprofiler", "batched", "graph")
 PER_KERNEL_TIMERS = ("events", "cupti", "rocprofiler")  # one sample per launch; the only ones a clean step suits
+CALL_TIMERS = ("cupti", "events")  # those that time a callable's calls (rocprofiler times launches it issues)
 MIN_LAUNCHES_PER_SAMPLE = 16              # graph / batched: enough launches to amortise the event pair
 MAX_LAUNCHES_PER_SAMPLE = 512             # batched queues them all behind the spin kernel: stay well
                                           # under the driver's queue depth, or the host blocks

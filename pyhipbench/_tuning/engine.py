@@ -6,7 +6,7 @@
    back rather than idling (its clock dropping) between compiles.
 1. Screen. Each trial is measured in order with the policy's options, racing
    the lowest CI upper bound so far (racing.py). Where host work stays out of
-   the timer's samples (Resolved.host_work_hidden), PREPARE_THREADS threads
+   the timer's samples (Resolved.host_work_hidden, for every trial's timer), PREPARE_THREADS threads
    prepare the trials in order ahead of the one measuring (a load is part
    Python, part driver call, and the measurement releases the GIL); under
    events each is prepared just before its measurement.
@@ -32,6 +32,7 @@ from .._progress import Progress
 from .._values import real, show
 from ..errors import BenchError, Error
 from .ahead import PreparedAhead
+from .contenders import CallContender
 from .racing import RaceBound
 from .ranking import ranked_indices
 from .ties import TIE_HOLD_S, hold_ties
@@ -117,7 +118,7 @@ def run_trials(trials: Sequence[Trial], policy: Policy, device: Device, progress
 def _screen(trials: Sequence[Trial], policy: Policy, device: Device, progress: Progress, bound: RaceBound) -> None:
     ahead: PreparedAhead[None] = PreparedAhead()
     with ThreadPoolExecutor(PREPARE_THREADS, thread_name_prefix="pyhipbench prepare-ahead") as preparing:
-        if resolve(policy.options, device).host_work_hidden:
+        if _host_work_hidden(trials, policy.options, device):
             for i, trial in enumerate(trials):
                 ahead.start(i, preparing, partial(_prepared, trial))
         for i, trial in enumerate(trials):
@@ -132,6 +133,13 @@ def _screen(trials: Sequence[Trial], policy: Policy, device: Device, progress: P
             else:
                 bound.lower(trial.result.ci_us[1])
                 progress.measured(trial.result.median_us, trial.label)
+
+
+def _host_work_hidden(trials: Sequence[Trial], options: BenchOptions, device: Device) -> bool:
+    """Whether host work beside any trial's samples stays out of them, with each trial's timer: a
+    callable's (CallContender) is the one that times calls (events on AMD), a launch's the kernel timer."""
+    calls = {isinstance(t.contender, CallContender) for t in trials}
+    return all(resolve(options, device, calls=c).host_work_hidden for c in calls)
 
 
 def _prepared(trial: Trial) -> None:

@@ -202,3 +202,17 @@ def test_an_ir_source_compiles_in_the_pool_and_one_that_fails_costs_only_itself(
 def test_a_source_launch_that_cannot_compile_is_refused_before_anything_runs(launch, message):
     with pytest.raises(BenchError, match=message):
         hb.tune([launch()])
+
+
+def test_candidates_are_prepared_ahead_only_where_every_ones_timer_keeps_host_work_out(device, copy, args,
+                                                                                        backend_name):
+    # On AMD the kernel timer (rocprofiler) times the launches it issues, so a callable is timed with events,
+    # whose samples span the host's work: beside a callable, nothing is prepared ahead.
+    from pyhipbench._tuning.contenders import CallContender, ChainContender
+    from pyhipbench._tuning.engine import _host_work_hidden
+    from pyhipbench._tuning.trial import Trial
+    options = hb.BenchOptions(timer="rocprofiler" if backend_name == "hip" else "cupti")
+    launch = Trial("launch", ChainContender([hb.Launch(copy, 4, 64, args)], options, {}))
+    call = Trial("call", CallContender(lambda: None, device, "call"))
+    assert _host_work_hidden([launch], options, device)
+    assert _host_work_hidden([launch, call], options, device) == (backend_name == "cuda")
