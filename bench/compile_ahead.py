@@ -218,7 +218,7 @@ def judged_by_both(forward: dict, reverse: dict, pick: str) -> dict:
 
 def summarize_attention(out: dict) -> dict:
     picks = {"triton": out["triton_fresh"]["best"], "pyhipbench": out["pyhipbench_fresh"]["best"],
-             "pyhipbench_warm": out["pyhipbench_warm"]["best"]}
+             "pyhipbench_main": out["pyhipbench_main_fresh"]["best"], "pyhipbench_warm": out["pyhipbench_warm"]["best"]}
     forward, reverse = out["reference_forward"], out["reference_reverse"]
     return {**{who: {"pick": pick, "forward": judged_by(forward, pick), "reverse": judged_by(reverse, pick),
                      "both": judged_by_both(forward, reverse, pick)}
