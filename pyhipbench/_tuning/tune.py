@@ -26,7 +26,7 @@ from .._device.stream import Stream
 from .._launch.launch import Launch
 from .._measure.callable import callable_device, check_call
 from .._measure.expect import Expect
-from .._measure.options import BenchOptions
+from .._measure.options import BenchOptions, takes_options
 from .._progress import Progress
 from .._values import integer, show
 from ..errors import BenchError
@@ -47,6 +47,7 @@ __all__ = ["tune", "TuneCandidate", "open_record", "record_path"]
 TuneCandidate = Union[Launch, Sequence[Launch], SourceLaunch, CandidateKind, Callable[[], object]]
 
 
+@takes_options(leave_out=("slower_than_us",))  # racing sets it
 def tune(candidates: Sequence[TuneCandidate] | Mapping[str, TuneCandidate], *, race: bool = True,
          tie_hold_s: float | None = TIE_HOLD_S, device: Device | None = None, progress: bool | None = None,
          stream: Stream | None = None, expect: Expect = None, atol: float | None = None, rtol: float | None = None,

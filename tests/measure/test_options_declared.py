@@ -14,7 +14,8 @@ from pyhipbench._measure.options import OPTIONS, markdown_table
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-@pytest.mark.parametrize("fn, left_out", [(hb.bench, ()), (hb.bench_chain, ()), (hb.bench_callable, ("rotate",))])
+@pytest.mark.parametrize("fn, left_out", [(hb.bench, ()), (hb.bench_chain, ()), (hb.bench_callable, ("rotate",)),
+                                          (hb.tune, ("slower_than_us",))])
 def test_every_options_keyword_is_in_the_signature_with_its_declared_default(fn, left_out):
     params = inspect.signature(fn).parameters
     for o in OPTIONS:
