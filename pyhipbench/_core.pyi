@@ -255,20 +255,21 @@ def attach_rocprofiler(library: str = "") -> str:
 
 DEFAULT_THRESHOLD: float  # 0.02: the smallest relative difference judge() and racing count
 
-def judge(difference: float, low: float, high: float, threshold: float = 0.02) -> str:
+def judge(difference: float, low: float, high: float, threshold: float = ...) -> str:
     """How B compares with A ('faster', 'slower', 'same' or "can't tell") from the relative difference of their
     medians B / A - 1, its 95 % confidence interval [low, high], and the smallest difference that matters,
-    `threshold` (a fraction)."""
+    `threshold` (a fraction; DEFAULT_THRESHOLD when left out)."""
 
 class StopRule:
     """Targets and caps of one measurement (pyhipbench/stopping.hpp)."""
 
-    def __init__(self, *, precision: float = 0.01, min_samples: int = 10, max_samples: int = 10000,
-                 max_time_s: float = 1.0, settle: float = 0.02, max_warmup_samples: int = 1000,
-                 warmup_chunk: int = 8, first_chunk: int = 16, tick_us: float = 0.032,
-                 slower_than_us: float = 0.0, race_threshold: float = 0.02,
-                 throttle_threshold: float = 0.75, hold_s: float = 0.0) -> None:
-        """Raises BenchError naming the first field out of range."""
+    def __init__(self, *, precision: float = ..., min_samples: int = ..., max_samples: int = ...,
+                 max_time_s: float = ..., settle: float = ..., max_warmup_samples: int = ...,
+                 warmup_chunk: int = ..., first_chunk: int = ..., tick_us: float = ...,
+                 slower_than_us: float = ..., race_threshold: float = ...,
+                 throttle_threshold: float = ..., hold_s: float = ...) -> None:
+        """Each field left out takes the core's default (stopping.hpp; `StopRule()` shows them). Raises
+        BenchError naming the first field out of range."""
     @property
     def precision(self) -> float:
         """Relative half-width of the median's 95 % CI to reach; 0: no target."""
@@ -283,7 +284,7 @@ class StopRule:
         """Wall time of the measurement, warm-up included (the hold not), s."""
     @property
     def settle(self) -> float:
-        """Warm-up ends when consecutive chunk medians agree within this fraction."""
+        """Warm-up ends when consecutive chunk medians agree within this fraction (or one tick_us)."""
     @property
     def max_warmup_samples(self) -> int:
         """Untimed samples (the hold's included) after which a warm-up that waits for the medians to settle ends,

@@ -70,8 +70,8 @@ struct PYHIPBENCH_API StopRule {
   double precision = 0.01;  // relative half-width of the median's 95 % CI; 0 = no target
   size_t min_samples = 10;
   size_t max_samples = 10000;
-  double max_time_s = 1.0;  // wall time of the measurement, warm-up included, seconds
-  double settle = 0.02;     // warm-up: consecutive chunk medians within ±2 %
+  double max_time_s = 1.0;  // wall time of the measurement, warm-up included (the hold not), seconds
+  double settle = 0.02;     // warm-up: consecutive chunk medians within ±2 % (or one tick_us)
   size_t max_warmup_samples = 1000;
   size_t warmup_chunk = 8;  // samples per warm-up chunk
   size_t first_chunk = 16;
