@@ -66,7 +66,6 @@ class GuardedCall:
     def __init__(self, fn: Callable[[], object], label: str) -> None:
         self.fn, self.label = fn, label
         self.raised: BaseException | None = None
-        self.__qualname__ = label  # bench_callable's name for the result
 
     def __call__(self) -> object:
         try:
