@@ -408,13 +408,15 @@ def read_database(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | No
 
 
 def _with_candidate(path: Path, candidate_id: bytes, candidate: bytes, result: Any) -> Any:
-    """`result` with its candidate's id and tags, as export_best gives them."""
+    """`result` with its candidate's id and tags, as export_best gives them, and in a tuning's database its
+    `tuning` and `rank` (1: the winner, by the tie round where there was one)."""
     if not isinstance(result, dict):
         return result  # report.check_results names what it is
     name = f"{path}: candidate {candidate_id.decode('utf-8', 'replace')}"
     fields = parse_json(decode(candidate, name, "the JSON of a candidate"), name, "the JSON of a candidate")
-    return {**result, "candidate_id": candidate_id.decode("utf-8", "replace"),
-            "tags": fields.get("tags") if isinstance(fields, dict) else None}
+    fields = fields if isinstance(fields, dict) else {}
+    tuned = {key: fields.get(key) for key in ("tuning", "rank")} if "tuning" in fields else {}
+    return {**result, "candidate_id": candidate_id.decode("utf-8", "replace"), "tags": fields.get("tags"), **tuned}
 
 
 def load_failures(path: Path) -> list[dict[str, Any]]:

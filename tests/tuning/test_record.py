@@ -92,6 +92,7 @@ def test_each_candidate_is_a_row_as_a_sweep_records_it_with_its_rank_and_the_win
     # The sweep's readers: fastest first, with the tags; the device recorded in the environment.
     results, environment = read_database(db)
     assert [r["tags"]["label"] for r in results] == ["block 128", "block 64"]
+    assert [(r["tuning"], r["rank"]) for r in results] == [(1, 1), (1, 2)]  # which won, beside the screen's order
     assert [d["name"] for d in environment["devices"]] == [device.name]
     assert hb.load_results(db) == results
 
