@@ -1,6 +1,6 @@
 """The contenders `tune()` measures: a kernel launch or a chain (bench_chain's), a launch of a kernel compiled from
-a source (SourceLaunch: compiled ahead in the compile pool), and a callable (bench_callable's, through GuardedCall:
-what it raises fails only it; Helion's candidates too)."""
+a source (SourceLaunch: compiled ahead in the compile pool), and a callable (bench_callable's; what it raises
+fails only it, Helion's candidates too)."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,13 +20,13 @@ from .._measure.callable import bench_callable_with
 from .._measure.options import BenchOptions
 from .._measure.result import Result
 from .._values import show
-from ..errors import BenchError, CodegenError
+from ..errors import BenchError, CodegenError, Error
 
 if TYPE_CHECKING:  # the source kinds (and the code generator they import) load on a SourceLaunch's first use
     from .._sources.code import Code
     from .._sources.source import Source
 
-__all__ = ["ChainContender", "CallContender", "GuardedCall", "SourceLaunch", "SourceContender"]
+__all__ = ["ChainContender", "CallContender", "SourceLaunch", "SourceContender"]
 
 
 class ChainContender:
@@ -56,25 +56,6 @@ class ChainContender:
         self.prepared = None  # the launches, kernels and arrays are the caller's
 
 
-class GuardedCall:
-    """`fn` (a callable candidate, a Helion config's compiled call on its arguments) under `label`: an Exception
-    it raises becomes a BenchError of one line naming it (`<label> raised RuntimeError: <its first line>`),
-    which the engine keeps as this candidate's error while the others go on; the exception itself stays in
-    `raised` (Helion tells a fault that poisons the GPU context by it). A BaseException that is not an
-    Exception (KeyboardInterrupt) propagates as it is."""
-
-    def __init__(self, fn: Callable[[], object], label: str) -> None:
-        self.fn, self.label = fn, label
-        self.raised: BaseException | None = None
-
-    def __call__(self) -> object:
-        try:
-            return self.fn()
-        except Exception as e:
-            self.raised = e
-            raise BenchError(f"{self.label} raised {type(e).__name__}{_first_line(e)}") from e
-
-
 def _first_line(error: BaseException) -> str:
     """': ' and the first line of `error`'s text ('' for none, or where even str() fails)."""
     try:
@@ -85,11 +66,15 @@ def _first_line(error: BaseException) -> str:
 
 
 class CallContender:
-    """A callable, measured as bench_callable() measures it, on `device`; what it raises fails only it
-    (`call`: the GuardedCall it is measured through)."""
+    """A callable, measured as bench_callable() measures it, on `device`. What it raises fails only it: an
+    Exception that escapes the measurement becomes a BenchError of one line naming it (`<label> raised
+    RuntimeError: <its first line>`), which the engine keeps as this candidate's error while the others go
+    on; the exception itself stays in `raised` (Helion tells a fault that poisons the GPU context by it). A
+    BaseException that is not an Exception (KeyboardInterrupt) propagates as it is."""
 
     def __init__(self, fn: Callable[[], object], device: Device, label: str) -> None:
-        self.call, self.device, self.label = GuardedCall(fn, label), device, label
+        self.fn, self.device, self.label = fn, device, label
+        self.raised: BaseException | None = None
 
     def start_compile(self) -> None:
         """Nothing: what it launches is its own."""
@@ -101,7 +86,13 @@ class CallContender:
         """Nothing ahead: a callable's first call (which may compile) is part of its measurement."""
 
     def measure(self, options: BenchOptions) -> Result:
-        return bench_callable_with(self.call, options, device=self.device, name=self.label)
+        try:
+            return bench_callable_with(self.fn, options, device=self.device, name=self.label)
+        except Error:
+            raise  # pyhipbench's own refusal or failure: the engine keeps it as it is
+        except Exception as e:  # bench_callable lets what the callable raises through
+            self.raised = e
+            raise BenchError(f"{self.label} raised {type(e).__name__}{_first_line(e)}") from e
 
     def release(self) -> None:
         """The callable's buffers are its own."""

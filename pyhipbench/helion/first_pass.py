@@ -29,7 +29,7 @@ from .._device.device import Device
 from .._measure.callable import callable_device
 from .._measure.result import Result
 from .._progress import Progress
-from .._tuning.contenders import CallContender, GuardedCall
+from .._tuning.contenders import CallContender
 from .._tuning.engine import Policy, run_trials
 from .._tuning.racing import RaceBound
 from .._tuning.ties import verdict
@@ -49,13 +49,12 @@ class FirstPass:
         self.bound = RaceBound(policy.race)
         self.best: Result | None = None  # the first reading, or the last that was faster than the best before
 
-    def measure_ms(self, fn: Callable[[], object], label: str) -> tuple[float, str | None, GuardedCall]:
+    def measure_ms(self, fn: Callable[[], object], label: str) -> tuple[float, str | None, CallContender]:
         """`fn`'s median kernel time per call, ms, as Helion's search reads it (the best so far's where it is
         lower but not faster by compare's rule; inf where it failed), the error that failed it (None when it
-        ran), and the GuardedCall that called it (`raised`: the exception `fn` raised, if any)."""
+        ran), and the CallContender that measured it (`raised`: the exception `fn` raised, if any)."""
         device = callable_device(self.device)
         contender = CallContender(fn, device, label)
-        candidate = contender.call
         trial = Trial(label, contender)
         started = time.perf_counter()
         try:
@@ -64,10 +63,10 @@ class FirstPass:
             self.ledger.measure_s += time.perf_counter() - started
         if trial.result is None:
             self.ledger.configs_failed += 1
-            return math.inf, trial.error, candidate
+            return math.inf, trial.error, contender
         self.ledger.configs_measured += 1
         self.ledger.stopped_slower += trial.result.stop_reason == "slower"
-        return self._read_us(trial.result) / 1000, None, candidate
+        return self._read_us(trial.result) / 1000, None, contender
 
     def _read_us(self, result: Result) -> float:
         """`result`'s time for Helion's search, µs: its median where it is the first or faster than the best
