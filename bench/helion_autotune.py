@@ -6,7 +6,8 @@ the same effort and search seed (HELION_AUTOTUNE_RANDOM_SEED): once with
 Helion's default benchmarking, once with `pyhipbench.helion.Measuring()`.
 Then a third fresh process reads both picks independently: torch.profiler's
 CUDA kernel time over many calls of each pick (neither autotuner's numbers),
-the two picks alternating over several rounds, the median round reported.
+the two picks in turn, each first in every other round, the median round
+reported.
 
     python bench/helion_autotune.py            # matmul, softmax, row sum at the quick effort
     python bench/helion_autotune.py --quick    # one kernel (softmax), the quick effort: a smoke test
@@ -126,8 +127,10 @@ def autotune(name: str, mode: str, effort: str) -> dict[str, Any]:
 
 
 def reference_us(name: str, configs: dict[str, dict[str, Any]], rounds: int, calls: int) -> dict[str, float]:
-    """Each pick's CUDA kernel time per call by torch.profiler (µs): `calls` calls a round, the picks
-    alternating over `rounds` rounds, the median round."""
+    """Each pick's CUDA kernel time per call by torch.profiler (µs): `calls` calls a round, after `calls` / 5
+    untimed ones (the clock its own load sustains), the picks in turn, each first in every other round (what
+    the one before leaves, the clock and the heat, falls on both alike), over `rounds` rounds; the median
+    round."""
     from torch.profiler import ProfilerActivity, profile
 
     kernels = {mode: define(name, config=helion.Config(**config))[0] for mode, config in configs.items()}
@@ -137,8 +140,11 @@ def reference_us(name: str, configs: dict[str, dict[str, Any]], rounds: int, cal
         for _ in range(20):
             kernel(*args)
     torch.cuda.synchronize()
-    for _ in range(rounds):
-        for mode, kernel in kernels.items():
+    turn = list(kernels.items())
+    for n in range(rounds):
+        for mode, kernel in turn if n % 2 == 0 else turn[::-1]:
+            for _ in range(calls // 5):
+                kernel(*args)
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(calls):
                     kernel(*args)
@@ -156,7 +162,7 @@ def child(argv: list[str]) -> None:
     else:
         picks, out = rest
         with open(picks) as f:
-            record = reference_us(name, json.load(f), rounds=5, calls=500)
+            record = reference_us(name, json.load(f), rounds=6, calls=500)
     with open(out, "w") as f:
         json.dump(record, f)
 

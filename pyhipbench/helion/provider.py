@@ -175,7 +175,11 @@ class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion sh
                 batch.append(fn)
             self._precompiled.clear()
             jobs = {id(f): job for f in batch if (job := self._check_job(f)) is not None}
-            outcomes = self.checks.run(jobs, float(self.settings.autotune_benchmark_timeout))
+            started = time.perf_counter()
+            try:
+                outcomes = self.checks.run(jobs, float(self.settings.autotune_benchmark_timeout))
+            finally:
+                self.first_pass.ledger.worker_check_s += time.perf_counter() - started
             self._check_outcomes = {id(f): (f, outcomes.get(id(f))) for f in batch}
         _, outcome = self._check_outcomes.pop(id(fn))
         if outcome is not None and isinstance(outcome.error, CompiledFunctionLoadError):

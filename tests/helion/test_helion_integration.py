@@ -205,3 +205,4 @@ def test_a_batchs_checks_run_in_the_workers_together_when_its_first_candidate_is
     assert any(line.startswith("Skipping config with accuracy mismatch: 'mismatched'\nmismatch at 3")
                for line in provider.log.lines)
     assert ledger.configs_measured == 2 and ledger.configs_failed == 2
+    assert 0 < ledger.worker_check_s <= ledger.check_s
