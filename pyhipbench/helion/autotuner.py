@@ -27,10 +27,10 @@ __all__ = ["Autotuner"]
 class Autotuner:
     """Helion's `autotuner_fn(bound_kernel, args, **kwargs)`: Helion's default search and cache, each
     candidate measured with `policy` on `device` (a FirstPass per search: a race's bound holds for one
-    kernel's shapes only), counting into `ledger`, checked in `check_workers` of Helion's workers at once."""
+    kernel's shapes only), counting into `ledger`."""
 
-    def __init__(self, policy: Policy, device: Device | None, ledger: Ledger, check_workers: int) -> None:
-        self.policy, self.device, self.ledger, self.check_workers = policy, device, ledger, check_workers
+    def __init__(self, policy: Policy, device: Device | None, ledger: Ledger) -> None:
+        self.policy, self.device, self.ledger = policy, device, ledger
 
     def __call__(self, bound_kernel: Any, args: Sequence[object], **kwargs: object) -> Any:
         """Helion's default autotuner for `bound_kernel` on `args`, its provider RacingProvider. BenchError
@@ -60,8 +60,7 @@ class Autotuner:
                 raise BenchError(f"pyhipbench.helion: Helion built a {type(search).__name__}, not a search "
                                  "whose provider can be chosen; expected a helion.autotuner BaseSearch")
             first_pass = FirstPass(self.policy, self.device, self.ledger)
-            search._benchmark_provider_cls = functools.partial(RacingProvider, first_pass=first_pass,
-                                                               check_workers=self.check_workers)
+            search._benchmark_provider_cls = functools.partial(RacingProvider, first_pass=first_pass)
             return search
 
         given_provider(tuner.autotuner)

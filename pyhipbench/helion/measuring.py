@@ -14,9 +14,7 @@ from .ledger import Ledger
 from .rebenchmark import Rebenchmark
 from .version import checked_helion_version
 
-__all__ = ["CHECK_WORKERS", "Measuring"]
-
-CHECK_WORKERS = 4  # Helion's workers checking at once by default: each holds a CUDA context and the arguments
+__all__ = ["Measuring"]
 
 
 class Measuring:
@@ -25,9 +23,7 @@ class Measuring:
     `race`: a candidate stops once it is surely slower than the best of the search so far (False: each is
     measured to the precision). `tie_hold_s`: in Helion's re-benchmarks, the candidates tied with the
     fastest are measured again, after a hold of this many seconds (None or 0: no tie round).
-    `device`: where the kernels run (None: torch's current device). `check_workers`: how many of Helion's
-    benchmark workers check a batch's candidates against the baseline at once (each holds a CUDA context
-    and the kernel's arguments). `bench_options`: bench()'s options
+    `device`: where the kernels run (None: torch's current device). `bench_options`: bench()'s options
     (`BenchOptions`: `timer`, `cache`, `precision`, `max_time_s` in s, ...) for every measurement,
     `slower_than_us` aside (racing sets it) and `rotate` (a kernel's buffers are Helion's own). `ledger`:
     the counts and seconds of what was measured.
@@ -36,14 +32,10 @@ class Measuring:
     """
 
     def __init__(self, *, race: bool = True, tie_hold_s: float | None = TIE_HOLD_S, device: Device | None = None,
-                 check_workers: int = CHECK_WORKERS, **bench_options: Any) -> None:
+                 **bench_options: Any) -> None:
         checked_helion_version()
         if device is not None and not isinstance(device, Device):
             raise BenchError(f"pyhipbench.helion device={show(device)}: expected a pyhipbench.Device or None")
-        if isinstance(check_workers, bool) or not isinstance(check_workers, int) or check_workers < 1:
-            raise BenchError(f"pyhipbench.helion check_workers={show(check_workers)}: expected a positive int "
-                             f"(default {CHECK_WORKERS})")
-        self.check_workers = check_workers
         self.policy = Policy.from_keywords("pyhipbench.helion", bench_options, race, tie_hold_s, own_buffers=True,
                                            leave_out=("rotate",))
         self.device = device
@@ -53,5 +45,5 @@ class Measuring:
         """Helion settings (`helion.kernel(**...)` or `helion.Settings(**...)`): `autotuner_fn` (Helion's
         default search, its first pass measured here) and `autotune_benchmark_fn` (its re-benchmarks
         measured here), both counting into this object's `ledger`."""
-        return {"autotuner_fn": Autotuner(self.policy, self.device, self.ledger, self.check_workers),
+        return {"autotuner_fn": Autotuner(self.policy, self.device, self.ledger),
                 "autotune_benchmark_fn": Rebenchmark(self.policy, self.device, self.ledger)}

@@ -8,28 +8,24 @@ the one per-candidate step to replace is the private `_benchmark_function`
 the fork/spawn precompile (a compile that fails or hangs costs only its
 config), source deduplication, logging, the budget. Internals used, all
 of Helion 1.5.0 (version.py refuses any other release):
-`_subprocess_accuracy_check_enabled`, `_create_precompile_future`,
-`_serialize_compiled_fn`, `AccuracyCheckJob` (with `_precompile_args_path`,
-`_precompile_baseline_path`, `_effective_atol`, `_effective_rtol`,
-`_scale_atol`), `CompiledFunctionLoadError`,
-`_disable_unloadable_benchmark_worker`, `BenchmarkWorker` (checks.py),
+`_subprocess_accuracy_check_enabled`, `_run_subprocess_accuracy_check_job`,
+`_benchmark_worker` (set to the worker WorkerStart started; `BenchmarkWorker`'s
+`_start`, `_kill` and `_lock` there),
 `_validate_against_baseline`, `_record_accuracy_failure`,
 `_record_compile_failure`, `_record_worker_failure`,
 `_clear_jit_fast_path_caches`, `_clone_args`, `mutated_arg_indices`,
 `_autotune_metrics`, `kernel.bench_compile_config`.
 
-Each candidate: (1) run and checked against Helion's baseline, with Helion's
-job in Helion's killable benchmark workers where Helion would use its one
-worker (so a hang or a fault there costs only this candidate), else in this
-process as Helion's own in-process path does; (2) run once here (loading
-its code); (3) measured by FirstPass, racing the best of the search. The
-checks of (1) run for the whole batch at once, in a CheckPool of several
-workers, when the batch's first candidate is taken (Helion precompiles the
-batch before it takes any): each job loads code and reads files, seconds
-of a batch that one worker spends one job after another. A fault in (2) or
-(3) of a candidate that passed (1) poisons this process's CUDA context: it
-ends the search with Helion's TritonUnrecoverableRuntimeError, as Helion's
-own in-process timing does.
+Each candidate: (1) run and checked against Helion's baseline, in Helion's
+killable benchmark worker where Helion would use it (so a hang or a fault
+there costs only this candidate), else in this process as Helion's own
+in-process path does; (2) run once here (loading its code); (3) measured by
+FirstPass, racing the best of the search. A fault in (2) or (3) of a
+candidate that passed (1) poisons this process's CUDA context: it ends the
+search with Helion's TritonUnrecoverableRuntimeError, as Helion's own
+in-process timing does. Helion's worker is the one WorkerStart started when
+the search started (worker_start.py): its spawn overlapped Helion's baseline
+and first compiles instead of the first check.
 """
 from __future__ import annotations
 
@@ -40,50 +36,50 @@ from collections.abc import Sequence
 from typing import Any
 
 from helion import exc
-from helion.autotuner.benchmark_job import AccuracyCheckJob, AccuracyCheckResult, CompiledFunctionLoadError
 from helion.autotuner.benchmark_provider import LocalBenchmarkProvider, _clone_args
 from helion.autotuner.benchmark_worker import BenchmarkSubprocessError, BenchmarkTimeout, BenchmarkWorkerUnkillable
 from helion.autotuner.benchmarking import synchronize_device
 from helion.autotuner.logger import capture_output, match_unrecoverable_runtime_error
-from helion.autotuner.precompile_future import PrecompileFuture, _serialize_compiled_fn
 
-from .checks import CheckOutcome, CheckPool
 from .first_pass import FirstPass
+from .worker_start import WorkerStart
 
 __all__ = ["RacingProvider"]
 
 
 class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion ships no type information
-    """Helion's local provider; each candidate's timing by `first_pass` (which counts into its ledger), the
-    checks in Helion's workers by a CheckPool of `check_workers`."""
+    """Helion's local provider; each candidate's timing by `first_pass` (which counts into its ledger), its
+    checks in Helion's worker, started as the provider is made (Helion makes it when a search starts, and then
+    runs the baseline) where Helion's settings ask for one."""
 
-    def __init__(self, *, first_pass: FirstPass, check_workers: int, **helion_keywords: Any) -> None:
-        self.first_pass, self.check_workers = first_pass, check_workers
-        self.checks: CheckPool | None = None
-        self._precompiled: list[tuple[Any, PrecompileFuture]] = []  # this batch's, not yet checked
-        self._check_outcomes: dict[int, tuple[Any, CheckOutcome | None]] = {}  # by id(fn), fn kept: no id reused
-        super().__init__(**helion_keywords)
+    def __init__(self, *, first_pass: FirstPass, settings: Any, **helion_keywords: Any) -> None:
+        self.first_pass = first_pass
+        self.worker_start: WorkerStart | None = None
+        if settings.autotune_benchmark_subprocess and settings.autotune_accuracy_check:
+            self.worker_start = WorkerStart(float(settings.autotune_benchmark_timeout))
+        try:
+            super().__init__(settings=settings, **helion_keywords)
+        except BaseException:
+            self._stop_worker_start()
+            raise
 
     def setup(self) -> None:
-        """Helion's setup (the arguments and baseline written for its workers), then the check pool started,
-        its workers' spawns overlapping the first batch's compile."""
+        """Helion's setup; the started worker stopped where Helion checks without one (its other rules:
+        arguments that cannot be pickled, mutated arguments, a custom check)."""
         super().setup()
-        if self._subprocess_accuracy_check_enabled():
-            self.checks = CheckPool(self.check_workers)
-            self.checks.start(float(self.settings.autotune_benchmark_timeout))
+        if not self._subprocess_accuracy_check_enabled():
+            self._stop_worker_start()
 
     def cleanup(self) -> None:
-        """The check pool's workers stopped, then Helion's cleanup."""
-        if self.checks is not None:
-            self.checks.shutdown()
-            self.checks = None
+        """The started worker stopped if no check took it, then Helion's cleanup (which stops the one taken)."""
+        self._stop_worker_start()
         super().cleanup()
 
-    def _create_precompile_future(self, config: Any, fn: Any) -> PrecompileFuture:
-        """Helion's precompile of `fn`, remembered: the batch's checks start once the batch precompiled."""
-        future = super()._create_precompile_future(config, fn)
-        self._precompiled.append((fn, future))
-        return future
+    def _stop_worker_start(self) -> None:
+        """The started worker, if no check took it, stopped."""
+        if self.worker_start is not None:
+            self.worker_start.stop()
+            self.worker_start = None
 
     def benchmark(self, configs: list[Any], **keywords: Any) -> list[Any]:
         """Helion's batch (compile, precompile, then each candidate's `_benchmark_function`), timed."""
@@ -128,27 +124,29 @@ class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion sh
         return self.args  # type: ignore[no-any-return]
 
     def _checked(self, config: Any, fn: Any, args: Sequence[object]) -> bool:
-        """The candidate ran and matched the baseline: in Helion's killable workers where Helion uses its
-        one, then once here (its code loaded for the measurement, its output checked here where no worker
-        checked it)."""
-        outcome = self._worker_check(fn)
-        if outcome is not None and outcome.error is not None:
-            error = outcome.error
-            if isinstance(error, BenchmarkWorkerUnkillable):
-                raise error  # Helion's own rule: a worker that cannot be reaped ends the search
-            if isinstance(error, BenchmarkSubprocessError):
-                self.log.warning(f"Accuracy check subprocess failed for {config!r}: {error}")
-                self._record_worker_failure(config, "timeout" if isinstance(error, BenchmarkTimeout) else "error")
+        """The candidate ran and matched the baseline: in Helion's killable worker where Helion uses it,
+        then once here (its code loaded for the measurement, its output checked here where the worker did
+        not check it)."""
+        checked_in_worker = False
+        if self._subprocess_accuracy_check_enabled():
+            try:
+                outcome = self._worker_check(fn)
+            except BenchmarkWorkerUnkillable:
+                raise  # Helion's own rule: a worker that cannot be reaped ends the search
+            except BenchmarkSubprocessError as e:
+                self.log.warning(f"Accuracy check subprocess failed for {config!r}: {e}")
+                self._record_worker_failure(config, "timeout" if isinstance(e, BenchmarkTimeout) else "error")
                 return False
-            self.log.debug(f"Accuracy check subprocess raised for {config!r}: {type(error).__name__}: {error}")
-            self._record_compile_failure(config)
-            return False
-        if outcome is not None:
-            assert isinstance(outcome.result, AccuracyCheckResult)
-            if not outcome.result.ok:
-                self.log.warning(f"Skipping config with accuracy mismatch: {config!r}\n{outcome.result.message}")
-                self._record_accuracy_failure(config)
+            except Exception as e:
+                self.log.debug(f"Accuracy check subprocess raised for {config!r}: {type(e).__name__}: {e}")
+                self._record_compile_failure(config)
                 return False
+            if outcome is not None:
+                if not outcome.ok:
+                    self.log.warning(f"Skipping config with accuracy mismatch: {config!r}\n{outcome.message}")
+                    self._record_accuracy_failure(config)
+                    return False
+                checked_in_worker = True
         try:
             with capture_output():
                 synchronize_device()
@@ -157,48 +155,23 @@ class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion sh
         except Exception as e:
             self._failed(config, e)
             return False
-        if self.settings.autotune_accuracy_check and outcome is None:
+        if self.settings.autotune_accuracy_check and not checked_in_worker:
             if not self._validate_against_baseline(config, output, args):
                 self._record_accuracy_failure(config)
                 return False
         return True
 
-    def _worker_check(self, fn: Any) -> CheckOutcome | None:
-        """`fn`'s check in a worker, or None where it is checked in this process (Helion's rules: no worker
-        check asked for, or `fn` cannot be sent to one). Taking a candidate the pool has not checked runs
-        the checks of the batch precompiled with it, together."""
-        if self.checks is None or not self._subprocess_accuracy_check_enabled():
-            return None
-        if id(fn) not in self._check_outcomes:
-            batch = [f for f, future in self._precompiled if future.ok]
-            if all(f is not fn for f in batch):
-                batch.append(fn)
-            self._precompiled.clear()
-            jobs = {id(f): job for f in batch if (job := self._check_job(f)) is not None}
-            started = time.perf_counter()
-            try:
-                outcomes = self.checks.run(jobs, float(self.settings.autotune_benchmark_timeout))
-            finally:
-                self.first_pass.ledger.worker_check_s += time.perf_counter() - started
-            self._check_outcomes = {id(f): (f, outcomes.get(id(f))) for f in batch}
-        _, outcome = self._check_outcomes.pop(id(fn))
-        if outcome is not None and isinstance(outcome.error, CompiledFunctionLoadError):
-            self._disable_unloadable_benchmark_worker(outcome.error)  # Helion's rule: every later check in here
-            return None
-        return outcome
-
-    def _check_job(self, fn: Any) -> AccuracyCheckJob | None:
-        """Helion's check job for `fn`, as its `_run_subprocess_accuracy_check_job` builds it; None where
-        Helion checks in this process instead (no files written for its worker, `fn` not serialisable)."""
-        if self._precompile_args_path is None or self._precompile_baseline_path is None:
-            return None
+    def _worker_check(self, fn: Any) -> Any:
+        """Helion's check of `fn` in its worker (the started one, taken at the first check): its outcome, or
+        None where Helion checks in this process."""
+        started = time.perf_counter()
         try:
-            fn_spec = _serialize_compiled_fn(fn)
-        except RuntimeError:
-            return None
-        return AccuracyCheckJob(fn_spec=fn_spec, args_path=self._precompile_args_path,
-                                baseline_path=self._precompile_baseline_path, atol=self._effective_atol,
-                                rtol=self._effective_rtol, scale_atol=self._scale_atol)
+            if self.worker_start is not None and self._benchmark_worker is None:
+                self._benchmark_worker = self.worker_start.take()
+                self.worker_start = None
+            return self._run_subprocess_accuracy_check_job(fn)
+        finally:
+            self.first_pass.ledger.worker_check_s += time.perf_counter() - started
 
     def _failed(self, config: Any, error: BaseException) -> None:
         """A candidate that raised here: recorded as Helion records a failed config; a fault that poisons

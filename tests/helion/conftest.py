@@ -1,5 +1,8 @@
-"""The fixtures of tests/helion: a device on the fake CUDA driver and Helion-shaped candidates that run on it."""
+"""The fixtures of tests/helion: a device on the fake CUDA driver, Helion-shaped candidates that run on it, and
+Helion's provider as pyhipbench gives it (made without a GPU)."""
 from __future__ import annotations
+
+import types
 
 import pytest
 
@@ -42,3 +45,43 @@ def call(fake_driver_cuda, fake_cupti):
 def device(fake_libraries, fake_driver_cuda):
     return hb.Device.from_backend(HostBackend(backend="cuda", arch="sm_90"),
                                   _core.load_driver("cuda", str(fake_libraries["cuda"])))
+
+
+class Log:
+    """Helion's AutotuningLogger as the provider calls it: each line kept."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def warning(self, message: str, *args: object, **kwargs: object) -> None:
+        self.lines.append(message)
+
+    debug = warning
+
+
+@pytest.fixture
+def racing_provider():
+    """A RacingProvider as Helion's search holds one after its baseline ran, without a GPU: Helion's own checks
+    (settings, tolerances, the baseline), in this process, and a kernel whose bench_compile_config gives
+    `bench_calls[config]`. (Helion's __init__ runs the baseline kernel on a GPU.)"""
+    import helion
+
+    from pyhipbench.helion.provider import RacingProvider
+
+    def make(first_pass, baseline, bench_calls: dict) -> RacingProvider:
+        provider = RacingProvider.__new__(RacingProvider)
+        provider.first_pass, provider.worker_start, provider._benchmark_worker = first_pass, None, None
+        provider.settings = helion.Settings(autotune_benchmark_subprocess=False, autotune_accuracy_check=True)
+        provider.kernel = types.SimpleNamespace(
+            bench_compile_config=lambda config, allow_print: bench_calls[config],
+            format_kernel_decorator=lambda config, settings: f"@helion.kernel(config={config!r})",
+            env=types.SimpleNamespace(process_group_name=None))
+        provider.args, provider.mutated_arg_indices, provider.log = (), [], Log()
+        provider._autotune_metrics = types.SimpleNamespace(num_configs_tested=0, num_accuracy_failures=0,
+                                                           num_compile_failures=0, num_worker_failures=0)
+        provider._baseline_output, provider._baseline_post_args = baseline, None
+        provider._effective_atol, provider._effective_rtol, provider._scale_atol = 1e-5, 1e-5, False
+        provider._accuracy_failure_config_ids, provider._compile_failure_config_ids = [], []
+        provider._worker_failure_config_ids = []
+        return provider
+    return make

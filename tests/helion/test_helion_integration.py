@@ -36,8 +36,6 @@ def test_the_pinned_release_is_installed_and_its_settings_take_the_integration()
     ({"race": "yes"}, r"^race='yes': expected True \(the default\) or False$"),
     ({"tie_hold_s": "long"}, r"^tie_hold_s='long': "),
     ({"device": 0}, r"^pyhipbench.helion device=0: expected a pyhipbench.Device or None$"),
-    ({"check_workers": 0}, r"^pyhipbench.helion check_workers=0: expected a positive int \(default 4\)$"),
-    ({"check_workers": True}, r"^pyhipbench.helion check_workers=True: expected a positive int \(default 4\)$"),
     ({"slower_than_us": 3.0}, r"^pyhipbench.helion option slower_than_us=3.0: racing sets it"),
     ({"cache": "dirty-cold"}, r"^pyhipbench.helion cache='dirty-cold': its candidates' buffers are their own"),
     ({"repeat": 10}, r"^pyhipbench.helion option\(s\) 'repeat' unknown; expected "),
@@ -95,45 +93,14 @@ def test_a_backend_that_times_its_own_kernels_is_refused_in_one_line(no_hardware
         hbh.Measuring().settings()["autotuner_fn"](fake, (x, y))
 
 
-class Log:
-    """Helion's AutotuningLogger as the provider calls it: each line kept."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def warning(self, message: str, *args: object, **kwargs: object) -> None:
-        self.lines.append(message)
-
-    debug = warning
-
-
-def provider_for(first_pass: FirstPass, baseline: torch.Tensor, bench_calls: dict) -> RacingProvider:
-    """A RacingProvider as Helion's search holds one after its baseline ran, without a GPU: Helion's own checks
-    (settings, tolerances, the baseline) and a kernel whose bench_compile_config gives `bench_calls[config]`."""
-    provider = RacingProvider.__new__(RacingProvider)  # Helion's __init__ runs the baseline kernel on a GPU
-    provider.first_pass, provider.check_workers, provider.checks = first_pass, 2, None
-    provider._precompiled, provider._check_outcomes = [], {}
-    provider.settings = helion.Settings(autotune_benchmark_subprocess=False, autotune_accuracy_check=True)
-    provider.kernel = types.SimpleNamespace(
-        bench_compile_config=lambda config, allow_print: bench_calls[config],
-        format_kernel_decorator=lambda config, settings: f"@helion.kernel(config={config!r})",
-        env=types.SimpleNamespace(process_group_name=None))
-    provider.args, provider.mutated_arg_indices, provider.log = (), [], Log()
-    provider._autotune_metrics = types.SimpleNamespace(num_configs_tested=0, num_accuracy_failures=0,
-                                                       num_compile_failures=0)
-    provider._baseline_output, provider._baseline_post_args = baseline, None
-    provider._effective_atol, provider._effective_rtol, provider._scale_atol = 1e-5, 1e-5, False
-    provider._accuracy_failure_config_ids, provider._compile_failure_config_ids = [], []
-    return provider
-
-
 def test_each_candidate_is_checked_against_the_baseline_then_raced_and_a_failure_costs_only_itself(device, call,
-                                                                                                   policy):
+                                                                                                   policy,
+                                                                                                   racing_provider):
     baseline = torch.arange(8.0)
     ledger = Ledger()
     first_pass = FirstPass(policy(), device, ledger)
     bench_calls = {"fast": call(2.0), "slow": call(8.0, step_us=0.05), "wrong": call(1.0)}
-    provider = provider_for(first_pass, baseline, bench_calls)
+    provider = racing_provider(first_pass, baseline, bench_calls)
     outputs = {"fast": baseline.clone(), "slow": baseline.clone(), "wrong": baseline + 1}
 
     def compiled(config):
@@ -154,55 +121,9 @@ def test_each_candidate_is_checked_against_the_baseline_then_raced_and_a_failure
     assert ledger.check_s > 0 and ledger.measure_s > 0
 
 
-def test_a_fault_that_poisons_the_context_ends_the_search_as_helion_ends_it(device, call, policy):
+def test_a_fault_that_poisons_the_context_ends_the_search_as_helion_ends_it(device, call, policy, racing_provider):
     def faulting():
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
-    provider = provider_for(FirstPass(policy(), device, Ledger()), torch.zeros(1), {})
+    provider = racing_provider(FirstPass(policy(), device, Ledger()), torch.zeros(1), {})
     with pytest.raises(helion.exc.TritonUnrecoverableRuntimeError, match="illegal memory access"):
         provider._benchmark_function("faulting", faulting)
-
-
-def test_a_batchs_checks_run_in_the_workers_together_when_its_first_candidate_is_taken(device, call, policy):
-    from helion.autotuner.benchmark_job import AccuracyCheckResult
-
-    from pyhipbench.helion.checks import CheckPool
-
-    from fakes.helion_jobs import Raises, Returns
-    baseline = torch.arange(8.0)
-    ledger = Ledger()
-    provider = provider_for(FirstPass(policy(), device, ledger), baseline,
-                            {"passes": call(2.0), "here": call(3.0)})
-    provider.settings = helion.Settings(autotune_accuracy_check=True, autotune_benchmark_timeout=120)
-    provider._subprocess_accuracy_check_enabled = lambda: True
-    # "passes" is off the baseline when run here: only the worker's verdict lets it be measured.
-    passes, mismatched, raising = (lambda: baseline + 1), (lambda: baseline), (lambda: baseline)
-    not_precompiled, here = (lambda: baseline), (lambda: baseline.clone())
-    jobs = {passes: Returns(AccuracyCheckResult(ok=True)),
-            mismatched: Returns(AccuracyCheckResult(ok=False, message="mismatch at 3")),
-            raising: Raises("the launch failed"), not_precompiled: Returns(AccuracyCheckResult(ok=True))}
-    asked: list[object] = []
-
-    def check_job(fn):
-        asked.append(fn)
-        return jobs.get(fn)  # None for `here`: checked in this process, as an unserialisable one is
-
-    provider._check_job = check_job
-    precompiled = types.SimpleNamespace(ok=True)
-    provider._precompiled = [(passes, precompiled), (mismatched, precompiled), (raising, precompiled),
-                             (not_precompiled, types.SimpleNamespace(ok=False)), (here, precompiled)]
-    provider.checks = CheckPool(2)
-    try:
-        assert provider._benchmark_function("passes", passes) == pytest.approx(0.002)
-        assert asked == [passes, mismatched, raising, here]  # the batch at once; the failed precompile never
-        assert math.isinf(provider._benchmark_function("mismatched", mismatched))
-        assert math.isinf(provider._benchmark_function("raising", raising))
-        assert provider._benchmark_function("here", here) == pytest.approx(0.003)
-    finally:
-        provider.checks.shutdown()
-    assert len(asked) == 4  # no job built again
-    assert provider._accuracy_failure_config_ids == [id("mismatched")]
-    assert provider._compile_failure_config_ids == [id("raising")]
-    assert any(line.startswith("Skipping config with accuracy mismatch: 'mismatched'\nmismatch at 3")
-               for line in provider.log.lines)
-    assert ledger.configs_measured == 2 and ledger.configs_failed == 2
-    assert 0 < ledger.worker_check_s <= ledger.check_s
