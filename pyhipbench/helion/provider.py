@@ -9,8 +9,6 @@ the fork/spawn precompile (a compile that fails or hangs costs only its
 config), source deduplication, logging, the budget. Internals used, all
 of Helion 1.5.0 (version.py refuses any other release):
 `_subprocess_accuracy_check_enabled`, `_run_subprocess_accuracy_check_job`,
-`_benchmark_worker` (set to the worker WorkerStart started; `BenchmarkWorker`'s
-`_start`, `_kill` and `_lock` there),
 `_validate_against_baseline`, `_record_accuracy_failure`,
 `_record_compile_failure`, `_record_worker_failure`,
 `_clear_jit_fast_path_caches`, `_clone_args`, `mutated_arg_indices`,
@@ -23,9 +21,7 @@ in-process path does; (2) run once here (loading its code); (3) measured by
 FirstPass, racing the best of the search. A fault in (2) or (3) of a
 candidate that passed (1) poisons this process's CUDA context: it ends the
 search with Helion's TritonUnrecoverableRuntimeError, as Helion's own
-in-process timing does. Helion's worker is the one WorkerStart started when
-the search started (worker_start.py): its spawn overlapped Helion's baseline
-and first compiles instead of the first check.
+in-process timing does.
 """
 from __future__ import annotations
 
@@ -42,44 +38,16 @@ from helion.autotuner.benchmarking import synchronize_device
 from helion.autotuner.logger import capture_output, match_unrecoverable_runtime_error
 
 from .first_pass import FirstPass
-from .worker_start import WorkerStart
 
 __all__ = ["RacingProvider"]
 
 
 class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion ships no type information
-    """Helion's local provider; each candidate's timing by `first_pass` (which counts into its ledger), its
-    checks in Helion's worker, started as the provider is made (Helion makes it when a search starts, and then
-    runs the baseline) where Helion's settings ask for one."""
+    """Helion's local provider; each candidate's timing by `first_pass` (which counts into its ledger)."""
 
-    def __init__(self, *, first_pass: FirstPass, settings: Any, **helion_keywords: Any) -> None:
+    def __init__(self, *, first_pass: FirstPass, **helion_keywords: Any) -> None:
         self.first_pass = first_pass
-        self.worker_start: WorkerStart | None = None
-        if settings.autotune_benchmark_subprocess and settings.autotune_accuracy_check:
-            self.worker_start = WorkerStart(float(settings.autotune_benchmark_timeout))
-        try:
-            super().__init__(settings=settings, **helion_keywords)
-        except BaseException:
-            self._stop_worker_start()
-            raise
-
-    def setup(self) -> None:
-        """Helion's setup; the started worker stopped where Helion checks without one (its other rules:
-        arguments that cannot be pickled, mutated arguments, a custom check)."""
-        super().setup()
-        if not self._subprocess_accuracy_check_enabled():
-            self._stop_worker_start()
-
-    def cleanup(self) -> None:
-        """The started worker stopped if no check took it, then Helion's cleanup (which stops the one taken)."""
-        self._stop_worker_start()
-        super().cleanup()
-
-    def _stop_worker_start(self) -> None:
-        """The started worker, if no check took it, stopped."""
-        if self.worker_start is not None:
-            self.worker_start.stop()
-            self.worker_start = None
+        super().__init__(**helion_keywords)
 
     def benchmark(self, configs: list[Any], **keywords: Any) -> list[Any]:
         """Helion's batch (compile, precompile, then each candidate's `_benchmark_function`), timed."""
@@ -162,13 +130,10 @@ class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion sh
         return True
 
     def _worker_check(self, fn: Any) -> Any:
-        """Helion's check of `fn` in its worker (the started one, taken at the first check): its outcome, or
-        None where Helion checks in this process."""
+        """Helion's check of `fn` in its worker (started at the first): its outcome, or None where Helion
+        checks in this process; the wait counted."""
         started = time.perf_counter()
         try:
-            if self.worker_start is not None and self._benchmark_worker is None:
-                self._benchmark_worker = self.worker_start.take()
-                self.worker_start = None
             return self._run_subprocess_accuracy_check_job(fn)
         finally:
             self.first_pass.ledger.worker_check_s += time.perf_counter() - started

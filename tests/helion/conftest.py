@@ -70,7 +70,7 @@ def racing_provider():
 
     def make(first_pass, baseline, bench_calls: dict) -> RacingProvider:
         provider = RacingProvider.__new__(RacingProvider)
-        provider.first_pass, provider.worker_start, provider._benchmark_worker = first_pass, None, None
+        provider.first_pass = first_pass
         provider.settings = helion.Settings(autotune_benchmark_subprocess=False, autotune_accuracy_check=True)
         provider.kernel = types.SimpleNamespace(
             bench_compile_config=lambda config, allow_print: bench_calls[config],

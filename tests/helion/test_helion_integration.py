@@ -127,3 +127,33 @@ def test_a_fault_that_poisons_the_context_ends_the_search_as_helion_ends_it(devi
     provider = racing_provider(FirstPass(policy(), device, Ledger()), torch.zeros(1), {})
     with pytest.raises(helion.exc.TritonUnrecoverableRuntimeError, match="illegal memory access"):
         provider._benchmark_function("faulting", faulting)
+
+
+def test_a_check_in_helions_worker_decides_and_its_wait_is_counted(device, call, policy, racing_provider):
+    """Where Helion checks in its worker, the worker's verdict decides (an output off the baseline here is
+    measured once the worker passed it; a timeout there costs only that candidate) and the ledger counts the
+    wait apart."""
+    from helion.autotuner.benchmark_job import AccuracyCheckResult
+    from helion.autotuner.benchmark_worker import BenchmarkTimeout
+    baseline = torch.arange(8.0)
+    ledger = Ledger()
+    provider = racing_provider(FirstPass(policy(), device, ledger), baseline, {"passes": call(2.0)})
+    provider._subprocess_accuracy_check_enabled = lambda: True
+    verdicts = {"passes": AccuracyCheckResult(ok=True), "hangs": BenchmarkTimeout("benchmark timeout after 30.0s")}
+
+    def in_worker(fn):
+        verdict = verdicts[fn.config]
+        if isinstance(verdict, Exception):
+            raise verdict
+        return verdict
+    provider._run_subprocess_accuracy_check_job = in_worker
+
+    def compiled(config):
+        fn = lambda: baseline + 1  # noqa: E731  # off the baseline: only the worker's verdict lets it pass
+        fn.config = config
+        return fn
+    assert provider._benchmark_function("passes", compiled("passes")) == pytest.approx(0.002)
+    assert math.isinf(provider._benchmark_function("hangs", compiled("hangs")))
+    assert provider._worker_failure_config_ids == [id("hangs")] and provider._accuracy_failure_config_ids == []
+    assert any(line.startswith("Accuracy check subprocess failed for 'hangs'") for line in provider.log.lines)
+    assert 0 < ledger.worker_check_s <= ledger.check_s and ledger.configs_measured == 1
