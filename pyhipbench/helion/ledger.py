@@ -16,12 +16,10 @@ class Ledger:
     best so far without being faster by compare's rule, read as the best's time; `configs_failed`: those that failed a
     check, a compile, or a measurement. `batch_s`: seconds inside the provider's batches (Helion compiling,
     precompiling, checking and pyhipbench measuring); `check_s`: of those, running each candidate and checking
-    its output against the baseline, of which `worker_check_s` waiting for the checks in Helion's worker, the
-    rest of its start included (the rest: each candidate's first call in this process); `measure_s`: of those,
-    measuring. What is
-    left of `batch_s` is Helion's compiling and precompiling (and its bookkeeping): the time compiling ahead
-    could hide. `rebenchmarks`,
-    `rebenchmark_candidates`, `rebenchmark_s`: the re-benchmark calls, the candidates they took, their seconds;
+    its output against the baseline, of which `worker_check_s` waiting for the checks in Helion's worker, its
+    start included (the rest: each candidate's first call in this process); `measure_s`: of those, measuring.
+    What is left of `batch_s` is Helion's compiling and precompiling (and its bookkeeping): the time compiling
+    ahead could hide. `rebenchmarks`, `rebenchmark_candidates`, `rebenchmark_s`: the re-benchmark calls, the candidates they took, their seconds;
     `tie_rounds`: those calls with candidates tied with the fastest (the tie round held them, or found the
     fastest's time steady under its hold).
     """
