@@ -19,9 +19,9 @@ class Ledger:
     its output against the baseline, of which `worker_check_s` waiting for the checks in Helion's worker, its
     start included (the rest: each candidate's first call in this process); `measure_s`: of those, measuring.
     What is left of `batch_s` is Helion's compiling and precompiling (and its bookkeeping): the time compiling
-    ahead could hide. `rebenchmarks`, `rebenchmark_candidates`, `rebenchmark_s`: the re-benchmark calls, the candidates they took, their seconds;
-    `tie_rounds`: those calls with candidates tied with the fastest (the tie round held them, or found the
-    fastest's time steady under its hold).
+    ahead could hide. `rebenchmarks`, `rebenchmark_candidates`, `rebenchmark_s`: the re-benchmark calls, the
+    candidates they took, their seconds; `tie_rounds`: those calls with candidates tied with the fastest (the
+    tie round held them, or found the fastest's time steady under its hold).
     """
     configs_given: int = 0
     configs_measured: int = 0
