@@ -2,6 +2,7 @@
 Helion's provider as pyhipbench gives it (made without a GPU)."""
 from __future__ import annotations
 
+import itertools
 import types
 
 import pytest
@@ -66,11 +67,12 @@ def racing_provider():
     `bench_calls[config]`. (Helion's __init__ runs the baseline kernel on a GPU.)"""
     import helion
 
+    from pyhipbench.helion.kept_worker import KeptWorker
     from pyhipbench.helion.provider import RacingProvider
 
     def make(first_pass, baseline, bench_calls: dict) -> RacingProvider:
         provider = RacingProvider.__new__(RacingProvider)
-        provider.first_pass = first_pass
+        provider.first_pass, provider.kept_worker, provider.holds_kept_worker = first_pass, KeptWorker(), False
         provider.settings = helion.Settings(autotune_benchmark_subprocess=False, autotune_accuracy_check=True)
         provider.kernel = types.SimpleNamespace(
             bench_compile_config=lambda config, allow_print: bench_calls[config],
@@ -83,5 +85,14 @@ def racing_provider():
         provider._effective_atol, provider._effective_rtol, provider._scale_atol = 1e-5, 1e-5, False
         provider._accuracy_failure_config_ids, provider._compile_failure_config_ids = [], []
         provider._worker_failure_config_ids = []
+        # What Helion's setup and cleanup read and reset (its __init__ sets them).
+        provider._benchmark_worker, provider._precompile_tmpdir = None, None
+        provider._precompile_args_path = provider._precompile_baseline_path = None
+        provider._args_unpicklable = provider._subprocess_wrapper_unloadable = False
+        provider._precompile_result_counter = itertools.count()
+        provider._effective_source_hashes, provider._effective_source_results = set(), {}
+        provider._invalid_effective_source_hashes, provider._pending_effective_source_failures = set(), {}
+        provider._effective_source_repairs, provider._compiler_seed_source_hashes = {}, set()
+        provider._compiler_seed_timeout_retry_claims = set()
         return provider
     return make
