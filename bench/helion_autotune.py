@@ -140,9 +140,9 @@ def reference_us(name: str, configs: dict[str, dict[str, Any]], rounds: int, cal
         for _ in range(20):
             kernel(*args)
     torch.cuda.synchronize()
-    turn = list(kernels.items())
+    order = list(kernels.items())
     for n in range(rounds):
-        for mode, kernel in turn if n % 2 == 0 else turn[::-1]:
+        for mode, kernel in order if n % 2 == 0 else order[::-1]:
             for _ in range(calls // 5):
                 kernel(*args)
             with profile(activities=[ProfilerActivity.CUDA]) as prof:

@@ -19,7 +19,6 @@ from .._device.device import Device
 from .._tuning.engine import Policy
 from ..errors import BenchError
 from .first_pass import FirstPass
-from .kept_worker import KeptWorker
 from .ledger import Ledger
 
 __all__ = ["Autotuner"]
@@ -28,11 +27,10 @@ __all__ = ["Autotuner"]
 class Autotuner:
     """Helion's `autotuner_fn(bound_kernel, args, **kwargs)`: Helion's default search and cache, each
     candidate measured with `policy` on `device` (a FirstPass per search: a race's bound holds for one
-    kernel's shapes only), counting into `ledger`; Helion's check worker handed from search to search by
-    `kept_worker`."""
+    kernel's shapes only), counting into `ledger`."""
 
-    def __init__(self, policy: Policy, device: Device | None, ledger: Ledger, kept_worker: KeptWorker) -> None:
-        self.policy, self.device, self.ledger, self.kept_worker = policy, device, ledger, kept_worker
+    def __init__(self, policy: Policy, device: Device | None, ledger: Ledger) -> None:
+        self.policy, self.device, self.ledger = policy, device, ledger
 
     def __call__(self, bound_kernel: Any, args: Sequence[object], **kwargs: object) -> Any:
         """Helion's default autotuner for `bound_kernel` on `args`, its provider RacingProvider. BenchError
@@ -62,8 +60,7 @@ class Autotuner:
                 raise BenchError(f"pyhipbench.helion: Helion built a {type(search).__name__}, not a search "
                                  "whose provider can be chosen; expected a helion.autotuner BaseSearch")
             first_pass = FirstPass(self.policy, self.device, self.ledger)
-            search._benchmark_provider_cls = functools.partial(RacingProvider, first_pass=first_pass,
-                                                               kept_worker=self.kept_worker)
+            search._benchmark_provider_cls = functools.partial(RacingProvider, first_pass=first_pass)
             return search
 
         given_provider(tuner.autotuner)

@@ -10,7 +10,6 @@ from .._tuning.ties import TIE_HOLD_S
 from .._values import show
 from ..errors import BenchError
 from .autotuner import Autotuner
-from .kept_worker import KeptWorker
 from .ledger import Ledger
 from .rebenchmark import Rebenchmark
 from .version import checked_helion_version
@@ -27,8 +26,7 @@ class Measuring:
     `device`: where the kernels run (None: torch's current device). `bench_options`: bench()'s options
     (`BenchOptions`: `timer`, `cache`, `precision`, `max_time_s` in s, ...) for every measurement,
     `slower_than_us` aside (racing sets it) and `rotate` (a kernel's buffers are Helion's own). `ledger`:
-    the counts and seconds of what was measured. The searches of every kernel given these settings share
-    one of Helion's check workers, started by the first (`kept_worker`; it ends with the process).
+    the counts and seconds of what was measured.
     BenchError in one line for a value of the wrong type and where the installed Helion is missing or a
     release this integration does not know (version.py).
     """
@@ -42,11 +40,10 @@ class Measuring:
                                            leave_out=("rotate",))
         self.device = device
         self.ledger = Ledger()
-        self.kept_worker = KeptWorker()
 
     def settings(self) -> dict[str, Any]:
         """Helion settings (`helion.kernel(**...)` or `helion.Settings(**...)`): `autotuner_fn` (Helion's
         default search, its first pass measured here) and `autotune_benchmark_fn` (its re-benchmarks
         measured here), both counting into this object's `ledger`."""
-        return {"autotuner_fn": Autotuner(self.policy, self.device, self.ledger, self.kept_worker),
+        return {"autotuner_fn": Autotuner(self.policy, self.device, self.ledger),
                 "autotune_benchmark_fn": Rebenchmark(self.policy, self.device, self.ledger)}

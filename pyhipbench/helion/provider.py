@@ -9,7 +9,9 @@ the fork/spawn precompile (a compile that fails or hangs costs only its
 config), source deduplication, logging, the budget. Internals used, all
 of Helion 1.5.0 (version.py refuses any other release):
 `_subprocess_accuracy_check_enabled`, `_run_subprocess_accuracy_check_job`,
-`_benchmark_worker` (held across searches: kept_worker.py),
+`_benchmark_worker` (held across searches: kept_worker.py, which also reaches
+`BenchmarkWorker._fatal_error` and the caches of `load_trusted_kernel_args` and
+`_load_trusted_baseline_output`),
 `_validate_against_baseline`, `_record_accuracy_failure`,
 `_record_compile_failure`, `_record_worker_failure`,
 `_clear_jit_fast_path_caches`, `_clone_args`, `mutated_arg_indices`,
@@ -39,38 +41,37 @@ from helion.autotuner.benchmarking import synchronize_device
 from helion.autotuner.logger import capture_output, match_unrecoverable_runtime_error
 
 from .first_pass import FirstPass
-from .kept_worker import KeptWorker
+from .kept_worker import KEPT_WORKER, KeptWorker
 
 __all__ = ["RacingProvider"]
 
 
 class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion ships no type information
     """Helion's local provider; each candidate's timing by `first_pass` (which counts into its ledger), its
-    check worker held from `kept_worker` while the search runs."""
+    check worker held from `kept_worker` (the process's) while the search runs."""
 
-    def __init__(self, *, first_pass: FirstPass, kept_worker: KeptWorker, **helion_keywords: Any) -> None:
-        self.first_pass, self.kept_worker = first_pass, kept_worker
+    kept_worker: KeptWorker = KEPT_WORKER
+
+    def __init__(self, *, first_pass: FirstPass, **helion_keywords: Any) -> None:
+        self.first_pass = first_pass
         self.holds_kept_worker = False
         super().__init__(**helion_keywords)
 
     def setup(self) -> None:
-        """Helion's setup; the kept check worker taken as Helion's own, where no other search holds it."""
+        """Helion's setup; the kept check worker taken as Helion's own, where this search can hold it."""
         super().setup()
         self.holds_kept_worker, worker = self.kept_worker.hold()
-        if self.holds_kept_worker and self._benchmark_worker is None:
+        if self.holds_kept_worker:
             self._benchmark_worker = worker
 
     def cleanup(self) -> None:
-        """Helion's cleanup, the held check worker given back still running (Helion's stops its worker)."""
-        if not self.holds_kept_worker:
-            super().cleanup()
-            return
-        worker, self._benchmark_worker = self._benchmark_worker, None
-        try:
-            super().cleanup()
-        finally:
+        """The held check worker given back, still running, where it can be kept; then Helion's cleanup
+        (which stops a worker not kept, as it would)."""
+        if self.holds_kept_worker:
             self.holds_kept_worker = False
-            self.kept_worker.give_back(worker)
+            if self.kept_worker.give_back(self._benchmark_worker, float(self.settings.autotune_benchmark_timeout)):
+                self._benchmark_worker = None
+        super().cleanup()
 
     def benchmark(self, configs: list[Any], **keywords: Any) -> list[Any]:
         """Helion's batch (compile, precompile, then each candidate's `_benchmark_function`), timed."""
@@ -153,8 +154,8 @@ class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion sh
         return True
 
     def _worker_check(self, fn: Any) -> Any:
-        """Helion's check of `fn` in its worker (started at the first): its outcome, or None where Helion
-        checks in this process; the wait counted."""
+        """Helion's check of `fn` in its worker (the kept one, or one Helion starts now): its outcome, or None
+        where Helion checks in this process; the wait counted."""
         started = time.perf_counter()
         try:
             return self._run_subprocess_accuracy_check_job(fn)

@@ -72,7 +72,8 @@ def racing_provider():
 
     def make(first_pass, baseline, bench_calls: dict) -> RacingProvider:
         provider = RacingProvider.__new__(RacingProvider)
-        provider.first_pass, provider.kept_worker, provider.holds_kept_worker = first_pass, KeptWorker(), False
+        provider.first_pass, provider.holds_kept_worker = first_pass, False
+        provider.kept_worker = KeptWorker()  # the test's own, not the process's
         provider.settings = helion.Settings(autotune_benchmark_subprocess=False, autotune_accuracy_check=True)
         provider.kernel = types.SimpleNamespace(
             bench_compile_config=lambda config, allow_print: bench_calls[config],

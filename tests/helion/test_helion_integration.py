@@ -81,8 +81,6 @@ def test_helions_own_search_is_built_with_pyhipbenchs_provider(no_hardware_cache
     # Each search best-of-K builds gets a provider of its own: its race starts from no bound.
     again = tuner._autotuner_factory()._benchmark_provider_cls
     assert again.func is RacingProvider and again.keywords["first_pass"] is not provider.keywords["first_pass"]
-    # Every search of these settings hands one check worker on.
-    assert provider.keywords["kept_worker"] is again.keywords["kept_worker"] is measuring.kept_worker
 
 
 def test_a_backend_that_times_its_own_kernels_is_refused_in_one_line(no_hardware_cache_key):
@@ -159,37 +157,3 @@ def test_a_check_in_helions_worker_decides_and_its_wait_is_counted(device, call,
     assert provider._worker_failure_config_ids == [id("hangs")] and provider._accuracy_failure_config_ids == []
     assert any(line.startswith("Accuracy check subprocess failed for 'hangs'") for line in provider.log.lines)
     assert 0 < ledger.worker_check_s <= ledger.check_s and ledger.configs_measured == 1
-
-
-def test_one_check_worker_serves_one_search_after_another(device, call, policy, racing_provider):
-    """The worker Helion started for the first search is given back running at its cleanup and taken by the
-    next search's setup: its start (about 10 s on a GPU machine) is paid once. A search made while another
-    holds it keeps Helion's own way (its own worker, stopped at its end)."""
-    import os
-
-    from helion.autotuner.benchmark_worker import BenchmarkWorker
-    first = racing_provider(FirstPass(policy(), device, Ledger()), torch.zeros(1), {})
-    kept = first.kept_worker
-    first.setup()
-    assert first.holds_kept_worker and first._benchmark_worker is None  # none yet: Helion makes one at a check
-    first._benchmark_worker = BenchmarkWorker(device=None)  # as Helion's first check does
-    pid = first._benchmark_worker.run(os.getpid, 120.0)
-    worker = first._benchmark_worker
-    try:
-        second = racing_provider(FirstPass(policy(), device, Ledger()), torch.zeros(1), {})
-        second.kept_worker = kept
-        second.setup()
-        assert not second.holds_kept_worker and second._benchmark_worker is None  # the first holds it
-        second.cleanup()
-        first.cleanup()
-        assert worker.alive() and first._benchmark_worker is None and not first.holds_kept_worker
-        third = racing_provider(FirstPass(policy(), device, Ledger()), torch.zeros(1), {})
-        third.kept_worker = kept
-        third.setup()
-        assert third.holds_kept_worker and third._benchmark_worker is worker
-        assert worker.run(os.getpid, 120.0) == pid  # the same process: no second start
-        worker.shutdown()  # as Helion's timeout kills one, say
-        third.cleanup()
-        assert kept.hold() == (True, None)  # a worker no longer running is not kept
-    finally:
-        worker.shutdown()

@@ -1,0 +1,111 @@
+"""One of Helion's check workers (a real spawned BenchmarkWorker; its jobs need no GPU) handed from search to
+search: given back running with its search's cached arguments dropped, held by one search at a time, on the
+thread that started it; one that stopped or cannot be killed is left to Helion's own stop."""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed: pyhipbench.helion's tests need torch and Helion")
+helion = pytest.importorskip("helion", reason="Helion is not installed (pip install helion==1.5.0): "
+                                              "pyhipbench.helion's tests need it")
+
+from helion.autotuner.benchmark_worker import BenchmarkWorker
+from helion.autotuner.kernel_args import load_trusted_kernel_args
+
+from pyhipbench.helion.first_pass import FirstPass
+from pyhipbench.helion.kept_worker import KeptWorker
+from pyhipbench.helion.ledger import Ledger
+
+from fakes.helion_jobs import cached_arguments
+
+
+class Stopped:
+    """A worker Helion's cleanup stops: its shutdown recorded."""
+
+    def __init__(self) -> None:
+        self.shut = False
+
+    def shutdown(self) -> None:
+        self.shut = True
+
+
+@pytest.fixture
+def search(device, policy, racing_provider):
+    """A provider per search, all sharing `kept` (a KeptWorker of the test's own)."""
+    kept = KeptWorker()
+
+    def make():
+        provider = racing_provider(FirstPass(policy(), device, Ledger()), torch.zeros(1), {})
+        provider.kept_worker = kept
+        return provider
+    make.kept = kept
+    return make
+
+
+def test_the_worker_of_one_search_serves_the_next_in_the_same_process(search):
+    first = search()
+    first.setup()
+    assert first.holds_kept_worker and first._benchmark_worker is None  # none yet: Helion makes one at a check
+    first._benchmark_worker = worker = BenchmarkWorker(device=None)  # as Helion's first check does
+    try:
+        pid = worker.run(os.getpid, 120.0)
+        second = search()
+        second.setup()
+        assert not second.holds_kept_worker and second._benchmark_worker is None  # the first holds it
+        second._benchmark_worker = own = Stopped()  # its own, as Helion would start
+        second.cleanup()
+        assert own.shut and search.kept.hold() == (False, None)  # still the first's
+        first.cleanup()
+        assert worker.alive() and first._benchmark_worker is None and not first.holds_kept_worker
+        third = search()
+        third.setup()
+        assert third.holds_kept_worker and third._benchmark_worker is worker
+        assert worker.run(os.getpid, 120.0) == pid  # the same process: no second start
+        worker.shutdown()  # as Helion's timeout kills one, say
+        third.cleanup()
+        assert search.kept.hold() == (True, None)  # a worker no longer running is not kept
+    finally:
+        worker.shutdown()
+
+
+def test_a_kept_worker_forgets_the_arguments_its_search_cached(tmp_path):
+    kept = KeptWorker()
+    path = str(tmp_path / "args.pt")
+    torch.save([torch.arange(4.0)], path)
+    worker = BenchmarkWorker(device=None)
+    try:
+        worker.run(functools.partial(load_trusted_kernel_args, path), 120.0)  # as a check job loads them
+        assert worker.run(cached_arguments, 120.0) == 1
+        assert kept.hold() == (True, None) and kept.give_back(worker, 120.0)
+        assert worker.run(cached_arguments, 120.0) == 0
+        assert kept.hold() == (True, worker)
+    finally:
+        worker.shutdown()
+
+
+def test_a_worker_that_cannot_be_killed_is_left_to_helions_stop():
+    kept = KeptWorker()
+    unkillable = types.SimpleNamespace(alive=lambda: True, _fatal_error="benchmark worker pid 7 did not exit")
+    assert kept.hold() == (True, None) and not kept.give_back(unkillable, 120.0)
+    assert kept.hold() == (True, None)
+
+
+def test_a_worker_serves_only_the_thread_that_started_it():
+    """It asks for SIGTERM when that thread ends: another thread's search starts its own."""
+    kept = KeptWorker()
+    worker = BenchmarkWorker(device=None)
+    try:
+        worker.run(os.getpid, 120.0)
+        assert kept.hold() == (True, None) and kept.give_back(worker, 120.0)
+        elsewhere: list[tuple[bool, object]] = []
+        thread = threading.Thread(target=lambda: elsewhere.append(kept.hold()))
+        thread.start()
+        thread.join()
+        assert elsewhere == [(False, None)] and kept.hold() == (True, worker)
+    finally:
+        worker.shutdown()
