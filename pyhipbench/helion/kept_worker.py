@@ -20,23 +20,21 @@ CUDA context until the process ends.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["KEPT_WORKER", "KeptWorker", "forget_search"]
+__all__ = ["KEPT_WORKER", "KeptWorker", "forget_search_jobs"]
 
 
-def forget_search() -> None:
-    """In the worker: the arguments and baseline Helion's jobs cached for a search dropped (cached by file,
-    they would pile up over the searches a kept worker serves), and the GPU memory torch cached for them
-    given back."""
+def forget_search_jobs() -> tuple[Callable[[], object], ...]:
+    """The worker's jobs that drop what Helion's jobs cached for a search (its arguments and baseline, cached
+    by file: they would pile up over the searches a kept worker serves), then give back the GPU memory torch
+    cached for them. Helion's and torch's own functions: the worker imports nothing more to run them."""
     import torch
     from helion.autotuner.benchmark_job import _load_trusted_baseline_output
     from helion.autotuner.kernel_args import load_trusted_kernel_args
 
-    load_trusted_kernel_args.cache_clear()
-    _load_trusted_baseline_output.cache_clear()
-    if torch.cuda.is_initialized():
-        torch.cuda.empty_cache()
+    return load_trusted_kernel_args.cache_clear, _load_trusted_baseline_output.cache_clear, torch.cuda.empty_cache
 
 
 class KeptWorker:
@@ -65,7 +63,8 @@ class KeptWorker:
         usable = worker is not None and worker.alive() and worker._fatal_error is None
         if usable:
             try:
-                worker.run(forget_search, timeout_s)
+                for job in forget_search_jobs():
+                    worker.run(job, timeout_s)
             except Exception:  # the job's own error or a dead worker: then it is not kept, nothing more
                 usable = False
         with self._lock:
