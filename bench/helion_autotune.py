@@ -12,6 +12,12 @@ reported.
     python bench/helion_autotune.py            # matmul, softmax, row sum at the quick effort
     python bench/helion_autotune.py --quick    # one kernel (softmax), the quick effort: a smoke test
     python bench/helion_autotune.py --effort full --json out.json
+    python bench/helion_autotune.py --one-process   # every kernel in turn in one process per mode
+
+`--one-process` autotunes the kernels one after another in one fresh
+process per mode, as a program with several kernels does (what a search
+leaves, such as pyhipbench.helion's kept check worker, serves the next),
+and adds each mode's walls summed.
 
 Reports per kernel and mode: the autotune wall (s), the configs compiled
 (given to the benchmark provider) and measured, the picked config, the
@@ -156,9 +162,10 @@ def reference_us(name: str, configs: dict[str, dict[str, Any]], rounds: int, cal
 
 def child(argv: list[str]) -> None:
     task, name, rest = argv[0], argv[1], argv[2:]
-    if task == "autotune":
+    record: Any
+    if task == "autotune":  # `name`: the kernels, comma-separated, autotuned in turn in this process
         mode, effort, out = rest
-        record = autotune(name, mode, effort)
+        record = [autotune(kernel, mode, effort) for kernel in name.split(",")]
     else:
         picks, out = rest
         with open(picks) as f:
@@ -167,7 +174,7 @@ def child(argv: list[str]) -> None:
         json.dump(record, f)
 
 
-def fresh_run(argv: list[str], seed: int) -> dict[str, Any]:
+def fresh_run(argv: list[str], seed: int) -> Any:
     """This script's child task `argv` in a fresh process with fresh caches; its JSON record."""
     with tempfile.TemporaryDirectory() as scratch:
         env = {**os.environ, "TRITON_CACHE_DIR": os.path.join(scratch, "triton"), "HELION_SKIP_CACHE": "1",
@@ -178,7 +185,7 @@ def fresh_run(argv: list[str], seed: int) -> dict[str, Any]:
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(argv)}: the child exited with {done.returncode}")
         with open(out) as f:
-            return dict(json.load(f))
+            return json.load(f)
 
 
 def main() -> None:
@@ -188,6 +195,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1234, help="Helion's search seed, the same for both modes")
     parser.add_argument("--kernels", default=",".join(KERNELS))
     parser.add_argument("--json", help="write every record here, again after each kernel")
+    parser.add_argument("--one-process", action="store_true",
+                        help="each mode autotunes every kernel in turn in one process")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     options = parser.parse_args()
     kernels = ["softmax"] if options.quick else options.kernels.split(",")
@@ -198,9 +207,18 @@ def main() -> None:
         child(options.child)
         return
     effort = "quick" if options.quick else options.effort
+    in_one = {mode: fresh_run(["autotune", ",".join(kernels), mode, effort], options.seed)
+              for mode in MODES} if options.one_process else None
+
+    def autotuned(name: str) -> dict[str, dict[str, Any]]:
+        """Each mode's record of `name`'s autotune: from the one process per mode, or a fresh one."""
+        if in_one is not None:
+            return {mode: in_one[mode][kernels.index(name)] for mode in MODES}
+        return {mode: fresh_run(["autotune", name, mode, effort], options.seed)[0] for mode in MODES}
+
     records = []
     for name in kernels:
-        runs = {mode: fresh_run(["autotune", name, mode, effort], options.seed) for mode in MODES}
+        runs = autotuned(name)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump({mode: run["config"] for mode, run in runs.items()}, f)
         reading = fresh_run(["reference", name, f.name], options.seed)
@@ -220,6 +238,10 @@ def main() -> None:
         if options.json:  # after each kernel: a later kernel's failure keeps the ones measured
             with open(options.json, "w") as f:
                 json.dump(records, f, indent=1)
+    if in_one is not None:
+        walls = {mode: sum(run["wall_s"] for run in in_one[mode]) for mode in MODES}
+        print(f"\none process per mode, {len(kernels)} kernels: " + ", ".join(
+            f"{mode} {wall:.1f} s ({wall / walls['helion']:.2f}x)" for mode, wall in walls.items()))
 
 
 if __name__ == "__main__":
