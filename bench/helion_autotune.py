@@ -134,23 +134,20 @@ def autotune(name: str, mode: str, effort: str) -> dict[str, Any]:
 
 def reference_us(name: str, configs: dict[str, dict[str, Any]], rounds: int, calls: int) -> dict[str, float]:
     """Each pick's CUDA kernel time per call by torch.profiler (µs): `calls` calls a round, after `calls` / 5
-    untimed ones (the clock its own load sustains), the picks in turn, each first in every other round (what
-    the one before leaves, the clock and the heat, falls on both alike), over `rounds` rounds; the median
-    round."""
+    untimed ones, finished before the profiler starts (its code loaded, the clock its own load sustains), the
+    picks in turn, each first in every other round (what the one before leaves, the clock and the heat, falls
+    on both alike), over `rounds` rounds; the median round."""
     from torch.profiler import ProfilerActivity, profile
 
     kernels = {mode: define(name, config=helion.Config(**config))[0] for mode, config in configs.items()}
     _, args, _ = define(name, config=helion.Config(**next(iter(configs.values()))))
     per_round: dict[str, list[float]] = {mode: [] for mode in kernels}
-    for mode, kernel in kernels.items():
-        for _ in range(20):
-            kernel(*args)
-    torch.cuda.synchronize()
     order = list(kernels.items())
     for n in range(rounds):
         for mode, kernel in order if n % 2 == 0 else order[::-1]:
             for _ in range(calls // 5):
                 kernel(*args)
+            torch.cuda.synchronize()  # none of these in the profiled window
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(calls):
                     kernel(*args)

@@ -35,6 +35,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
      "matmul, softmax, rowsum"),
     ("helion_autotune", ["--kernels", "softmax,softmax"], "--kernels 'softmax,softmax': expected distinct names"),
     ("helion_autotune", ["--seed", "x"], "argument --seed: invalid int value: 'x'"),
+    ("helion_autotune", ["--one-process=yes"], "argument --one-process: ignored explicit argument 'yes'"),
     ("inductor_autotune", [], "the following arguments are required: --out"),
     ("inductor_autotune", ["--out", "x.json", "--models", "mlp,resnet"], "--models 'mlp,resnet': expected distinct "
      "names among mlp, attention, gemms"),
