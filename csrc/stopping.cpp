@@ -162,16 +162,24 @@ class MeasurementLoop {
       lead = 0;
     }
     if (!warmup && rule_.slower_than_us > 0) {
-      // Racing: the lead chunk alone first, so that a clear loser stops after it.
-      const Timings first = take(lead);
-      if (clear_loser(first)) {
-        keep(first, 0);
-        measurement_.stop_reason = "slower";
+      // Racing: the lead chunk alone first, so that a clear loser stops after it; where the bound is long, its
+      // first sample alone before the rest, so that a far loser stops after one.
+      const bool probe = lead > 1 && rule_.slower_than_us >= kFarLoserProbeFromUs;
+      const Timings first = take(probe ? 1 : lead);
+      if (probe && all_over(first, kFarLoser)) {
+        stop_as_loser(first, Timings{});
+        return;
+      }
+      const Timings rest = probe ? take(lead - 1) : Timings{};
+      if (all_over(first, kClearLoser) && all_over(rest, kClearLoser)) {
+        stop_as_loser(first, rest);
         return;
       }
       measurement_.warmup_samples += lead;
+      std::vector<double> lead_us = first.times_us;
+      lead_us.insert(lead_us.end(), rest.times_us.begin(), rest.times_us.end());
       Timings run = take(std::max(rule_.first_chunk, chunk));
-      keep(run, settle(run, 0, chunk_median_us(first.times_us, 0, lead)));
+      keep(run, settle(run, 0, chunk_median_us(lead_us, 0, lead)));
       return;
     }
     // Without a fixed warm-up, at least a chunk after the lead: two chunks to compare in this run.
@@ -229,10 +237,17 @@ class MeasurementLoop {
     }
   }
 
-  // Racing: every sample of `run` over kClearLoser times the bound.
-  bool clear_loser(const Timings& run) const {
-    return !run.times_us.empty() && std::all_of(run.times_us.begin(), run.times_us.end(),
-                                                [&](double us) { return us > kClearLoser * rule_.slower_than_us; });
+  // Racing: every sample of `run` (none: true) over `factor` times the bound.
+  bool all_over(const Timings& run, double factor) const {
+    return std::all_of(run.times_us.begin(), run.times_us.end(),
+                       [&](double us) { return us > factor * rule_.slower_than_us; });
+  }
+
+  // Racing: a loser stops on its lead samples (`first`, then `rest`), those its timed ones.
+  void stop_as_loser(const Timings& first, const Timings& rest) {
+    keep(first, 0);
+    keep(rest, 0);
+    measurement_.stop_reason = "slower";
   }
 
   // A throttled run is taken again, kThrottleRetakes times in a row at most, and not past max_time_s.

@@ -84,6 +84,29 @@ def test_racing_stops_a_clear_loser_after_its_warm_up_chunk():
     assert [n for n, _ in timer.runs] == [9]
 
 
+def test_racing_a_long_bound_stops_a_far_loser_after_one_sample():
+    # A bound of 60 µs (a long kernel): the warm-up chunk's first sample runs alone; over 3 times the bound, it
+    # is the one timed sample.
+    rule = StopRule(slower_than_us=60.0, warmup_chunk=3, first_chunk=6, min_samples=6)
+    timer = Synthetic(lambda n: np.full(n, 200.0))
+    taken = _core.measure(timer, plan(), rule, None)
+    assert taken.stop_reason == "slower" and [n for n, _ in timer.runs] == [1]
+    assert list(taken.times_us) == [200.0] and taken.warmup_samples == 0
+    # Under 3 times the bound, the rest of the chunk follows: every sample over 1.5 times it, a clear loser.
+    timer = Synthetic(lambda n: np.full(n, 100.0))
+    taken = _core.measure(timer, plan(), rule, None)
+    assert taken.stop_reason == "slower" and [n for n, _ in timer.runs] == [1, 2] and len(taken.times_us) == 3
+    # Near the bound, the chunk's three samples are its warm-up, settled against the first timed run.
+    draws = iter([np.array([61.0]), np.array([62.0, 61.5]), np.full(6, 61.8)])
+    timer = Synthetic(lambda n: next(draws))
+    taken = _core.measure(timer, plan(), rule, None)
+    assert [n for n, _ in timer.runs] == [1, 2, 6] and taken.warmup_samples == 3 and len(taken.times_us) == 6
+    # A short bound (4 µs) takes the chunk in one run: a run of its own would cost more than the samples saved.
+    timer = Synthetic(lambda n: np.full(n, 20.0))
+    _core.measure(timer, plan(), StopRule(slower_than_us=4.0, warmup_chunk=3, first_chunk=6, min_samples=6), None)
+    assert [n for n, _ in timer.runs] == [3]
+
+
 def test_a_sub_microsecond_kernel_whose_chunk_medians_are_a_clock_tick_apart_is_warm():
     # Chunk medians alternating between 0.512 and 0.544 µs, a 32 ns tick apart (6 %): settled at the first
     # comparison, not warmed up to max_warmup_samples.

@@ -20,7 +20,9 @@
 //      so a kernel that settles at once costs one run before its first check.
 //      Racing (below), the warm-up chunk runs alone first: where every one of
 //      its samples is over kClearLoser times `slower_than_us`, the candidate
-//      stops there ("slower"), those samples its timed ones;
+//      stops there ("slower"), those samples its timed ones. Where the bound
+//      is long (kFarLoserProbeFromUs), the chunk's first sample runs alone
+//      before the rest: one over kFarLoser times the bound stops it there;
 //   2. timed runs, each sized from the median's CI so far to reach the
 //      precision (its half-width shrinks as 1/sqrt(n); at most doubling the
 //      samples so far, and doubling without a precision target), until the first of
@@ -128,6 +130,17 @@ struct PYHIPBENCH_API Measurement {
 // bound is a one-in-a-thousand event even then, where the sign test alone
 // (three samples over the bound) would be one in eight.
 inline constexpr double kClearLoser = 1.5;
+// Racing's far loser: the warm-up chunk's first sample, taken alone, over this
+// many times the bound. A kernel's own time (CUPTI) 200 % over its median in
+// one sample needs the GPU taken from it (another context time-sliced in) or
+// run at a third of its clock (a run below the throttle threshold is taken
+// again): neither is a steady kernel time.
+inline constexpr double kFarLoser = 3.0;
+// The far-loser probe's least bound, µs: it costs a run of its own (a
+// synchronisation, a CUPTI flush: tens of µs of host time) for every candidate
+// it does not stop, and saves a far loser's other warm-up samples, each over
+// kFarLoser times the bound: worth it from here on.
+inline constexpr double kFarLoserProbeFromUs = 50.0;
 inline constexpr size_t kThrottleRetakes = 3;       // throttled runs taken again in a row, at most
 inline constexpr double kThrottleRecoveryS = 0.05;  // the pause before taking a throttled run again, s
 // A hold's run holds its events (or CUPTI records) until its end, as any run: bounded as a fixed count is.
