@@ -31,7 +31,7 @@ MAX_LAUNCHES = 1_000_000
 # 1 - 2 / 2**6 = 96.9 %; 5 would cover only 93.8 %), so a candidate surely slower than the bound (its
 # fastest sample above it) stops after a 3-sample warm-up chunk and 6 timed samples, and one near the bound
 # goes on to the precision as any other; a clear loser (its 3 warm-up samples all over 1.5 times the bound)
-# stops after the warm-up chunk, and with a bound of 50 µs or more a far loser (its first sample over 3 times the
+# stops after the warm-up chunk, and with a bound of 50 µs or more a far loser (its first sample over 2 times the
 # bound) after that one sample (docs/measurement.md#racing).
 RACING_CHUNKS = {"warmup_chunk": 3, "first_chunk": 6, "min_samples": 6}
 

@@ -85,14 +85,14 @@ def test_racing_stops_a_clear_loser_after_its_warm_up_chunk():
 
 
 def test_racing_a_long_bound_stops_a_far_loser_after_one_sample():
-    # A bound of 60 µs (a long kernel): the warm-up chunk's first sample runs alone; over 3 times the bound, it
+    # A bound of 60 µs (a long kernel): the warm-up chunk's first sample runs alone; over twice the bound, it
     # is the one timed sample.
     rule = StopRule(slower_than_us=60.0, warmup_chunk=3, first_chunk=6, min_samples=6)
     timer = Synthetic(lambda n: np.full(n, 200.0))
     taken = _core.measure(timer, plan(), rule, None)
     assert taken.stop_reason == "slower" and [n for n, _ in timer.runs] == [1]
     assert list(taken.times_us) == [200.0] and taken.warmup_samples == 0
-    # Under 3 times the bound, the rest of the chunk follows: every sample over 1.5 times it, a clear loser.
+    # Under twice the bound, the rest of the chunk follows: every sample over 1.5 times it, a clear loser.
     timer = Synthetic(lambda n: np.full(n, 100.0))
     taken = _core.measure(timer, plan(), rule, None)
     assert taken.stop_reason == "slower" and [n for n, _ in timer.runs] == [1, 2] and len(taken.times_us) == 3

@@ -131,11 +131,11 @@ struct PYHIPBENCH_API Measurement {
 // (three samples over the bound) would be one in eight.
 inline constexpr double kClearLoser = 1.5;
 // Racing's far loser: the warm-up chunk's first sample, taken alone, over this
-// many times the bound. A kernel's own time (CUPTI) 200 % over its median in
-// one sample needs the GPU taken from it (another context time-sliced in) or
-// run at a third of its clock (a run below the throttle threshold is taken
-// again): neither is a steady kernel time.
-inline constexpr double kFarLoser = 3.0;
+// many times the bound. A kernel's own time (CUPTI) twice its median in one
+// sample needs the GPU taken from it (another context time-sliced in) or a
+// clock at half its rate, and a run below the throttle threshold (0.75 of the
+// rated clock) is taken again: neither is a steady kernel time.
+inline constexpr double kFarLoser = 2.0;
 // The far-loser probe's least bound, µs: it costs a run of its own (a
 // synchronisation, a CUPTI flush: tens of µs of host time) for every candidate
 // it does not stop, and saves a far loser's other warm-up samples, each over
