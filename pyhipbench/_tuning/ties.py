@@ -15,7 +15,11 @@ run, which follows a held candidate with the limit already on
 (`switch_hold_s`, the second pass's runs too); the second pass races the
 sustained medians before it.
 When the fastest's first hold leaves its median within the precision,
-nothing limits the clock under this load and the others are not held.
+nothing limits the clock under this load and the others are not held. When
+the first pass's fastest would still be the fastest at each other tie's
+clock (its median scaled by its clock over theirs, where theirs was lower:
+a kernel slows at most in proportion to its clock), no drift can have
+favoured it and there is no second pass.
 docs/measurement.md#ties-under-sustained-load has the figures.
 """
 from __future__ import annotations
@@ -94,6 +98,12 @@ def hold_ties(trials: Sequence[Trial], options: BenchOptions, tie_hold_s: float 
                             "first median, so the ties were not held further")
             return
         first_pass[i] = sustained
+    fastest = _fastest_at_every_clock(first_pass)
+    if fastest is not None:
+        for i, sustained in first_pass.items():
+            trials[i].sustained = sustained
+        trials[fastest].noted("the fastest of the first pass at every other tie's clock, so no second pass")
+        return
     # The second pass, in the reverse order: a clock drifting over the round falls on each tie alike. Each run
     # holds again first, as a switch does: the host's work between two runs lets the clock move.
     bound = RaceBound(race)
@@ -103,6 +113,26 @@ def hold_ties(trials: Sequence[Trial], options: BenchOptions, tie_hold_s: float 
         sustained = first_pass[i] if second is None else _together(first_pass[i], second)
         trials[i].sustained = sustained
         bound.lower(sustained.ci_us[1])
+
+
+def _fastest_at_every_clock(readings: dict[int, Result]) -> int | None:
+    """The first pass's fastest where it beats each other tie even at that tie's clock: its median times its
+    clock over the tie's, where the tie's was lower (a kernel slows at most in proportion to its SM clock), under
+    the tie's median. A clock that drifted over the pass then cannot have made it the fastest. None where it
+    does not, none was held, or a clock is unread (AMD)."""
+    if not readings:
+        return None
+    fastest = min(readings, key=lambda i: readings[i].median_us)
+    clock = readings[fastest].clock
+    if clock is None:
+        return None
+    for i, reading in readings.items():
+        if i == fastest:
+            continue
+        if reading.clock is None or readings[fastest].median_us * max(
+                1.0, clock.mean_mhz / reading.clock.mean_mhz) >= reading.median_us:
+            return None
+    return fastest
 
 
 def _held(trial: Trial, options: BenchOptions) -> Result | None:

@@ -18,16 +18,19 @@ from pyhipbench.errors import BenchError
 
 
 def launch_us(monkeypatch, fake_driver, us: dict[int, float], held_us: dict[int, float] | None = None) -> list:
-    """Each launch of a block size takes us[block] µs on the fake (held_us[block] in a measurement with a hold);
-    the block of every measurement, in order."""
+    """Each launch of a block size takes us[block] µs on the fake (held_us[block] in a measurement with a hold,
+    block 128's at a clock above the others': its lead could be the clock's, so both passes run); the block of
+    every measurement, in order."""
     measured = []
     real = PreparedBench.run
 
     def run(self):
         block = self.checked[0][1].block[0]
         measured.append(block)
-        table = held_us if held_us is not None and self.options.hold_s > 0 else us
+        held = held_us is not None and self.options.hold_s > 0
+        table = held_us if held else us
         fake_driver.lib.fake_set_launch_ms(table[block] / 1000)
+        fake_driver.lib.fake_set_sm_clock_mhz(1800.0 if held and block == 128 else 1500.0)
         return real(self)
     monkeypatch.setattr(PreparedBench, "run", run)
     return measured
