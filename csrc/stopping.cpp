@@ -139,7 +139,7 @@ class MeasurementLoop {
         const double per_sample_s = std::max(seconds_since(run_started), 1e-9) / static_cast<double>(samples);
         samples = std::clamp<size_t>(static_cast<size_t>(std::ceil(left_s / per_sample_s)), 1,
                                      std::max<size_t>(2 * samples, rule_.warmup_chunk));
-        samples = std::min({samples, kMaxHoldRun, static_cast<size_t>(std::ceil(kMaxHoldRunS / per_sample_s))});
+        samples = std::min({samples, kMaxHoldRun, static_cast<size_t>(std::ceil(kMaxLongRunS / per_sample_s))});
       }
     }
     started_ = std::chrono::steady_clock::now();
@@ -203,15 +203,16 @@ class MeasurementLoop {
   // the one before it (the first with `previous`, the warm-up chunk's): that
   // chunk is already in the steady state, so it and the samples after it are
   // timed, and only the chunks before it were warm-up. A kernel still
-  // unsettled when the run ends warms up in runs of one chunk each (replacing
-  // `run`). Returns where `run`'s timed samples start.
+  // unsettled when the run ends warms up in further runs (replacing `run`),
+  // each as long as the warm-up so far (next_warmup_run). Returns where `run`'s
+  // timed samples start.
   size_t settle(Timings& run, size_t from, double previous) {
     const size_t chunk = rule_.warmup_chunk;
     size_t timed_from = from;
     while (measurement_.warmup_samples < rule_.max_warmup_samples) {
       if (timed_from + chunk > run.times_us.size()) {
         measurement_.warmup_samples += run.times_us.size() - timed_from;  // a tail shorter than a chunk
-        run = take(chunk);
+        run = take(next_warmup_run(run));
         timed_from = 0;
       }
       const double median = chunk_median_us(run.times_us, timed_from, chunk);
@@ -221,6 +222,23 @@ class MeasurementLoop {
       measurement_.warmup_samples += chunk;
     }
     return timed_from;
+  }
+
+  // The length of the next warm-up run after `last`, in whole chunks: as many
+  // as have warmed up so far, so that a kernel settling late costs few
+  // synchronisations (runs double) and the samples after its settled chunk are
+  // timed, not lost; at most what max_warmup_samples leaves (at least a chunk),
+  // and about kMaxLongRunS of `last`'s sample time (the host's interrupt check
+  // runs between runs).
+  size_t next_warmup_run(const Timings& last) const {
+    const size_t chunk = rule_.warmup_chunk;
+    const size_t left = rule_.max_warmup_samples - measurement_.warmup_samples;
+    size_t chunks = std::max<size_t>(1, std::min(measurement_.warmup_samples, left) / chunk);
+    const double sample_s = summarize(last.times_us).median * 1e-6;
+    if (sample_s > 0) {
+      chunks = std::min(chunks, std::max<size_t>(1, static_cast<size_t>(kMaxLongRunS / sample_s) / chunk));
+    }
+    return chunks * chunk;
   }
 
   // One run of `samples`, taken again (after a pause) while its clock is below the threshold.

@@ -173,12 +173,13 @@ def sample_stream(values):
 
 def test_warm_up_runs_until_a_chunk_agrees_with_the_one_before_and_is_not_timed():
     # Chunks of 8 with medians 20, 12, 10.1, 10.0 (10.1 -> 10.0 is within 2 %): three in the first run of
-    # 8 + 16 samples, the fourth in a run of its own, which is steady and so the first timed chunk.
+    # 8 + 16 samples; the fourth opens a run as long as the warm-up so far, which is steady from its start and
+    # so timed whole.
     timer = Synthetic(sample_stream([20.0] * 8 + [12.0] * 8 + [10.1] * 8 + [10.0]))
     taken = _core.measure(timer, plan(), StopRule())
-    assert taken.warmup_samples == 24 and [n for n, _ in timer.runs] == [24, 8, 8]
-    assert taken.host_us == 2.0 * 16  # the timed samples' host cost only
-    np.testing.assert_array_equal(taken.times_us, np.full(16, 10.0))
+    assert taken.warmup_samples == 24 and [n for n, _ in timer.runs] == [24, 24]
+    assert taken.host_us == 2.0 * 24  # the timed samples' host cost only
+    np.testing.assert_array_equal(taken.times_us, np.full(24, 10.0))
 
 
 def test_a_kernel_that_settles_at_once_costs_one_run_before_its_first_check():
@@ -213,12 +214,12 @@ def test_a_long_fixed_warm_up_runs_alone():
     assert [n for n, _ in timer.runs] == [100, 16] and taken.warmup_samples == 100 and len(taken.times_us) == 16
 
 
-def test_a_kernel_settling_late_warms_up_in_runs_of_one_chunk():
+def test_a_kernel_settling_late_warms_up_in_runs_as_long_as_its_warm_up_so_far():
     # Chunk medians 40, 39, ..., 35 never agree within 2 %, then 1.0, 1.0 do: chunks 1-3 come in the first
-    # run, chunks 4-8 in runs of their own; the eighth is the first timed.
+    # run, 4-6 in a run of 24 samples (the warm-up so far), 7 on in one of 48; the eighth is the first timed.
     timer = Synthetic(sample_stream([float(v) for v in range(40, 34, -1) for _ in range(8)] + [1.0]))
     taken = _core.measure(timer, plan(), StopRule(precision=0, max_samples=16))
-    assert [n for n, _ in timer.runs] == [24, 8, 8, 8, 8, 8, 8] and taken.warmup_samples == 56
+    assert [n for n, _ in timer.runs] == [24, 24, 48] and taken.warmup_samples == 56
     np.testing.assert_array_equal(taken.times_us, np.full(16, 1.0))
 
 

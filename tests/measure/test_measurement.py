@@ -189,8 +189,10 @@ def test_warm_up_is_capped():
     plan = _core.LaunchPlan(0xF00, "kern", (1, 1, 1), (1, 1, 1), 0, 0, [bytes(8)], [0])
     taken = _core.measure(timer, plan, StopRule())
     assert taken.warmup_samples == 1000   # max_warmup_samples, in 8-sample chunks that never agree
-    # The first run (3 warm-up chunks), 122 runs of one chunk, then one timed run of constant times.
-    assert timer.runs == 1 + 122 + 1 and len(taken.times_us) == 16
+    # The first run (3 warm-up chunks), runs as long as the warm-up so far (24, 48, ..., 384 samples) and the
+    # 232 the cap leaves, then one timed run of constant times: 8 synchronisations, where runs of one chunk
+    # would take 124.
+    assert timer.runs == 1 + 6 + 1 and len(taken.times_us) == 16
 
 
 def test_a_noisy_kernel_is_stopped_by_the_time_cap(device, copy, fake_driver):

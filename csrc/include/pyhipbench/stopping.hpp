@@ -15,7 +15,9 @@
 //      `warmup_chunk` until a chunk's median agrees within `settle` (or one
 //      `tick_us`) with the chunk's before it (clocks up, caches and TLBs in their steady state;
 //      at most `max_warmup_samples`): that chunk is already steady and is
-//      the first timed one, so the warm-up is at least one chunk. The first
+//      the first timed one, so the warm-up is at least one chunk. A kernel
+//      not settled by the end of a run warms up in runs as long as its
+//      warm-up so far (doubling), read chunk by chunk the same way. The first
 //      run holds one warm-up chunk and the first timed chunk (`first_chunk`),
 //      so a kernel that settles at once costs one run before its first check.
 //      Racing (below), the warm-up chunk runs alone first: where every one of
@@ -145,8 +147,9 @@ inline constexpr size_t kThrottleRetakes = 3;       // throttled runs taken agai
 inline constexpr double kThrottleRecoveryS = 0.05;  // the pause before taking a throttled run again, s
 // A hold's run holds its events (or CUPTI records) until its end, as any run: bounded as a fixed count is.
 inline constexpr size_t kMaxHoldRun = 1'000'000;
-// A hold's run lasts about this long at most, s: between runs the host's interrupt check runs (interrupt.hpp).
-inline constexpr double kMaxHoldRunS = 0.25;
+// A hold's run, or a late warm-up's, lasts about this long at most, s: between runs the host's interrupt check
+// runs (interrupt.hpp).
+inline constexpr double kMaxLongRunS = 0.25;
 
 // Times `plan` with `timer` until `rule` says stop (see the top of this file).
 // `warmup`: that many untimed samples (0: none) instead of warming up until
