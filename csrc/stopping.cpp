@@ -232,8 +232,9 @@ class MeasurementLoop {
   // runs between runs).
   size_t next_warmup_run(const Timings& last) const {
     const size_t chunk = rule_.warmup_chunk;
-    const size_t left = rule_.max_warmup_samples - measurement_.warmup_samples;
-    size_t chunks = std::max<size_t>(1, std::min(measurement_.warmup_samples, left) / chunk);
+    const size_t done = measurement_.warmup_samples;  // a hold's samples, or a run's tail, may pass the cap
+    const size_t left = rule_.max_warmup_samples > done ? rule_.max_warmup_samples - done : 0;
+    size_t chunks = std::max<size_t>(1, std::min(done, left) / chunk);
     const double sample_s = summarize(last.times_us).median * 1e-6;
     if (sample_s > 0) {
       chunks = std::min(chunks, std::max<size_t>(1, static_cast<size_t>(kMaxLongRunS / sample_s) / chunk));

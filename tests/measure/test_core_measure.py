@@ -223,6 +223,17 @@ def test_a_kernel_settling_late_warms_up_in_runs_as_long_as_its_warm_up_so_far()
     np.testing.assert_array_equal(taken.times_us, np.full(16, 1.0))
 
 
+def test_a_run_tail_past_the_warm_up_cap_leaves_one_chunk_to_warm_up():
+    # 8 + 10 samples in the first run: chunk medians 40 then 30 disagree, so 16 are warm-up and the 2-sample
+    # tail makes 18, past a cap of 17: the next warm-up run is the least, one chunk (its median, 1.0, still
+    # disagrees, and the cap ends the warm-up there); then the first timed run.
+    timer = Synthetic(sample_stream([40.0] * 8 + [30.0] * 10 + [1.0]))
+    rule = StopRule(precision=0, max_samples=10, first_chunk=10, max_warmup_samples=17)
+    taken = _core.measure(timer, plan(), rule)
+    assert [n for n, _ in timer.runs] == [18, 8, 10] and taken.warmup_samples == 26
+    np.testing.assert_array_equal(taken.times_us, np.full(10, 1.0))
+
+
 def test_a_fixed_warm_up_and_the_rotation_continuing_across_chunks():
     timer = Synthetic(lambda n: np.full(n, 1.0), launches_per_sample=5)
     taken = _core.measure(timer, plan(sets=7), StopRule(precision=0, max_samples=40, first_chunk=16), 3)
