@@ -118,8 +118,14 @@ double chunk_median_us(const std::vector<double>& times_us, size_t from, size_t 
 template <class Run>
 class MeasurementLoop {
  public:
-  MeasurementLoop(Timer& timer, std::string timed, size_t sets, Run run, const StopRule& rule)
-      : timer_(timer), timed_(std::move(timed)), sets_(sets), run_(std::move(run)), rule_(rule) {}
+  // `issue_timed`: a sample holds the host's time to issue it (a call under the events timer).
+  MeasurementLoop(Timer& timer, std::string timed, size_t sets, Run run, const StopRule& rule, bool issue_timed)
+      : timer_(timer),
+        timed_(std::move(timed)),
+        sets_(sets),
+        run_(std::move(run)),
+        rule_(rule),
+        issue_timed_(issue_timed) {}
 
   // The hold (rule.hold_s > 0): untimed runs until hold_s has passed. Runs
   // double from one warm-up chunk, then are sized from the last run's wall
@@ -139,7 +145,7 @@ class MeasurementLoop {
         const double per_sample_s = std::max(seconds_since(run_started), 1e-9) / static_cast<double>(samples);
         samples = std::clamp<size_t>(static_cast<size_t>(std::ceil(left_s / per_sample_s)), 1,
                                      std::max<size_t>(2 * samples, rule_.warmup_chunk));
-        samples = std::min({samples, kMaxHoldRun, static_cast<size_t>(std::ceil(kMaxLongRunS / per_sample_s))});
+        samples = std::min({samples, kMaxHoldRun, static_cast<size_t>(std::ceil(kMaxHoldRunS / per_sample_s))});
       }
     }
     started_ = std::chrono::steady_clock::now();
@@ -163,10 +169,11 @@ class MeasurementLoop {
     }
     if (!warmup && rule_.slower_than_us > 0) {
       // Racing: the lead chunk alone first, so that a clear loser stops after it; where the bound is long, its
-      // first sample alone before the rest, so that a far loser stops after one.
-      const bool probe = lead > 1 && rule_.slower_than_us >= kFarLoserProbeFromUs;
+      // first sample alone before the rest, so that a far loser stops after one (kFarLoser says where).
+      const bool probe =
+          lead > 1 && rule_.slower_than_us >= kFarLoserProbeFromUs && !issue_timed_ && rule_.throttle_threshold > 0;
       const Timings first = take(probe ? 1 : lead);
-      if (probe && all_over(first, kFarLoser)) {
+      if (probe && first.clock_mhz > 0 && all_over(first, kFarLoser)) {
         stop_as_loser(first, Timings{});
         return;
       }
@@ -227,17 +234,21 @@ class MeasurementLoop {
   // The length of the next warm-up run after `last`, in whole chunks: as many
   // as have warmed up so far, so that a kernel settling late costs few
   // synchronisations (runs double) and the samples after its settled chunk are
-  // timed, not lost; at most what max_warmup_samples leaves (at least a chunk),
-  // and about kMaxLongRunS of `last`'s sample time (the host's interrupt check
-  // runs between runs).
+  // timed, not lost; at most what max_warmup_samples leaves and about
+  // kMaxWarmupRunS of `last`'s samples (each its launches, or its host time
+  // where that is longer), at least a chunk.
   size_t next_warmup_run(const Timings& last) const {
     const size_t chunk = rule_.warmup_chunk;
     const size_t done = measurement_.warmup_samples;  // a hold's samples, or a run's tail, may pass the cap
     const size_t left = rule_.max_warmup_samples > done ? rule_.max_warmup_samples - done : 0;
     size_t chunks = std::max<size_t>(1, std::min(done, left) / chunk);
-    const double sample_s = summarize(last.times_us).median * 1e-6;
+    const double samples = static_cast<double>(last.times_us.size());
+    const double sample_s = std::max(summarize(last.times_us).median * static_cast<double>(last.launches_per_sample),
+                                     last.host_us / samples) *
+                            1e-6;
     if (sample_s > 0) {
-      chunks = std::min(chunks, std::max<size_t>(1, static_cast<size_t>(kMaxLongRunS / sample_s) / chunk));
+      const double fit = std::floor(kMaxWarmupRunS / (sample_s * static_cast<double>(chunk)));
+      chunks = std::min(chunks, static_cast<size_t>(std::max(1.0, std::min(fit, static_cast<double>(chunks)))));
     }
     return chunks * chunk;
   }
@@ -340,6 +351,7 @@ class MeasurementLoop {
   const size_t sets_;
   Run run_;
   const StopRule& rule_;
+  const bool issue_timed_;
   Measurement measurement_;
   Summary summary_;  // of the timed samples kept so far
   size_t next_set_ = 0;
@@ -351,9 +363,9 @@ class MeasurementLoop {
 // warm-up on.
 template <class Run>
 Measurement measure_runs(Timer& timer, std::string timed, size_t sets, Run run, const StopRule& rule,
-                         std::optional<size_t> warmup) {
+                         std::optional<size_t> warmup, bool issue_timed) {
   rule.validate();
-  MeasurementLoop loop(timer, std::move(timed), sets, std::move(run), rule);
+  MeasurementLoop loop(timer, std::move(timed), sets, std::move(run), rule, issue_timed);
   loop.hold();
   Timer::Session session(timer);
   loop.warm_up(warmup);
@@ -367,13 +379,13 @@ Measurement measure_runs(Timer& timer, std::string timed, size_t sets, Run run, 
 Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule, std::optional<size_t> warmup) {
   return measure_runs(
       timer, "kernel '" + plan.name() + "'", plan.sets(),
-      [&](size_t samples, size_t first_set) { return timer.run(plan, samples, first_set); }, rule, warmup);
+      [&](size_t samples, size_t first_set) { return timer.run(plan, samples, first_set); }, rule, warmup, false);
 }
 
 Measurement measure(Timer& timer, CallPlan& call, const StopRule& rule, std::optional<size_t> warmup) {
   return measure_runs(
       timer, "call '" + call.name() + "'", 1, [&](size_t samples, size_t) { return timer.run(call, samples); }, rule,
-      warmup);
+      warmup, timer.name() == "events");  // the event pair around a call holds the host's issuing of its work
 }
 
 }  // namespace pyhipbench

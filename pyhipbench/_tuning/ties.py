@@ -39,7 +39,7 @@ from .trial import Trial
 __all__ = ["TIE_HOLD_S", "TIE_LIMIT", "verdict", "tied", "loaded_s", "switch_hold_s", "hold_ties"]
 
 TIE_HOLD_S = 0.1  # every tuner's default first hold, s: about the time a power limit takes to bite from a cool start
-TIE_LIMIT = 4  # the most candidates measured again: each costs two holds and two runs
+TIE_LIMIT = 4  # the most candidates measured again: each costs two holds and two runs at most
 
 
 def verdict(result: Result, against_us: float) -> str:
@@ -119,8 +119,8 @@ def _fastest_at_every_clock(readings: dict[int, Result]) -> int | None:
     """The first pass's fastest where it beats each other tie even at that tie's clock: its median times its
     clock over the tie's, where the tie's was lower (a kernel slows at most in proportion to its SM clock), under
     the tie's median. A clock that drifted over the pass then cannot have made it the fastest. None where it
-    does not, none was held, or a clock is unread (AMD)."""
-    if not readings:
+    does not, fewer than two were held, or a clock is unread (AMD)."""
+    if len(readings) < 2:
         return None
     fastest = min(readings, key=lambda i: readings[i].median_us)
     clock = readings[fastest].clock

@@ -160,6 +160,19 @@ def test_constant_times_stop_on_precision_after_a_settled_warm_up(device, copy):
     assert res.samples == 16 and res.stats.rel_ci == 0.0
 
 
+def test_racing_stops_a_far_loser_after_one_sample_where_its_run_read_the_clock(device, copy, fake_driver,
+                                                                              fake_cupti, backend_name):
+    # 250 µs against a bound of 60: over twice it in the first sample, which runs alone. The clock probe (CUDA)
+    # read that run's clock: the far loser stops there. HIP reads no clock yet: the rest of the warm-up chunk
+    # runs, a clear loser after 3 samples.
+    fake_driver.lib.fake_set_launch_ms(0.25)
+    for timer in ("cupti", "events") if backend_name == "cuda" else ("events",):
+        res = hb.bench(copy, 4, 256, copy_args(device), timer=timer, cache="warm", slower_than_us=60.0)
+        assert res.stop_reason == "slower" and res.warmup == 0, timer
+        assert res.samples == (1 if backend_name == "cuda" else 3), timer
+        assert (res.clock is not None) == (backend_name == "cuda")
+
+
 def test_drifting_times_keep_warming_up(device, copy, fake_driver):
     # Every launch 0.1 µs slower than the last (from 4 µs): consecutive 8-sample chunks' medians are
     # 0.8 µs apart, within the 2 % settle band only once the earlier passes 40 µs: the chunk from launch

@@ -133,10 +133,12 @@ struct PYHIPBENCH_API Measurement {
 // (three samples over the bound) would be one in eight.
 inline constexpr double kClearLoser = 1.5;
 // Racing's far loser: the warm-up chunk's first sample, taken alone, over this
-// many times the bound. A kernel's own time (CUPTI) twice its median in one
-// sample needs the GPU taken from it (another context time-sliced in) or a
-// clock at half its rate, and a run below the throttle threshold (0.75 of the
-// rated clock) is taken again: neither is a steady kernel time.
+// many times the bound. A kernel's time twice its median in one sample needs
+// the GPU taken from it (another context time-sliced in) or a clock at half
+// its rate: neither is a steady kernel time. So the probe runs only where a
+// sample leaves out the host's time to issue it (not a call under the events
+// timer) and a run below the throttle threshold is taken again, and stops a
+// candidate only where its run read the clock (not yet on AMD).
 inline constexpr double kFarLoser = 2.0;
 // The far-loser probe's least bound, µs: it costs a run of its own (a
 // synchronisation, a CUPTI flush: tens of µs of host time) for every candidate
@@ -147,9 +149,12 @@ inline constexpr size_t kThrottleRetakes = 3;       // throttled runs taken agai
 inline constexpr double kThrottleRecoveryS = 0.05;  // the pause before taking a throttled run again, s
 // A hold's run holds its events (or CUPTI records) until its end, as any run: bounded as a fixed count is.
 inline constexpr size_t kMaxHoldRun = 1'000'000;
-// A hold's run, or a late warm-up's, lasts about this long at most, s: between runs the host's interrupt check
-// runs (interrupt.hpp).
-inline constexpr double kMaxLongRunS = 0.25;
+// A hold's run lasts about this long at most, s: between runs the host's interrupt check runs (interrupt.hpp).
+inline constexpr double kMaxHoldRunS = 0.25;
+// A late warm-up's run lasts about this long at most (unless one chunk is longer), s: long enough that its
+// synchronisation (and CUPTI flush: tens of µs of host time) is a small part of it, short enough that a kernel
+// settling early in it reaches its first stop check soon after.
+inline constexpr double kMaxWarmupRunS = 0.01;
 
 // Times `plan` with `timer` until `rule` says stop (see the top of this file).
 // `warmup`: that many untimed samples (0: none) instead of warming up until
