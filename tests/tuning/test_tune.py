@@ -82,13 +82,15 @@ def test_the_ties_are_measured_again_after_a_hold_and_the_fastest_there_wins(dev
         assert second.sustained.clock.mean_mhz == pytest.approx(1800.0)
 
 
+@pytest.mark.parametrize("mhz_64, mhz_128", [(1700.0, 1800.0), (1800.0, 1700.0)])
 def test_a_tie_fastest_at_every_other_ties_clock_ends_the_round_after_one_pass(device, copy, args, fake_driver,
-                                                                               backend_name, monkeypatch):
-    # Block 128 held reads 5.5 µs at 1800 MHz against 64's 6.0 at 1700: at 1700 MHz it would take at most
-    # 5.5 * 1800 / 1700 = 5.82 µs, still the fastest, so no drift can have made it the fastest. On AMD no
-    # clock is read yet: both passes run.
+                                                                               backend_name, monkeypatch, mhz_64,
+                                                                               mhz_128):
+    # Block 128 held reads 5.5 µs against 64's 6.0. At 1800 MHz against 1700 it would take at most
+    # 5.5 * 1800 / 1700 = 5.82 µs at 64's clock, still the fastest; at the lower clock it beat 64 already. Either
+    # way no drift can have made it the fastest. On AMD no clock is read yet: both passes run.
     measured = launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 5.0}, held_us={64: 6.0, 128: 5.5},
-                         held_mhz={64: 1700.0, 128: 1800.0})
+                         held_mhz={64: mhz_64, 128: mhz_128})
     tuning = hb.tune(variants(copy, args, 64, 128), timer="events", cache="warm", iterations=4, warmup=0,
                      tie_hold_s=0.002)
     first, second = tuning.results
