@@ -12,8 +12,9 @@ the cap settling) falls on every tie alike. The fastest holds `tie_hold_s`,
 the time a limit takes to bite from a cool start, or half as long after a
 screen whose kernels loaded the GPU that long (`loaded_s`), as every other
 run, which follows a held candidate with the limit already on
-(`switch_hold_s`, the second pass's runs too); the second pass races the
-sustained medians before it.
+(`switch_hold_s`, the second pass's runs too), but the second pass's first:
+the tie held last runs again at once, under its own load; the second pass
+races the sustained medians before it.
 When the fastest's first hold leaves its median within the precision,
 nothing limits the clock under this load and the others are not held. When
 the first pass's fastest would still be the fastest at each other tie's
@@ -85,7 +86,8 @@ def hold_ties(trials: Sequence[Trial], options: BenchOptions, tie_hold_s: float 
         return
     first_hold_s = tie_hold_s if loaded_s(trials) < tie_hold_s else switch_hold_s(tie_hold_s)
     first_pass: dict[int, Result] = {}
-    for n, i in enumerate(tied(trials)):  # fastest first
+    ties = tied(trials)
+    for n, i in enumerate(ties):  # fastest first
         hold_s = first_hold_s if n == 0 else switch_hold_s(tie_hold_s)
         sustained = _held(trials[i], options.replace(hold_s=hold_s, throttle_threshold=0))
         if sustained is None:
@@ -105,10 +107,12 @@ def hold_ties(trials: Sequence[Trial], options: BenchOptions, tie_hold_s: float 
         trials[fastest].noted("the fastest of the first pass at every other tie's clock, so no second pass")
         return
     # The second pass, in the reverse order: a clock drifting over the round falls on each tie alike. Each run
-    # holds again first, as a switch does: the host's work between two runs lets the clock move.
+    # holds again first, as a switch does, but the turn: the tie held last runs again at once, its own load still
+    # on (a run sooner or later for every tie after it, the sums of each tie's two run times stay equal).
     bound = RaceBound(race)
     for i in reversed(first_pass):
-        held = options.replace(hold_s=switch_hold_s(tie_hold_s), throttle_threshold=0)
+        hold_s = 0 if i == ties[-1] else switch_hold_s(tie_hold_s)
+        held = options.replace(hold_s=hold_s, throttle_threshold=0)
         second = _held(trials[i], bound.options_for(held))
         sustained = first_pass[i] if second is None else _together(first_pass[i], second)
         trials[i].sustained = sustained

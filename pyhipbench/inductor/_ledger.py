@@ -18,7 +18,7 @@ class Ledger:
     measurements the race stopped as surely slower than the best choice so far; `choice_lists`: lists of
     choices raced; `holds`: tie-round measurements of finalists; `torch_timed`: calls that launched no kernel,
     read 0 ms alone or timed by torch's benchmarker as a choice; `measure_s`: seconds inside the
-    measurements, the calls' first runs included.
+    measurements, the calls' first runs included; `holds_s`: the part of them in tie-round measurements.
     """
     measurements: int = 0
     samples: int = 0
@@ -29,6 +29,7 @@ class Ledger:
     holds: int = 0
     torch_timed: int = 0
     measure_s: float = 0.0
+    holds_s: float = 0.0
 
     def add(self, result: Result, seconds: float, held: bool) -> None:
         """One measurement that took `seconds` (`held`: a tie-round hold)."""
@@ -39,6 +40,7 @@ class Ledger:
         self.stopped_slower += result.stop_reason == "slower"
         self.holds += held
         self.measure_s += seconds
+        self.holds_s += seconds if held else 0.0
 
     def to_dict(self) -> dict[str, float]:
         """JSON-serialisable: every field."""

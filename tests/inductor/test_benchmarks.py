@@ -177,14 +177,14 @@ class Args:
 
 
 def measured_by_label(monkeypatch):
-    """Every measurement's (label, hold_s, result), in order: the screen's and the tie round's alike go
-    through Inductor's benchmark of the choice."""
+    """Every measurement's (label, whether it is in the tie round, result), in order: the screen's and the tie
+    round's alike go through Inductor's benchmark of the choice."""
     seen = []
     real = _gpu_benchmark.bench_callable_with
 
     def spy(fn, options, **kw):
         result = real(fn, options, **kw)
-        seen.append((kw["name"], options.hold_s, result))
+        seen.append((kw["name"], options.throttle_threshold == 0, result))  # the tie round keeps every clock
         return result
     monkeypatch.setattr(_gpu_benchmark, "bench_callable_with", spy)
     return seen
@@ -210,7 +210,7 @@ def test_a_list_races_and_a_failing_choice_is_inf_the_others_kept(fake, monkeypa
     book = inductor.ledger()  # what was measured, counted: the two choices that ran a kernel, the list
     assert (book.measurements, book.choice_lists, book.stopped_slower, book.holds, book.torch_timed) == (2, 1, 1, 0, 1)
     assert book.samples == sum(len(r.times_us) for r in results.values())
-    assert book.warmup_samples == sum(r.warmup for r in results.values()) and book.measure_s > 0
+    assert book.warmup_samples == sum(r.warmup for r in results.values()) and book.measure_s > 0 == book.holds_s
 
 
 def test_the_finalists_are_held_and_the_numbers_keep_the_tie_rounds_order(fake, monkeypatch):
@@ -222,8 +222,8 @@ def test_the_finalists_are_held_and_the_numbers_keep_the_tie_rounds_order(fake, 
     real = _gpu_benchmark.bench_callable_with
 
     def held(fn, options, **kw):
-        monkeypatch.setenv("FAKE_LAUNCH_US_BY_BLOCK", "128:6,256:4,64:9" if options.hold_s > 0 else
-                           "64:9,128:3,256:3")
+        sustained = options.throttle_threshold == 0  # a tie-round run: held, or right after its own hold
+        monkeypatch.setenv("FAKE_LAUNCH_US_BY_BLOCK", "128:6,256:4,64:9" if sustained else "64:9,128:3,256:3")
         return real(fn, options, **kw)
     monkeypatch.setattr(_gpu_benchmark, "bench_callable_with", held)
     choices = [Choice("first", launching(driver, 128)), Choice("second", launching(driver, 256)),
@@ -232,10 +232,11 @@ def test_the_finalists_are_held_and_the_numbers_keep_the_tie_rounds_order(fake, 
     assert timings[choices[1]] == pytest.approx(0.003) and timings[choices[0]] == pytest.approx(0.003 * 6 / 4)
     assert timings[choices[2]] == pytest.approx(0.009)  # not a finalist: its screen median
     assert min(timings, key=timings.__getitem__) is choices[1]
-    holds = [hold_s for _, hold_s, _ in seen if hold_s > 0]
+    holds = [label for label, tie_round, _ in seen if tie_round]
     assert holds and inductor.ledger().holds == len(holds) and inductor.ledger().samples == 4 * len(seen)
-    assert [(label, hold_s > 0) for label, hold_s, _ in seen][:3] == [("first", False), ("second", False),
-                                                                        ("slow", False)]
+    assert 0 < inductor.ledger().holds_s < inductor.ledger().measure_s  # the screen's measurements took the rest
+    assert [(label, tie_round) for label, tie_round, _ in seen][:3] == [("first", False), ("second", False),
+                                                                          ("slow", False)]
 
 
 def test_a_finalist_whose_hold_fails_keeps_its_screen_reading_and_the_compile_goes_on(fake):

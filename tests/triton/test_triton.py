@@ -279,8 +279,9 @@ def test_autotune_breaks_a_tie_by_measuring_the_tied_configs_again_after_a_hold(
                                                                                monkeypatch):
     """Configs within the precision of the fastest are measured again, twice each (fastest first, then in
     the reverse order), each run after a hold with no clock discarded (the fastest tie's first tie_hold_s,
-    every other half of it); the fastest there wins. A config outside the tie is measured once. The winner's
-    holds run at a clock above the other tie's (its lead could be the clock's, so both passes run)."""
+    every other half of it, the turn none: the tie held last runs again at once); the fastest there wins. A
+    config outside the tie is measured once. The winner's runs there are at a clock above the other tie's (its
+    lead could be the clock's, so both passes run)."""
     warp = WARP[backend_name]
     burst_us = {2 * warp: 5.0, 4 * warp: 5.02, 8 * warp: 9.0}
     sustained_us = {2 * warp: 6.0, 4 * warp: 5.5, 8 * warp: 9.5}
@@ -288,10 +289,10 @@ def test_autotune_breaks_a_tie_by_measuring_the_tied_configs_again_after_a_hold(
 
     def bench_with_fake_time(launches, bench_options, **launch):
         options.append(bench_options)
-        times = sustained_us if bench_options.hold_s > 0 else burst_us
+        sustained = bench_options.hold_s > 0 or bench_options.throttle_threshold == 0  # held, or in the tie round
+        times = sustained_us if sustained else burst_us
         fake_driver.lib.fake_set_launch_ms(times[launches[0].block[0]] / 1000)
-        fake_driver.lib.fake_set_sm_clock_mhz(1800.0 if bench_options.hold_s > 0 and launches[0].block[0] == 4 * warp
-                                              else 1500.0)
+        fake_driver.lib.fake_set_sm_clock_mhz(1800.0 if sustained and launches[0].block[0] == 4 * warp else 1500.0)
         return real(launches, bench_options, **launch)
 
     real = ht._bench.bench_with
@@ -303,10 +304,10 @@ def test_autotune_breaks_a_tie_by_measuring_the_tied_configs_again_after_a_hold(
                         tie_hold_s=0.002)(tk.add)
     tuning = tuned.tune((1,), x, y, out, 4096)
     assert tuning.best is configs[1]
-    held = [o for o in options if o.hold_s > 0]
+    held = [o for o in options if o.throttle_threshold == 0]
     assert len(options) == 7 and len(held) == 4
-    assert [o.hold_s for o in held] == [0.002, 0.001, 0.001, 0.001]
-    assert all(o.throttle_threshold == 0 and o.slower_than_us is None for o in held)  # a fixed count never races
+    assert [o.hold_s for o in held] == [0.002, 0.001, 0, 0.001]
+    assert all(o.slower_than_us is None for o in held)  # a fixed count never races
     first, second, third = tuning.results
     assert first.sustained.median_us == pytest.approx(6.0, rel=1e-4) and first.median_us == pytest.approx(5.0)
     assert second.sustained.median_us == pytest.approx(5.5, rel=1e-4) and third.sustained is None
@@ -351,12 +352,13 @@ def test_autotune_measures_through_the_tuning_engine(device, fake_driver, monkey
 
 
 def held_slower(monkeypatch, fake_driver, burst_us: float, held_us: float) -> list:
-    """Every launch takes burst_us on the fake, held_us in a measurement with a hold; the options of each."""
+    """Every launch takes burst_us on the fake, held_us in the tie round (each of its runs under its own load);
+    the options of each."""
     options = []
 
     def bench_with_fake_time(launches, bench_options, **launch):
         options.append(bench_options)
-        fake_driver.lib.fake_set_launch_ms((held_us if bench_options.hold_s > 0 else burst_us) / 1000)
+        fake_driver.lib.fake_set_launch_ms((held_us if bench_options.throttle_threshold == 0 else burst_us) / 1000)
         return real(launches, bench_options, **launch)
 
     real = ht._bench.bench_with
@@ -366,7 +368,7 @@ def held_slower(monkeypatch, fake_driver, burst_us: float, held_us: float) -> li
 
 def tuned_stages(monkeypatch, fake_driver, device, burst_us: float, held_us: float, stages: int, **options):
     """autotune over `stages` configs differing only in num_stages, each launch burst_us on the fake (held_us
-    in a measurement with a hold): the options of each measurement, the configs and the Tuning."""
+    in the tie round): the options of each measurement, the configs and the Tuning."""
     measured = held_slower(monkeypatch, fake_driver, burst_us, held_us)
     configs = [triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in range(1, stages + 1)]
     tuned = ht.autotune(configs, key=["n"], device=device, warmup_samples=0, timer="events", **options)(tk.add)
@@ -385,8 +387,8 @@ def test_autotune_races_each_later_tie_against_the_sustained_medians_before_it(d
     first config measured there races nothing, the next races its two runs' CI upper bound."""
     options, _, tuning = tuned_stages(monkeypatch, fake_driver, device, 5.0, 6.0, 2, cache="warm", tie_hold_s=0.002)
     first, second = tuning.results
-    held = [o for o in options if o.hold_s > 0]
-    assert [o.hold_s for o in held] == [0.002, 0.001, 0.001, 0.001]
+    held = [o for o in options if o.throttle_threshold == 0]
+    assert [o.hold_s for o in held] == [0.002, 0.001, 0, 0.001]
     assert [o.slower_than_us for o in held[:3]] == [None, None, None]
     assert held[3].slower_than_us == second.sustained.ci_us[1]  # the second pass runs the second config first
     assert second.sustained.stop_reason == "precision"
@@ -395,10 +397,10 @@ def test_autotune_races_each_later_tie_against_the_sustained_medians_before_it(d
 def test_after_a_screen_that_loaded_the_gpu_for_the_hold_the_fastest_tie_holds_as_long_as_a_later_one(
         device, fake_driver, monkeypatch):
     """The screen's kernels ran 2 configs x 4 launches x 2 ms = 16 ms, past tie_hold_s (10 ms): a limit
-    that bites has bitten, so the fastest tie holds half as long, as the later ones."""
+    that bites has bitten, so the fastest tie holds half as long, as the later ones (but the turn)."""
     options, _, tuning = tuned_stages(monkeypatch, fake_driver, device, 2000.0, 2400.0, 2, iterations=4,
                                       tie_hold_s=0.01)
-    assert [o.hold_s for o in options if o.hold_s > 0] == [0.005] * 4
+    assert [o.hold_s for o in options if o.throttle_threshold == 0] == [0.005, 0.005, 0, 0.005]
     assert all(r.sustained is not None for r in tuning.results)
 
 

@@ -8,32 +8,13 @@ import sqlite3
 
 import numpy as np
 import pytest
+from tuning_helpers import launch_us
 
 import pyhipbench as hb
-from pyhipbench._measure.bench import PreparedBench
 from pyhipbench._results.store import Store, read_database
 from pyhipbench._tuning.contenders import ChainContender
 from pyhipbench._tuning.kind import CandidateKind
 from pyhipbench.errors import BenchError
-
-
-def launch_us(monkeypatch, fake_driver, us: dict[int, float], held_us: dict[int, float] | None = None) -> list:
-    """Each launch of a block size takes us[block] µs on the fake (held_us[block] in a measurement with a hold,
-    block 128's at a clock above the others': its lead could be the clock's, so both passes run); the block of
-    every measurement, in order."""
-    measured = []
-    real = PreparedBench.run
-
-    def run(self):
-        block = self.checked[0][1].block[0]
-        measured.append(block)
-        held = held_us is not None and self.options.hold_s > 0
-        table = held_us if held else us
-        fake_driver.lib.fake_set_launch_ms(table[block] / 1000)
-        fake_driver.lib.fake_set_sm_clock_mhz(1800.0 if held and block == 128 else 1500.0)
-        return real(self)
-    monkeypatch.setattr(PreparedBench, "run", run)
-    return measured
 
 
 class Tagged(CandidateKind):
@@ -102,7 +83,8 @@ def test_each_candidate_is_a_row_as_a_sweep_records_it_with_its_rank_and_the_win
 
 def test_a_tie_keeps_its_sustained_result_beside_its_screen_result(device, copy, args, fake_driver, monkeypatch,
                                                                   tmp_path):
-    launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 5.0}, held_us={64: 6.0, 128: 5.5})
+    launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 5.0}, held_us={64: 6.0, 128: 5.5},
+              held_mhz={64: 1500.0, 128: 1800.0})  # 128's lead could be its clock's: both passes run
     db = tmp_path / "tuning.db"
     tuning = hb.tune({"block 64": hb.Launch(copy, 4, 64, args), "block 128": hb.Launch(copy, 4, 128, args)},
                      timer="events", cache="warm", iterations=4, warmup=0, tie_hold_s=0.002, record=db)

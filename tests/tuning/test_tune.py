@@ -2,34 +2,10 @@
 from __future__ import annotations
 
 import pytest
-from tuning_helpers import COPY_PTX
+from tuning_helpers import COPY_PTX, launch_us
 
 import pyhipbench as hb
-from pyhipbench._measure.bench import PreparedBench
 from pyhipbench.errors import BenchError
-
-RATED_MHZ = 1980.0  # the fake device's rated SM clock
-
-
-def launch_us(monkeypatch, fake_driver, us: dict[int, float], held_us: dict[int, float] | None = None,
-              ramp_us: dict[int, float] | None = None, held_mhz: dict[int, float] | None = None) -> list:
-    """Each launch of a block size takes us[block] µs on the fake (held_us[block] in a measurement with a
-    hold, at an SM clock of held_mhz[block], else the rated one), each one ramp_us[block] µs more than the
-    last; the (block, options) of every measurement."""
-    measured = []
-    real = PreparedBench.run
-
-    def run(self):
-        block = self.checked[0][1].block[0]
-        measured.append((block, self.options))
-        held = held_us is not None and self.options.hold_s > 0
-        table = held_us if held else us
-        fake_driver.lib.fake_set_launch_ms(table[block] / 1000)
-        fake_driver.lib.fake_set_sm_clock_mhz((held_mhz or {}).get(block, RATED_MHZ) if held else RATED_MHZ)
-        fake_driver.lib.fake_set_launch_ms_step((ramp_us or {}).get(block, 0.0) / 1000)
-        return real(self)
-    monkeypatch.setattr(PreparedBench, "run", run)
-    return measured
 
 
 def variants(copy, args, *blocks: int) -> dict[str, hb.Launch]:
@@ -64,8 +40,9 @@ def test_without_racing_every_candidate_is_measured_to_the_precision(device, cop
 
 def test_the_ties_are_measured_again_after_a_hold_and_the_fastest_there_wins(device, copy, args, fake_driver,
                                                                             backend_name, monkeypatch):
-    """Twice each: fastest first, then in the reverse order; the fastest first holds longest. Block 128 is the
-    fastest held, but at a clock 20 % above block 64's: at 64's clock it might not be, so the second pass runs."""
+    """Twice each: fastest first, then in the reverse order; the fastest first holds longest, the turn (the
+    tie held last, again at once) not at all. Block 128 is the fastest held, but at a clock 20 % above block
+    64's: at 64's clock it might not be, so the second pass runs."""
     measured = launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 5.0, 256: 9.0}, held_us={64: 6.0, 128: 5.5},
                          held_mhz={64: 1500.0, 128: 1800.0})
     tuning = hb.tune(variants(copy, args, 64, 128, 256), timer="events", cache="warm", iterations=4, warmup=0,
@@ -74,8 +51,8 @@ def test_the_ties_are_measured_again_after_a_hold_and_the_fastest_there_wins(dev
     first, second, third = tuning.results
     assert first.sustained.median_us == pytest.approx(6.0, rel=1e-4) and first.median_us == pytest.approx(6.0)
     assert second.sustained.median_us == pytest.approx(5.5, rel=1e-4) and third.sustained is None
-    held = [(block, options.hold_s) for block, options in measured if options.hold_s > 0]
-    assert held == [(64, 0.002), (128, 0.001), (128, 0.001), (64, 0.001)]
+    sustained = [(block, options.hold_s) for block, options in measured if options.throttle_threshold == 0]
+    assert sustained == [(64, 0.002), (128, 0.001), (128, 0), (64, 0.001)]
     assert first.sustained.samples == second.sustained.samples == 8  # 4 + 4 iterations
     assert second.note is None
     if backend_name == "cuda":  # the clock probe's reading (none on AMD yet)
@@ -96,8 +73,8 @@ def test_a_tie_fastest_at_every_other_ties_clock_ends_the_round_after_one_pass(d
     first, second = tuning.results
     passes = 1 if backend_name == "cuda" else 2
     assert tuning.best.label == "block 128" and second.sustained.samples == first.sustained.samples == 4 * passes
-    assert [(block, options.hold_s) for block, options in measured if options.hold_s > 0] == [
-        (64, 0.002), (128, 0.001), (128, 0.001), (64, 0.001)][:2 * passes]
+    assert [(block, options.hold_s) for block, options in measured if options.throttle_threshold == 0] == [
+        (64, 0.002), (128, 0.001), (128, 0), (64, 0.001)][:2 * passes]
     assert (second.note == "the fastest of the first pass at every other tie's clock, so no second pass") == (
         passes == 1)
 
