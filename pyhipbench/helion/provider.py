@@ -11,7 +11,8 @@ of Helion 1.5.0 (version.py refuses any other release):
 `_subprocess_accuracy_check_enabled`, `_run_subprocess_accuracy_check_job`,
 `_benchmark_worker` (held across searches: kept_worker.py, which also reaches
 `BenchmarkWorker._fatal_error` and the caches of `load_trusted_kernel_args` and
-`_load_trusted_baseline_output`),
+`_load_trusted_baseline_output`; started at setup: worker_start.py, which calls
+`BenchmarkWorker._start`), `_precompile_args_path`, `_precompile_baseline_path`,
 `_validate_against_baseline`, `_record_accuracy_failure`,
 `_record_compile_failure`, `_record_worker_failure`,
 `_clear_jit_fast_path_caches`, `_clone_args`, `mutated_arg_indices`,
@@ -36,12 +37,18 @@ from typing import Any
 
 from helion import exc
 from helion.autotuner.benchmark_provider import LocalBenchmarkProvider, _clone_args
-from helion.autotuner.benchmark_worker import BenchmarkSubprocessError, BenchmarkTimeout, BenchmarkWorkerUnkillable
+from helion.autotuner.benchmark_worker import (
+    BenchmarkSubprocessError,
+    BenchmarkTimeout,
+    BenchmarkWorker,
+    BenchmarkWorkerUnkillable,
+)
 from helion.autotuner.benchmarking import synchronize_device
 from helion.autotuner.logger import capture_output, match_unrecoverable_runtime_error
 
 from .first_pass import FirstPass
 from .kept_worker import KEPT_WORKER, KeptWorker
+from .worker_start import WorkerStart
 
 __all__ = ["RacingProvider"]
 
@@ -55,18 +62,35 @@ class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion sh
     def __init__(self, *, first_pass: FirstPass, **helion_keywords: Any) -> None:
         self.first_pass = first_pass
         self.holds_kept_worker = False
+        self.worker_start: WorkerStart | None = None
         super().__init__(**helion_keywords)
 
     def setup(self) -> None:
-        """Helion's setup; the kept check worker taken as Helion's own, where this search can hold it."""
+        """Helion's setup; the kept check worker taken as Helion's own, where this search can hold it; where
+        Helion will check in a worker and this search has none, one started now (worker_start.py)."""
         super().setup()
         self.holds_kept_worker, worker = self.kept_worker.hold()
         if self.holds_kept_worker:
             self._benchmark_worker = worker
+        if self._will_check_in_worker() and self._benchmark_worker is None:
+            self._benchmark_worker = BenchmarkWorker(device=None)  # as Helion makes it at its first check
+            self.worker_start = WorkerStart(self._benchmark_worker, float(self.settings.autotune_benchmark_timeout))
+
+    def _will_check_in_worker(self) -> bool:
+        """Helion's checks go to its worker: on, with the arguments and the baseline saved for it."""
+        return bool(self._subprocess_accuracy_check_enabled() and self._precompile_args_path is not None
+                    and self._precompile_baseline_path is not None)
+
+    def _worker_started(self) -> None:
+        """The worker started at setup, once ready (or its readying failed); at once where none was."""
+        if self.worker_start is not None:
+            self.worker_start.wait()
+            self.worker_start = None
 
     def cleanup(self) -> None:
         """The held check worker given back, still running, where it can be kept; then Helion's cleanup
         (which stops a worker not kept, as it would)."""
+        self._worker_started()
         if self.holds_kept_worker:
             self.holds_kept_worker = False
             if self.kept_worker.give_back(self._benchmark_worker, float(self.settings.autotune_benchmark_timeout)):
@@ -158,6 +182,7 @@ class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion sh
         where Helion checks in this process; the wait counted."""
         started = time.perf_counter()
         try:
+            self._worker_started()
             return self._run_subprocess_accuracy_check_job(fn)
         finally:
             self.first_pass.ledger.worker_check_s += time.perf_counter() - started

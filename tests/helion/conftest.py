@@ -72,7 +72,7 @@ def racing_provider():
 
     def make(first_pass, baseline, bench_calls: dict) -> RacingProvider:
         provider = RacingProvider.__new__(RacingProvider)
-        provider.first_pass, provider.holds_kept_worker = first_pass, False
+        provider.first_pass, provider.holds_kept_worker, provider.worker_start = first_pass, False, None
         provider.kept_worker = KeptWorker()  # the test's own, not the process's
         provider.settings = helion.Settings(autotune_benchmark_subprocess=False, autotune_accuracy_check=True)
         provider.kernel = types.SimpleNamespace(

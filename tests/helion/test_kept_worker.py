@@ -109,3 +109,30 @@ def test_a_worker_serves_only_the_thread_that_started_it():
         assert elsewhere == [(False, None)] and kept.hold() == (True, worker)
     finally:
         worker.shutdown()
+
+
+def test_a_search_that_checks_in_a_worker_starts_it_at_setup_and_its_first_check_uses_it(search):
+    """Helion starts its worker at the first check; here it is spawned at setup (on the search's thread) and
+    readied on a thread of its own, which the first check waits for; that check runs in the same process."""
+    provider = search()
+    provider._subprocess_benchmark_enabled = provider._subprocess_accuracy_check_enabled = lambda: True
+    provider.setup()  # Helion's setup saves the arguments and the baseline for its worker
+    worker = provider._benchmark_worker
+    try:
+        assert isinstance(worker, BenchmarkWorker) and worker.alive() and provider.worker_start is not None
+        started_pid = worker._process.pid
+        provider._run_subprocess_accuracy_check_job = lambda fn: worker.run(os.getpid, 120.0)  # a check's job
+        assert provider._worker_check(fn=None) == started_pid and provider.worker_start is None
+        provider.cleanup()
+        assert worker.alive() and search.kept.hold() == (True, worker)  # kept for the next search
+    finally:
+        worker.shutdown()
+
+
+def test_a_search_that_checks_in_this_process_starts_no_worker(search):
+    provider = search()
+    provider._subprocess_benchmark_enabled = lambda: True  # the arguments saved, but checks stay here
+    provider._subprocess_accuracy_check_enabled = lambda: False
+    provider.setup()
+    assert provider._benchmark_worker is None and provider.worker_start is None
+    provider.cleanup()
