@@ -118,7 +118,7 @@ double chunk_median_us(const std::vector<double>& times_us, size_t from, size_t 
 template <class Run>
 class MeasurementLoop {
  public:
-  // `issue_timed`: a sample holds the host's time to issue it (a call under the events timer).
+  // `issue_timed`: a sample holds the host's time to issue it (a call, where Timer::call_samples_hold_issuing).
   MeasurementLoop(Timer& timer, std::string timed, size_t sets, Run run, const StopRule& rule, bool issue_timed)
       : timer_(timer),
         timed_(std::move(timed)),
@@ -385,7 +385,7 @@ Measurement measure(Timer& timer, LaunchPlan& plan, const StopRule& rule, std::o
 Measurement measure(Timer& timer, CallPlan& call, const StopRule& rule, std::optional<size_t> warmup) {
   return measure_runs(
       timer, "call '" + call.name() + "'", 1, [&](size_t samples, size_t) { return timer.run(call, samples); }, rule,
-      warmup, timer.name() == "events");  // the event pair around a call holds the host's issuing of its work
+      warmup, timer.call_samples_hold_issuing());
 }
 
 }  // namespace pyhipbench

@@ -24,6 +24,8 @@ class EventTimer final : public TimerBase<Driver> {
     this->release_in_context([this] { this->release_pool_and_probe(); });
   }
 
+  bool call_samples_hold_issuing() const override { return true; }  // the pair brackets the call's Python too
+
  private:
   void time(LaunchPlan& plan, size_t samples, size_t first_set, Timings& timings) override {
     this->grow_event_pool(2 * samples);

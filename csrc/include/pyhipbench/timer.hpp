@@ -105,6 +105,9 @@ class PYHIPBENCH_API Timer {  // one way of timing launches of a LaunchPlan
   // `samples` calls, each a sample (the events and cupti timers; the others
   // throw std::invalid_argument: they time launches they issue themselves).
   virtual Timings run(CallPlan& call, size_t samples);
+  // Whether a call's sample holds the host's time to issue its work (the events timer's pair around the call),
+  // so that a sample's time can stand for the call's kernels only where this is false.
+  virtual bool call_samples_hold_issuing() const { return false; }
 
   // Keeps the timer's set-up across the runs of one measurement (measure() in
   // stopping.hpp opens one): the cupti timer subscribes to CUPTI and enables
