@@ -48,7 +48,7 @@ from helion.autotuner.logger import capture_output, match_unrecoverable_runtime_
 
 from .first_pass import FirstPass
 from .kept_worker import KEPT_WORKER, KeptWorker
-from .worker_start import WorkerStart
+from .worker_start import WorkerStart, cuda_device_index
 
 __all__ = ["RacingProvider"]
 
@@ -74,7 +74,8 @@ class RacingProvider(LocalBenchmarkProvider):  # type: ignore[misc]  # Helion sh
             self._benchmark_worker = worker
         if self._will_check_in_worker() and self._benchmark_worker is None:
             self._benchmark_worker = BenchmarkWorker(device=None)  # as Helion makes it at its first check
-            self.worker_start = WorkerStart(self._benchmark_worker, float(self.settings.autotune_benchmark_timeout))
+            self.worker_start = WorkerStart(self._benchmark_worker, float(self.settings.autotune_benchmark_timeout),
+                                            cuda_device_index(self.args))
 
     def _will_check_in_worker(self) -> bool:
         """Helion's checks go to its worker: on, with the arguments and the baseline saved for it."""

@@ -7,37 +7,56 @@ processes (docs/helion.md), and the first batch's checks wait for all of
 it. Started at setup instead, it comes up while Helion compiles and
 precompiles the first batch: the process is spawned there, on the search's
 thread (the worker asks for SIGTERM when the thread that started it ends),
-and a thread of its own runs torch.cuda.synchronize in it (CUDA's context,
-made once in the worker), which the search waits for before its first use
-of the worker.
+and a thread of its own runs torch.cuda.synchronize on the arguments' device
+in it (CUDA's context there, made once in the worker), which the search
+waits for before its first use of the worker. A start that fails here is
+left to Helion's first check, which starts the worker again and handles
+what fails there as it would.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
-__all__ = ["WorkerStart"]
+__all__ = ["WorkerStart", "cuda_device_index"]
+
+
+def cuda_device_index(args: Any) -> int | None:
+    """The device index of the first CUDA tensor among `args` (a kernel's arguments), None where there is none."""
+    for arg in args:
+        if getattr(arg, "is_cuda", False):
+            return int(arg.device.index)
+    return None
 
 
 class WorkerStart:
-    """Helion's BenchmarkWorker `worker` started now and readied on a thread; `wait()` before using it."""
+    """Helion's BenchmarkWorker `worker` started now and readied on `device_index` (None: not readied) on a
+    thread; `wait()` before using it."""
 
-    def __init__(self, worker: Any, timeout_s: float) -> None:
-        worker._start()  # Helion's own start, on this thread (its death signal follows the starting thread)
-        self._thread = threading.Thread(target=self._ready, args=(worker, timeout_s), daemon=True,
-                                        name="pyhipbench-helion-worker-start")
-        self._thread.start()
+    def __init__(self, worker: Any, timeout_s: float, device_index: int | None) -> None:
+        self._thread: threading.Thread | None = None
+        try:
+            worker._start()  # Helion's own start, on this thread (its death signal follows the starting thread)
+        except Exception:  # noqa: BLE001 - Helion's first check starts it again and says what fails
+            return
+        if device_index is not None:
+            self._thread = threading.Thread(target=self._ready, args=(worker, timeout_s, device_index),
+                                            daemon=True, name="pyhipbench-helion-worker-start")
+            self._thread.start()
 
     @staticmethod
-    def _ready(worker: Any, timeout_s: float) -> None:
-        """CUDA's context made in `worker` (at most `timeout_s` s)."""
+    def _ready(worker: Any, timeout_s: float, device_index: int) -> None:
+        """CUDA's context made on `device_index` in `worker` (at most `timeout_s` s)."""
         import torch
 
         try:
-            worker.run(torch.cuda.synchronize, timeout_s)
-        except Exception:  # the first check meets what failed here, and Helion handles it there: a dead or
-            pass  # timed-out worker is started again, one that cannot be killed ends the search
+            worker.run(functools.partial(torch.cuda.synchronize, device_index), timeout_s)
+        except Exception:  # noqa: BLE001 - the first check meets what failed here, and Helion handles it there:
+            pass  # a dead or timed-out worker is started again, one that cannot be killed ends the search
 
     def wait(self) -> None:
-        """Returns once the readying job has ended (at most its timeout)."""
-        self._thread.join()
+        """Returns once the readying job has ended (at most its timeout), at once where none runs."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None

@@ -20,6 +20,7 @@ from helion.autotuner.kernel_args import load_trusted_kernel_args
 from pyhipbench.helion.first_pass import FirstPass
 from pyhipbench.helion.kept_worker import KeptWorker
 from pyhipbench.helion.ledger import Ledger
+from pyhipbench.helion.worker_start import WorkerStart, cuda_device_index
 
 from fakes.helion_jobs import cached_arguments
 
@@ -136,3 +137,30 @@ def test_a_search_that_checks_in_this_process_starts_no_worker(search):
     provider.setup()
     assert provider._benchmark_worker is None and provider.worker_start is None
     provider.cleanup()
+
+
+def test_a_readying_job_that_fails_leaves_the_started_worker_to_the_first_check():
+    """Readying makes CUDA's context on the arguments' device; without a GPU it raises in the worker, which
+    runs on: the first check then uses the process started at setup."""
+    worker = BenchmarkWorker(device=None)
+    try:
+        start = WorkerStart(worker, 120.0, 0)
+        pid = worker._process.pid
+        start.wait()
+        assert worker.alive() and worker.run(os.getpid, 120.0) == pid
+    finally:
+        worker.shutdown()
+
+
+def test_a_worker_that_cannot_start_at_setup_is_left_to_helions_first_check():
+    class Unstartable:
+        def _start(self):
+            raise OSError("cannot fork")
+    start = WorkerStart(Unstartable(), 120.0, 0)
+    start.wait()  # nothing to wait for: no readying ran
+
+
+def test_the_readying_device_is_the_first_cuda_arguments():
+    on = types.SimpleNamespace(is_cuda=True, device=types.SimpleNamespace(index=1))
+    assert cuda_device_index([torch.zeros(1), 3, on]) == 1
+    assert cuda_device_index([torch.zeros(1), 3]) is None and cuda_device_index(()) is None
