@@ -11,7 +11,9 @@ and a thread of its own runs torch.cuda.synchronize on the arguments' device
 in it (CUDA's context there, made once in the worker), which the search
 waits for before its first use of the worker. A start that fails here is
 left to Helion's first check, which starts the worker again and handles
-what fails there as it would.
+what fails there as it would. A search that checks nothing (every config
+failed to compile) pays the start all the same, its cleanup waiting for
+the readying.
 """
 from __future__ import annotations
 
@@ -47,16 +49,24 @@ class WorkerStart:
 
     @staticmethod
     def _ready(worker: Any, timeout_s: float, device_index: int) -> None:
-        """CUDA's context made on `device_index` in `worker` (at most `timeout_s` s)."""
+        """CUDA's context made on `device_index` in `worker` (at most `timeout_s` s). A worker that died since
+        its start is not started again here: one started on this thread would end with it."""
         import torch
 
+        worker._start = _refuse_start  # only this thread uses the worker until wait() returns
         try:
             worker.run(functools.partial(torch.cuda.synchronize, device_index), timeout_s)
         except Exception:  # noqa: BLE001 - the first check meets what failed here, and Helion handles it there:
             pass  # a dead or timed-out worker is started again, one that cannot be killed ends the search
+        finally:
+            del worker._start  # Helion's own again
 
     def wait(self) -> None:
         """Returns once the readying job has ended (at most its timeout), at once where none runs."""
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+
+
+def _refuse_start() -> None:
+    raise RuntimeError("the check worker ended before it was readied; the search's first check starts it again")

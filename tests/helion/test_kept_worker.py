@@ -116,13 +116,15 @@ def test_a_search_that_checks_in_a_worker_starts_it_at_setup_and_its_first_check
     """Helion starts its worker at the first check; here it is spawned at setup (on the search's thread) and
     readied on a thread of its own, which the first check waits for; that check runs in the same process."""
     provider = search()
+    provider.args = (types.SimpleNamespace(is_cuda=True, device=types.SimpleNamespace(index=0)),)  # readied on 0
     provider._subprocess_benchmark_enabled = provider._subprocess_accuracy_check_enabled = lambda: True
     provider.setup()  # Helion's setup saves the arguments and the baseline for its worker
     worker = provider._benchmark_worker
     try:
         assert isinstance(worker, BenchmarkWorker) and worker.alive() and provider.worker_start is not None
         started_pid = worker._process.pid
-        provider._run_subprocess_accuracy_check_job = lambda fn: worker.run(os.getpid, 120.0)  # a check's job
+        # A check's job, through the provider's worker once the readying (which raises without a GPU) ended.
+        provider._run_subprocess_accuracy_check_job = lambda fn: provider._benchmark_worker.run(os.getpid, 120.0)
         assert provider._worker_check(fn=None) == started_pid and provider.worker_start is None
         provider.cleanup()
         assert worker.alive() and search.kept.hold() == (True, worker)  # kept for the next search
@@ -164,3 +166,21 @@ def test_the_readying_device_is_the_first_cuda_arguments():
     on = types.SimpleNamespace(is_cuda=True, device=types.SimpleNamespace(index=1))
     assert cuda_device_index([torch.zeros(1), 3, on]) == 1
     assert cuda_device_index([torch.zeros(1), 3]) is None and cuda_device_index(()) is None
+
+
+def test_a_worker_that_ends_before_it_is_readied_is_not_started_again_on_the_readying_thread():
+    """Helion's run() starts a worker that is not running; one started on the readying thread would get
+    SIGTERM when that thread ends, so there the start is refused and left to the search's first check."""
+    class EndsAtOnce:
+        def __init__(self):
+            self.started_on = []
+
+        def _start(self):
+            self.started_on.append(threading.get_ident())
+
+        def run(self, job, timeout):
+            self._start()  # as BenchmarkWorker.run does for a worker no longer alive
+            return job()
+    worker = EndsAtOnce()
+    WorkerStart(worker, 120.0, 0).wait()
+    assert worker.started_on == [threading.get_ident()] and "_start" not in vars(worker)

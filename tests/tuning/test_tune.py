@@ -59,6 +59,20 @@ def test_the_ties_are_measured_again_after_a_hold_and_the_fastest_there_wins(dev
         assert second.sustained.clock.mean_mhz == pytest.approx(1800.0)
 
 
+def test_where_the_last_ties_hold_fails_the_second_pass_opens_with_a_switch_hold(device, copy, args, fake_driver,
+                                                                                 monkeypatch):
+    """Block 256's first run fails, so block 128 was not the last run before the second pass: it holds again."""
+    measured = launch_us(monkeypatch, fake_driver, {64: 5.0, 128: 5.0, 256: 5.0},
+                         held_us={64: 6.0, 128: 5.5, 256: 5.8}, held_mhz={64: 1500.0, 128: 1800.0},
+                         hold_fails=(256,))
+    tuning = hb.tune(variants(copy, args, 64, 128, 256), timer="events", cache="warm", iterations=4, warmup=0,
+                     tie_hold_s=0.002)
+    assert [(block, options.hold_s) for block, options in measured if options.throttle_threshold == 0] == [
+        (64, 0.002), (128, 0.001), (256, 0.001), (128, 0.001), (64, 0.001)]
+    assert tuning.best.label == "block 128" and tuning.results[2].sustained is None
+    assert "sustained measurement failed: BenchError: block 256's hold failed" in tuning.results[2].note
+
+
 @pytest.mark.parametrize("mhz_64, mhz_128", [(1700.0, 1800.0), (1800.0, 1700.0)])
 def test_a_tie_fastest_at_every_other_ties_clock_ends_the_round_after_one_pass(device, copy, args, fake_driver,
                                                                                backend_name, monkeypatch, mhz_64,
